@@ -1,0 +1,85 @@
+# Makefile: builds every program into bin/ and the check-based test suite.
+#
+#   make                 single precision (float), all programs
+#   make REAL=double     the same programs in double precision (objects rebuild automatically)
+#   make test            builds and runs the whole test suite (installs `check` when it can)
+#   make bench           performance benchmark (not a test)
+#   make SANITIZE=1 test the suite under AddressSanitizer and UndefinedBehaviorSanitizer
+#
+# Library code lives in model/ data/ train/ tools/; a program is one file with a main().
+
+CC       ?= gcc
+REAL     ?= float
+SANITIZE ?= 0
+OPT      ?= -O3
+
+CFLAGS   = -std=c17 $(OPT) -g -Wall -Wextra -fopenmp -D_POSIX_C_SOURCE=200809L -I.
+LDLIBS   = -lm -fopenmp
+ifeq ($(REAL),double)
+CFLAGS  += -DREAL_DOUBLE
+else ifneq ($(REAL),float)
+$(error REAL must be float or double, not '$(REAL)')
+endif
+ifeq ($(SANITIZE),1)
+CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDLIBS  += -fsanitize=address,undefined
+endif
+
+BUILD    = build
+# Each program's main() lives in the file named here; everything else is library code.
+PROGRAMS = train translate evaluate align gradcheck gradref gencorpus
+MAIN_SRC = train/train.c $(addprefix tools/,$(addsuffix .c,$(filter-out train,$(PROGRAMS))))
+LIB_SRC  = $(filter-out $(MAIN_SRC),$(wildcard model/*.c data/*.c train/*.c tools/*.c))
+LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC = $(wildcard tests/*.c)
+TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
+BINS     = $(addprefix bin/,$(filter $(PROGRAMS),$(basename $(notdir $(wildcard $(MAIN_SRC))))))
+
+# A stamp that changes when the precision or sanitizer setting does, so no object built with
+# one setting is ever linked with another.
+FLAVOUR  = $(REAL)-san$(SANITIZE)
+STAMP    = $(BUILD)/flavour-$(FLAVOUR)
+
+.PHONY: all test check-lib bench clean format
+all: $(BINS)
+
+$(STAMP):
+	@rm -rf $(BUILD) && mkdir -p $(BUILD) && touch $@
+
+$(BUILD)/%.o: %.c $(STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+bin/train: $(BUILD)/train/train.o $(LIB_OBJ)
+	@mkdir -p bin
+	$(CC) $^ -o $@ $(LDLIBS)
+
+bin/%: $(BUILD)/tools/%.o $(LIB_OBJ)
+	@mkdir -p bin
+	$(CC) $^ -o $@ $(LDLIBS)
+
+# The test suite needs the `check` library; tests/need-check.sh installs it when it can.
+CHECK_FLAGS = $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS  = $(shell pkg-config --libs check 2>/dev/null)
+
+check-lib:
+	@sh tests/need-check.sh
+
+$(BUILD)/tests/%.o: tests/%.c $(STAMP) | check-lib
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(shell pkg-config --cflags check 2>/dev/null) -MMD -MP -c $< -o $@
+
+bin/run_tests: $(TEST_OBJ) $(LIB_OBJ) | check-lib
+	@mkdir -p bin
+	$(CC) $^ -o $@ $(LDLIBS) $(shell pkg-config --libs check 2>/dev/null)
+
+test: check-lib $(BINS) bin/run_tests
+	@cd tests && ../bin/run_tests
+
+clean:
+	rm -rf $(BUILD) bin
+
+format:
+	clang-format -i $(wildcard */*.c */*.h)
+
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

@@ -1,0 +1,88 @@
+/*
+ * attention.c: additive attention forward and backward for one decoder step (see attention.h).
+ */
+#include "attention.h"
+
+#include <math.h>
+#include <string.h>
+#include <tgmath.h>
+
+#include "loss.h"
+
+void attention_forward(real *context, real *alpha, real *energy, real *hidden, const real *query,
+                       const real *keys, const real *enc_h, const int *src_len, const real *v,
+                       int B, int S, int A, int K) {
+#pragma omp parallel for schedule(static) if ((long)B * S * A > 8192)
+    for (int b = 0; b < B; b++) {
+        const real *q = query + (size_t)b * A;
+        real *a = alpha + (size_t)b * S, *c = context + (size_t)b * K;
+        int L = src_len[b];
+        for (int i = 0; i < S; i++) {
+            real *hid = hidden + ((size_t)b * S + i) * A;
+            if (i >= L) {
+                memset(hid, 0, sizeof(real) * (size_t)A);
+                continue;
+            }
+            const real *k = keys + ((size_t)b * S + i) * A;
+            real e = 0;
+            for (int j = 0; j < A; j++) {
+                hid[j] = tanh(q[j] + k[j]);
+                e += v[j] * hid[j];
+            }
+            a[i] = e;
+        }
+        if (energy)
+            for (int i = 0; i < S; i++) energy[(size_t)b * S + i] = i < L ? a[i] : -INFINITY;
+        /* softmax over the sentence's own positions only; padding gets exactly 0 */
+        softmax_inplace(a, L);
+        for (int i = L; i < S; i++) a[i] = 0;
+        memset(c, 0, sizeof(real) * (size_t)K);
+        for (int i = 0; i < L; i++) {
+            const real *h = enc_h + ((size_t)b * S + i) * K;
+            for (int j = 0; j < K; j++) c[j] += a[i] * h[j];
+        }
+    }
+}
+
+void attention_backward(real *dquery, real *denergy, real *dkeys, real *denc_h,
+                        const real *dcontext, const real *alpha, const real *hidden,
+                        const real *enc_h, const int *src_len, const real *v, int B, int S, int A,
+                        int K) {
+#pragma omp parallel for schedule(static) if ((long)B * S * A > 8192)
+    for (int b = 0; b < B; b++) {
+        const real *dc = dcontext + (size_t)b * K, *a = alpha + (size_t)b * S;
+        real *dq = dquery + (size_t)b * A, *de = denergy + (size_t)b * S;
+        int L = src_len[b];
+        /* forward was c = sum_i alpha_i h_i: dalpha_i = dc . h_i, dh_i += alpha_i dc;
+         * de_i stores dalpha_i for now */
+        real weighted = 0; /* sum_i alpha_i dalpha_i */
+        for (int i = 0; i < L; i++) {
+            const real *h = enc_h + ((size_t)b * S + i) * K;
+            real *dh = denc_h + ((size_t)b * S + i) * K;
+            real dot = 0;
+            for (int j = 0; j < K; j++) {
+                dot += dc[j] * h[j];
+                dh[j] += a[i] * dc[j];
+            }
+            de[i] = dot;
+            weighted += a[i] * dot;
+        }
+        memset(dq, 0, sizeof(real) * (size_t)A);
+        for (int i = 0; i < S; i++) {
+            if (i >= L) {
+                de[i] = 0;
+                continue;
+            }
+            /* alpha = softmax(e): de_i = alpha_i (dalpha_i - sum_j alpha_j dalpha_j) */
+            de[i] = a[i] * (de[i] - weighted);
+            /* e_i = v . tanh(q + k_i): d(q + k_i) = de_i * v * (1 - hidden^2) */
+            const real *hid = hidden + ((size_t)b * S + i) * A;
+            real *dk = dkeys + ((size_t)b * S + i) * A;
+            for (int j = 0; j < A; j++) {
+                real dpre = de[i] * v[j] * (1 - hid[j] * hid[j]);
+                dq[j] += dpre;
+                dk[j] += dpre;
+            }
+        }
+    }
+}

@@ -1,0 +1,32 @@
+/*
+ * attention.h: additive (Bahdanau) attention for one decoder step over a batch.
+ *
+ *   e_ti    = v^T tanh(W_q s_{t-1} + W_k h_i + b)      (-inf for padding, i >= L)
+ *   alpha_t = softmax_i(e_t)
+ *   c_t     = sum_i alpha_ti h_i
+ *
+ * The step-independent part keys_i = W_k h_i + b is computed once per batch by the caller
+ * (one matrix product over all source positions), and the query W_q s_{t-1} once per step,
+ * so this file only holds the per-position work. Sizes: B sentences, S source positions,
+ * A attention size, K encoder state size. keys [B,S,A], enc_h [B,S,K], src_len [B].
+ */
+#ifndef NMT_ATTENTION_H
+#define NMT_ATTENTION_H
+
+#include "common.h"
+
+/* Writes context [B,K], alpha [B,S] (exactly 0 at padding), energy [B,S] (the e_ti, -inf at
+ * padding; may be NULL) and the cache hidden [B,S,A] = tanh(query + keys) (0 at padding).
+ * query [B,A] = W_q s_{t-1}. */
+void attention_forward(real *context, real *alpha, real *energy, real *hidden, const real *query,
+                       const real *keys, const real *enc_h, const int *src_len, const real *v,
+                       int B, int S, int A, int K);
+
+/* Given dcontext [B,K]: writes dquery [B,A] and denergy [B,S] (the d loss / d e_ti, from which
+ * the caller forms dv for all steps at once); accumulates dkeys [B,S,A] and denc_h [B,S,K]. */
+void attention_backward(real *dquery, real *denergy, real *dkeys, real *denc_h,
+                        const real *dcontext, const real *alpha, const real *hidden,
+                        const real *enc_h, const int *src_len, const real *v, int B, int S, int A,
+                        int K);
+
+#endif

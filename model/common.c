@@ -1,0 +1,46 @@
+/*
+ * common.c: error messages and checked allocation (see common.h).
+ */
+#include "common.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int error_set(Error *err, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+int error_prefix(Error *err, const char *fmt, ...) {
+    if (err) {
+        char old[sizeof err->msg];
+        memcpy(old, err->msg, sizeof old);
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        size_t used = strlen(err->msg); /* the message is cut, not overflowed, when too long */
+        memcpy(err->msg + used, old, strnlen(old, sizeof err->msg - 1 - used));
+        err->msg[used + strnlen(old, sizeof err->msg - 1 - used)] = '\0';
+    }
+    return -1;
+}
+
+void *checked_calloc(size_t count, size_t size, const char *what, Error *err) {
+    if (count == 0 || size == 0) count = size = 1; /* a valid, freeable pointer */
+    if (count > SIZE_MAX / size) {
+        error_set(err, "cannot allocate %s: %zu x %zu bytes overflows", what, count, size);
+        return NULL;
+    }
+    void *p = calloc(count, size);
+    if (!p) error_set(err, "out of memory allocating %s (%zu bytes)", what, count * size);
+    return p;
+}

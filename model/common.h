@@ -1,0 +1,36 @@
+/*
+ * common.h: the two things every file shares.
+ *
+ * `real` is the floating-point type of the whole model: float by default, double when built
+ * with `make REAL=double` (-DREAL_DOUBLE), so gradient checks can run in exact arithmetic.
+ * `Error` carries a one-line message from the place a failure is detected to the place that
+ * reports it; functions that can fail return 0 on success and -1 after filling it.
+ */
+#ifndef NMT_COMMON_H
+#define NMT_COMMON_H
+
+#include <stddef.h>
+
+#ifdef REAL_DOUBLE
+typedef double real;
+#define REAL_NAME "double"
+#else
+typedef float real;
+#define REAL_NAME "float"
+#endif
+
+typedef struct {
+    char msg[512];
+} Error;
+
+/* Formats the message into err (when err is not NULL) and returns -1, so callers can write
+ * `return error_set(err, "...")`. */
+int error_set(Error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prefixes the message already in err with more context ("file.ini: " + old message). */
+int error_prefix(Error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Allocates count*size zeroed bytes; on failure (or overflow) sets err naming `what`. */
+void *checked_calloc(size_t count, size_t size, const char *what, Error *err);
+
+#endif

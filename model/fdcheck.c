@@ -1,0 +1,98 @@
+/*
+ * fdcheck.c: whole-model finite-difference gradient check and random batches (see fdcheck.h).
+ */
+#include "fdcheck.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int loss_at(const Model *m, Acts *a, const Batch *batch, const ForwardOptions *opt,
+                   uint64_t dropout_seed, double *loss, Error *err) {
+    if (opt->rng) rng_seed(opt->rng, dropout_seed, 7);
+    return model_forward(m, a, batch, opt, loss, err);
+}
+
+int fd_check_model(Model *m, Acts *a, const Batch *batch, const ForwardOptions *opt,
+                   const FdCheckOptions *fd, TensorCheck result[PARAM_COUNT], Error *err) {
+    double loss;
+    model_zero_grad(m);
+    if (loss_at(m, a, batch, opt, fd->dropout_seed, &loss, err)) return -1;
+    model_backward(m, a);
+    for (int p = 0; p < PARAM_COUNT; p++) {
+        const ParamInfo *info = &m->table.info[p];
+        TensorCheck *tc = &result[p];
+        memset(tc, 0, sizeof *tc);
+        if (!info->size) continue;
+        size_t count = fd->per_tensor && fd->per_tensor < info->size ? fd->per_tensor : info->size;
+        for (size_t k = 0; k < count; k++) {
+            /* spread the sample over the tensor, always including the first and last */
+            size_t i = count == info->size ? k
+                       : count == 1        ? 0
+                                           : k * (info->size - 1) / (count - 1);
+            /* fourth-order central difference: truncation error O(h^4), so h can be large
+             * enough that rounding in the loss does not swamp small gradients */
+            real *x = m->params + info->offset + i;
+            real saved = *x;
+            static const double offsets[4] = {-2, -1, 1, 2}, weights[4] = {1, -8, 8, -1};
+            double numeric = 0;
+            for (int s = 0; s < 4; s++) {
+                double loss_s;
+                *x = saved + (real)(offsets[s] * fd->step);
+                if (loss_at(m, a, batch, opt, fd->dropout_seed, &loss_s, err)) return -1;
+                numeric += weights[s] * loss_s;
+            }
+            *x = saved;
+            numeric /= 12 * fd->step;
+            double analytic = m->grads[info->offset + i];
+            double scale = fmax(fmax(fabs(analytic), fabs(numeric)), fd->floor);
+            double rel = fabs(analytic - numeric) / scale;
+            if (k == 0 || rel > tc->max_rel) {
+                tc->max_rel = rel, tc->worst = i;
+                tc->analytic = analytic, tc->numeric = numeric;
+            }
+            tc->checked++;
+        }
+    }
+    return 0;
+}
+
+int random_batch_make(RandomBatch *rb, const ModelDims *dims, int B, int S, int T, uint64_t seed,
+                      Error *err) {
+    memset(rb, 0, sizeof *rb);
+    size_t n = (size_t)B * S + 3 * (size_t)B * T + 2 * (size_t)B;
+    rb->ids = checked_calloc(n, sizeof(int), "random batch", err);
+    if (!rb->ids) return -1;
+    int *src = rb->ids, *tgt_in = src + (size_t)B * S, *tgt_out = tgt_in + (size_t)B * T;
+    int *src_len = tgt_out + (size_t)B * T, *tgt_len = src_len + B;
+    Rng rng;
+    rng_seed(&rng, seed, 3);
+    for (int b = 0; b < B; b++) {
+        src_len[b] = b == 0 ? S : 1 + (int)rng_below(&rng, (uint64_t)S);
+        tgt_len[b] = b == 0 ? T : 1 + (int)rng_below(&rng, (uint64_t)T);
+        for (int i = 0; i < src_len[b]; i++)
+            src[b * S + i] =
+                i == src_len[b] - 1 ? TOK_EOS : 4 + (int)rng_below(&rng, dims->src_vocab - 4);
+        int prev = TOK_BOS;
+        for (int t = 0; t < tgt_len[b]; t++) {
+            int y = t == tgt_len[b] - 1 ? TOK_EOS : 4 + (int)rng_below(&rng, dims->tgt_vocab - 4);
+            tgt_in[b * T + t] = prev;
+            tgt_out[b * T + t] = y;
+            prev = y;
+        }
+    }
+    rb->batch = (Batch){.B = B,
+                        .S = S,
+                        .T = T,
+                        .src = src,
+                        .src_len = src_len,
+                        .tgt_in = tgt_in,
+                        .tgt_out = tgt_out,
+                        .tgt_len = tgt_len};
+    return 0;
+}
+
+void random_batch_free(RandomBatch *rb) {
+    free(rb->ids);
+    memset(rb, 0, sizeof *rb);
+}

@@ -1,0 +1,48 @@
+/*
+ * fdcheck.h: checks the model's hand-written gradients against central finite differences.
+ *
+ * For every parameter tensor, each checked element x gets
+ *   numeric  = (loss(x + h) - loss(x - h)) / 2h
+ *   rel      = |analytic - numeric| / max(|analytic|, |numeric|, floor)
+ * and the tensor's worst element is reported. Dropout masks are replayed from the same seed
+ * for every evaluation, so a model with dropout is checked exactly too. Also makes random
+ * padded batches for checks and tests.
+ */
+#ifndef NMT_FDCHECK_H
+#define NMT_FDCHECK_H
+
+#include <stdint.h>
+
+#include "seq2seq.h"
+
+typedef struct {
+    size_t checked;  /* elements compared */
+    double max_rel;  /* worst relative error */
+    size_t worst;    /* its flat index within the tensor */
+    double analytic; /* the two gradients there */
+    double numeric;
+} TensorCheck;
+
+typedef struct {
+    size_t per_tensor; /* elements checked per tensor, spread evenly; 0 = every element */
+    double step;       /* h */
+    double floor;      /* smallest denominator of the relative error */
+    uint64_t dropout_seed;
+} FdCheckOptions;
+
+/* Fills result[p] for every present parameter p. The model's gradients are overwritten. */
+int fd_check_model(Model *m, Acts *a, const Batch *batch, const ForwardOptions *opt,
+                   const FdCheckOptions *fd, TensorCheck result[PARAM_COUNT], Error *err);
+
+/* A random padded batch of B sentences with lengths spread over 1..S and 1..T (the first
+ * sentence is always full length). Owns its arrays. */
+typedef struct {
+    Batch batch;
+    int *ids; /* one block behind the batch's arrays */
+} RandomBatch;
+
+int random_batch_make(RandomBatch *rb, const ModelDims *dims, int B, int S, int T, uint64_t seed,
+                      Error *err);
+void random_batch_free(RandomBatch *rb);
+
+#endif

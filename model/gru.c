@@ -1,0 +1,64 @@
+/*
+ * gru.c: GRU step forward and backward (see gru.h).
+ */
+#include "gru.h"
+
+#include <tgmath.h>
+
+#include "gemm.h"
+
+static real sigmoid(real x) {
+    return 1 / (1 + exp(-x));
+}
+
+void gru_step_forward(real *h_out, real *cache, real *scratch, const real *gi, const real *h_prev,
+                      const real *w_hh, const real *b_hh, const int *len, int pos, int B, int N) {
+    real *gh = scratch; /* [B,3N] = h_prev W_hh^T */
+    gemm(0, 1, B, 3 * N, N, h_prev, N, w_hh, N, 0, gh, 3 * N);
+#pragma omp parallel for schedule(static) if ((long)B * N > 4096)
+    for (int b = 0; b < B; b++) {
+        const real *gi_b = gi + (size_t)b * 3 * N, *gh_b = gh + (size_t)b * 3 * N;
+        const real *hp = h_prev + (size_t)b * N;
+        real *c = cache + (size_t)b * GRU_CACHE_WIDTH * N, *h = h_out + (size_t)b * N;
+        int active = !len || pos < len[b];
+        for (int j = 0; j < N; j++) {
+            real r = sigmoid(gi_b[j] + gh_b[j] + b_hh[j]);
+            real z = sigmoid(gi_b[N + j] + gh_b[N + j] + b_hh[N + j]);
+            real hn = gh_b[2 * N + j] + b_hh[2 * N + j];
+            real n = tanh(gi_b[2 * N + j] + r * hn);
+            c[j] = r, c[N + j] = z, c[2 * N + j] = n, c[3 * N + j] = hn;
+            h[j] = active ? (1 - z) * n + z * hp[j] : hp[j];
+        }
+    }
+}
+
+void gru_step_backward(real *dh_prev, real *dgi, real *dgh, const real *dh, const real *cache,
+                       const real *h_prev, const real *w_hh, const int *len, int pos, int B,
+                       int N) {
+#pragma omp parallel for schedule(static) if ((long)B * N > 4096)
+    for (int b = 0; b < B; b++) {
+        const real *c = cache + (size_t)b * GRU_CACHE_WIDTH * N, *hp = h_prev + (size_t)b * N;
+        const real *dh_b = dh + (size_t)b * N;
+        real *dgi_b = dgi + (size_t)b * 3 * N, *dgh_b = dgh + (size_t)b * 3 * N;
+        real *dhp = dh_prev + (size_t)b * N;
+        int active = !len || pos < len[b];
+        for (int j = 0; j < N; j++) {
+            real r = c[j], z = c[N + j], n = c[2 * N + j], hn = c[3 * N + j];
+            /* forward was h' = (1 - z) * n + z * h for active rows, h' = h otherwise */
+            real dcell = active ? dh_b[j] : 0;
+            real dn = dcell * (1 - z);
+            real dz = dcell * (hp[j] - n);
+            /* n = tanh(a_n), a_n = gi_n + r * hn */
+            real dan = dn * (1 - n * n);
+            real dr = dan * hn;
+            /* r = sigmoid(a_r), z = sigmoid(a_z) */
+            real dar = dr * r * (1 - r);
+            real daz = dz * z * (1 - z);
+            dgi_b[j] = dar, dgi_b[N + j] = daz, dgi_b[2 * N + j] = dan;
+            dgh_b[j] = dar, dgh_b[N + j] = daz, dgh_b[2 * N + j] = dan * r;
+            dhp[j] = active ? dcell * z : dh_b[j];
+        }
+    }
+    /* h also entered through W_hh h: dh_prev += dgh W_hh */
+    gemm(0, 0, B, N, 3 * N, dgh, 3 * N, w_hh, N, 1, dh_prev, N);
+}

@@ -1,0 +1,34 @@
+/*
+ * gru.h: one time step of a GRU over a batch (gate order r, z, n, as PyTorch's nn.GRU).
+ *
+ * The input projection gi = W_ih x + b_ih is NOT computed here: callers compute it for all
+ * time steps with one matrix product before the time loop, and after the backward time loop
+ * turn the per-step dgi and dgh into dW_ih, db_ih, dW_hh, db_hh with one product each. Only
+ * the truly sequential work (h_{t-1} -> h_t and dh_t -> dh_{t-1}) happens per step.
+ *
+ * Sizes: B rows, N hidden units. Row b takes the step only when pos < len[b]; rows past their
+ * sentence's end carry their state through unchanged (PyTorch's packed-sequence semantics).
+ * len may be NULL: every row takes the step.
+ */
+#ifndef NMT_GRU_H
+#define NMT_GRU_H
+
+#include "common.h"
+
+/* Per-step cache: [B, 4N] holding r, z, n and hn = W_hn h_prev + b_hn for each row. */
+enum { GRU_CACHE_WIDTH = 4 };
+
+/*   r  = sigmoid(gi_r + W_hr h + b_hr)
+ *   z  = sigmoid(gi_z + W_hz h + b_hz)
+ *   n  = tanh(gi_n + r * (W_hn h + b_hn))
+ *   h' = (1 - z) * n + z * h                 (h' = h for rows with pos >= len)
+ * h_out [B,N]; cache [B,4N]; scratch [B,3N]; gi [B,3N]; h_prev [B,N]; w_hh [3N,N]; b_hh [3N] */
+void gru_step_forward(real *h_out, real *cache, real *scratch, const real *gi, const real *h_prev,
+                      const real *w_hh, const real *b_hh, const int *len, int pos, int B, int N);
+
+/* Given dh = d loss / d h' [B,N], writes dgi = d loss / d gi [B,3N], dgh = d loss / d (W_hh h
+ * + b_hh) [B,3N] and dh_prev = d loss / d h [B,N] (all three written, not accumulated). */
+void gru_step_backward(real *dh_prev, real *dgi, real *dgh, const real *dh, const real *cache,
+                       const real *h_prev, const real *w_hh, const int *len, int pos, int B, int N);
+
+#endif

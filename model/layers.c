@@ -1,0 +1,63 @@
+/*
+ * layers.c: embedding lookup, affine layer, tanh and dropout (see layers.h).
+ */
+#include "layers.h"
+
+#include <string.h>
+#include <tgmath.h>
+
+#include "gemm.h"
+
+void embedding_forward(real *out, const int *ids, const real *keep, const real *emb, int rows,
+                       int dim) {
+    for (int r = 0; r < rows; r++) {
+        real *o = out + (size_t)r * dim;
+        memcpy(o, emb + (size_t)ids[r] * dim, sizeof(real) * (size_t)dim);
+        if (keep) dropout_apply(o, keep + (size_t)r * dim, (size_t)dim);
+    }
+}
+
+void embedding_backward(real *demb, const real *dout, const int *ids, const real *keep, int rows,
+                        int dim) {
+    /* Serial on purpose: two rows with the same id add into the same gradient row, and a fixed
+     * order keeps the sum bit-reproducible. */
+    for (int r = 0; r < rows; r++) {
+        real *d = demb + (size_t)ids[r] * dim;
+        const real *g = dout + (size_t)r * dim;
+        const real *k = keep ? keep + (size_t)r * dim : NULL;
+        for (int j = 0; j < dim; j++) d[j] += k ? g[j] * k[j] : g[j];
+    }
+}
+
+void linear_forward(real *y, const real *x, int ldx, const real *w, int ldw, const real *b,
+                    int rows, int in, int out) {
+    gemm(0, 1, rows, out, in, x, ldx, w, ldw, 0, y, out);
+    if (!b) return;
+#pragma omp parallel for schedule(static) if ((long)rows * out > 65536)
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < out; j++) y[(size_t)r * out + j] += b[j];
+}
+
+void linear_backward(real *dx, real *dw, real *db, const real *dy, const real *x, int ldx,
+                     const real *w, int ldw, int rows, int in, int out) {
+    if (dx) gemm(0, 0, rows, in, out, dy, out, w, ldw, 1, dx, ldx);
+    gemm(1, 0, out, in, rows, dy, out, x, ldx, 1, dw, ldw);
+    if (!db) return;
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < out; j++) db[j] += dy[(size_t)r * out + j];
+}
+
+void tanh_forward(real *y, size_t n) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (size_t i = 0; i < n; i++) y[i] = tanh(y[i]);
+}
+
+void tanh_backward(real *dy, const real *y, size_t n) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (size_t i = 0; i < n; i++) dy[i] *= 1 - y[i] * y[i];
+}
+
+void dropout_apply(real *y, const real *keep, size_t n) {
+    if (!keep) return;
+    for (size_t i = 0; i < n; i++) y[i] *= keep[i];
+}

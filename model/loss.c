@@ -1,0 +1,71 @@
+/*
+ * loss.c: stable softmax, log-sum-exp and the fused cross-entropy (see loss.h).
+ */
+#include "loss.h"
+
+#include <tgmath.h>
+
+void softmax_inplace(real *x, int n) {
+    real max = x[0];
+    for (int i = 1; i < n; i++)
+        if (x[i] > max) max = x[i];
+    real sum = 0;
+    for (int i = 0; i < n; i++) {
+        x[i] = exp(x[i] - max);
+        sum += x[i];
+    }
+    for (int i = 0; i < n; i++) x[i] /= sum;
+}
+
+real log_sum_exp(const real *x, int n) {
+    real max = x[0];
+    for (int i = 1; i < n; i++)
+        if (x[i] > max) max = x[i];
+    real sum = 0;
+    for (int i = 0; i < n; i++) sum += exp(x[i] - max);
+    return max + log(sum);
+}
+
+double xent_forward(real *lse, const real *logits, const int *targets, int rows, int V, real eps,
+                    int *n_tokens) {
+    double total = 0;
+    int count = 0;
+    /* Row losses are summed in row order after the parallel part, so the total does not
+     * depend on the thread count. lse doubles as the per-row loss until then. */
+#pragma omp parallel for schedule(static) if ((long)rows * V > 65536)
+    for (int r = 0; r < rows; r++) {
+        const real *z = logits + (size_t)r * V;
+        lse[r] = log_sum_exp(z, V);
+    }
+    for (int r = 0; r < rows; r++) {
+        if (targets[r] == 0) continue;
+        const real *z = logits + (size_t)r * V;
+        double nll = (double)lse[r] - z[targets[r]];
+        if (eps > 0) {
+            double mean_z = 0;
+            for (int j = 0; j < V; j++) mean_z += z[j];
+            mean_z /= V;
+            nll = (1 - (double)eps) * nll + (double)eps * ((double)lse[r] - mean_z);
+        }
+        total += nll;
+        count++;
+    }
+    *n_tokens = count;
+    return total;
+}
+
+void xent_backward(real *logits, const real *lse, const int *targets, int rows, int V, real eps,
+                   real scale) {
+#pragma omp parallel for schedule(static) if ((long)rows * V > 65536)
+    for (int r = 0; r < rows; r++) {
+        real *z = logits + (size_t)r * V;
+        if (targets[r] == 0) {
+            for (int j = 0; j < V; j++) z[j] = 0;
+            continue;
+        }
+        /* d l / d z_j = p_j - (1 - eps) [j == y] - eps / V */
+        real smooth = eps / V;
+        for (int j = 0; j < V; j++) z[j] = scale * (exp(z[j] - lse[r]) - smooth);
+        z[targets[r]] -= scale * (1 - eps);
+    }
+}

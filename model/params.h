@@ -1,0 +1,117 @@
+/*
+ * params.h: the model's sizes and its parameter table.
+ *
+ * The table is the spec's list of parameters (name and shape, in the spec's order). It is the
+ * single description that allocation, initialisation, gradients, Adam moments, checkpoints
+ * and .npy dumps iterate over: parameters, gradients and each Adam moment are one contiguous
+ * block of `total` reals laid out in table order. A unidirectional model has no `enc.bwd.*`
+ * tensors: their entries stay in the table with size 0 and are skipped everywhere.
+ *
+ * Letters as in the spec: Vs, Vt vocabularies, E embedding, H encoder hidden per direction,
+ * K = 2H (bidirectional) or H encoder state, D decoder hidden, A attention, O readout.
+ */
+#ifndef NMT_PARAMS_H
+#define NMT_PARAMS_H
+
+#include <stdint.h>
+
+#include "common.h"
+
+typedef struct {
+    int src_vocab;     /* Vs */
+    int tgt_vocab;     /* Vt */
+    int emb;           /* E */
+    int enc_hidden;    /* H */
+    int bidirectional; /* 1: K = 2H, 0: K = H */
+    int dec_hidden;    /* D */
+    int att;           /* A */
+    int readout;       /* O */
+} ModelDims;
+
+/* K, the size of one encoder state h_i. */
+int dims_enc_state(const ModelDims *d);
+/* Rejects sizes that are non-positive or too large to index (each tensor < 2^31 elements). */
+int dims_validate(const ModelDims *d, Error *err);
+
+typedef enum {
+    P_SRC_EMB,
+    P_TGT_EMB,
+    P_ENC_FWD_W_IH,
+    P_ENC_FWD_W_HH,
+    P_ENC_FWD_B_IH,
+    P_ENC_FWD_B_HH,
+    P_ENC_BWD_W_IH,
+    P_ENC_BWD_W_HH,
+    P_ENC_BWD_B_IH,
+    P_ENC_BWD_B_HH,
+    P_DEC_INIT_W,
+    P_DEC_INIT_B,
+    P_ATT_W_K,
+    P_ATT_W_Q,
+    P_ATT_B,
+    P_ATT_V,
+    P_DEC_GRU_W_IH,
+    P_DEC_GRU_W_HH,
+    P_DEC_GRU_B_IH,
+    P_DEC_GRU_B_HH,
+    P_OUT_W_O,
+    P_OUT_B_O,
+    P_OUT_W,
+    P_OUT_B,
+    PARAM_COUNT
+} ParamId;
+
+typedef struct {
+    const char *name; /* the spec's name, e.g. "enc.fwd.w_ih" */
+    int ndim;         /* 1 or 2; 0 for a tensor this model does not have */
+    int shape[2];     /* [rows, cols] or [n, 1] */
+    size_t offset;    /* into the block, in reals */
+    size_t size;      /* number of reals (0 when absent) */
+} ParamInfo;
+
+typedef struct {
+    ParamInfo info[PARAM_COUNT];
+    size_t total; /* reals in the whole block */
+} ParamTable;
+
+void param_table_build(ParamTable *table, const ModelDims *d);
+/* The id of the parameter with this spec name, or -1. */
+int param_find(const ParamTable *table, const char *name);
+
+typedef struct {
+    real *w_ih; /* [3N, in] */
+    real *w_hh; /* [3N, N] */
+    real *b_ih; /* [3N] */
+    real *b_hh; /* [3N] */
+} GruWeights;
+
+/* Named views into a block laid out by the table: the same struct serves the parameters and
+ * their gradients. Absent tensors are NULL. */
+typedef struct {
+    real *src_emb;               /* [Vs, E] */
+    real *tgt_emb;               /* [Vt, E] */
+    GruWeights enc_fwd, enc_bwd; /* in = E, N = H */
+    real *init_w;                /* [D, K] */
+    real *init_b;                /* [D] */
+    real *att_w_k;               /* [A, K] */
+    real *att_w_q;               /* [A, D] */
+    real *att_b;                 /* [A] */
+    real *att_v;                 /* [A] */
+    GruWeights dec_gru;          /* in = E + K, N = D */
+    real *out_w_o;               /* [O, D + K + E] */
+    real *out_b_o;               /* [O] */
+    real *out_w;                 /* [Vt, O] */
+    real *out_b;                 /* [Vt] */
+} Weights;
+
+void weights_view(Weights *w, const ParamTable *table, real *block);
+
+/* Seeded initialisation, the same as PyTorch's default modules would give the same shapes
+ * (so a user can mirror it): embeddings ~ N(0, 1); GRU weights and biases ~ U(-1/sqrt(N),
+ * 1/sqrt(N)) with N the GRU's hidden size; every other matrix and its bias ~ U(-1/sqrt(in),
+ * 1/sqrt(in)) with `in` the matrix's number of columns (att.b and att.v use those of att.w_k
+ * and of a [1, A] matrix). Tensors are drawn in table order from one stream, so the same seed
+ * gives bit-identical parameters. */
+void params_init(real *block, const ParamTable *table, uint64_t seed);
+
+#endif

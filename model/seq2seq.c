@@ -1,0 +1,450 @@
+/*
+ * seq2seq.c: the whole model's forward and backward passes and its activation plan
+ * (see seq2seq.h; the equations are the spec's, quoted above each part).
+ */
+#include "seq2seq.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention.h"
+#include "gemm.h"
+#include "gru.h"
+#include "layers.h"
+#include "loss.h"
+
+int model_init(Model *m, const ModelDims *dims, Error *err) {
+    memset(m, 0, sizeof *m);
+    if (dims_validate(dims, err)) return -1;
+    m->dims = *dims;
+    param_table_build(&m->table, dims);
+    m->params = checked_calloc(m->table.total, sizeof(real), "parameters", err);
+    m->grads = checked_calloc(m->table.total, sizeof(real), "gradients", err);
+    if (!m->params || !m->grads) {
+        model_free(m);
+        return -1;
+    }
+    weights_view(&m->w, &m->table, m->params);
+    weights_view(&m->g, &m->table, m->grads);
+    return 0;
+}
+
+void model_free(Model *m) {
+    free(m->params);
+    free(m->grads);
+    memset(m, 0, sizeof *m);
+}
+
+void model_zero_grad(Model *m) {
+    memset(m->grads, 0, sizeof(real) * m->table.total);
+}
+
+int batch_validate(const Batch *b, const ModelDims *d, Error *err) {
+    if (b->B < 1 || b->S < 1 || b->T < 1)
+        return error_set(err, "empty batch (B=%d, S=%d, T=%d)", b->B, b->S, b->T);
+    for (int s = 0; s < b->B; s++) {
+        int ls = b->src_len[s], lt = b->tgt_len[s];
+        if (ls < 1 || ls > b->S || lt < 1 || lt > b->T)
+            return error_set(err, "sentence %d: lengths %d/%d outside 1..%d/1..%d", s, ls, lt, b->S,
+                             b->T);
+        for (int i = 0; i < b->S; i++) {
+            int id = b->src[s * b->S + i];
+            if (i < ls ? id < 0 || id >= d->src_vocab : id != TOK_PAD)
+                return error_set(err, "sentence %d: source id %d at %d is invalid", s, id, i);
+        }
+        for (int t = 0; t < b->T; t++) {
+            int in = b->tgt_in[s * b->T + t], out = b->tgt_out[s * b->T + t];
+            int ok = t < lt ? in >= 0 && in < d->tgt_vocab && out > 0 && out < d->tgt_vocab
+                            : in == TOK_PAD && out == TOK_PAD;
+            if (!ok)
+                return error_set(err, "sentence %d: target ids %d/%d at %d are invalid", s, in, out,
+                                 t);
+        }
+    }
+    return 0;
+}
+
+/* ---- activation plan ---------------------------------------------------------------- */
+
+typedef struct {
+    real **slot;
+    size_t count;
+} Slab;
+
+/* Lays every array out in one block (base == NULL only counts) and returns its size. */
+static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
+    size_t B = a->max_B, S = a->max_S, T = a->max_T;
+    size_t E = d->emb, H = d->enc_hidden, K = dims_enc_state(d), D = d->dec_hidden, A = d->att,
+           O = d->readout, V = d->tgt_vocab;
+    size_t R = D + K + E, N = H > D ? H : D, P = S > T ? S : T;
+    const Slab slabs[] = {
+        {&a->x, S * B * E},
+        {&a->x_keep, S * B * E},
+        {&a->enc_gi[0], S * B * 3 * H},
+        {&a->enc_gi[1], S * B * 3 * H},
+        {&a->enc_cache[0], S * B * 4 * H},
+        {&a->enc_cache[1], S * B * 4 * H},
+        {&a->enc_state[0], (S + 1) * B * H},
+        {&a->enc_state[1], (S + 1) * B * H},
+        {&a->enc_h, B * S * K},
+        {&a->keys, B * S * A},
+        {&a->h_last, B * K},
+        {&a->dec_state, (T + 1) * B * D},
+        {&a->dec_gi, T * B * 3 * D},
+        {&a->dec_cache, T * B * 4 * D},
+        {&a->query, T * B * A},
+        {&a->att_hidden, T * B * S * A},
+        {&a->alpha, T * B * S},
+        {&a->energy, T * B * S},
+        {&a->context, T * B * K},
+        {&a->readout_in, T * B * R},
+        {&a->u_keep, T * B * E},
+        {&a->readout, T * B * O},
+        {&a->readout_drop, T * B * O},
+        {&a->o_keep, T * B * O},
+        {&a->logits, T * B * V},
+        {&a->lse, T * B},
+        {&a->d_readout_in, T * B * R},
+        {&a->d_readout, T * B * O},
+        {&a->d_enc_h, B * S * K},
+        {&a->d_keys, B * S * A},
+        {&a->d_x, S * B * E},
+        {&a->d_gh, P * B * 3 * N},
+        {&a->d_h_last, B * K},
+        {&a->carry, B * N},
+        {&a->d_state, B * N},
+        {&a->d_context, B * K},
+        {&a->scratch, B * 3 * N},
+    };
+    size_t offset = 0;
+    for (size_t i = 0; i < sizeof slabs / sizeof slabs[0]; i++) {
+        if (base) *slabs[i].slot = base + offset;
+        offset += (slabs[i].count + 15) / 16 * 16; /* keep every array 64-byte aligned */
+    }
+    return offset;
+}
+
+int acts_init(Acts *a, const ModelDims *dims, int max_B, int max_S, int max_T, Error *err) {
+    memset(a, 0, sizeof *a);
+    if (max_B < 1 || max_S < 1 || max_T < 1)
+        return error_set(err, "invalid batch plan %d x %d x %d", max_B, max_S, max_T);
+    a->max_B = max_B, a->max_S = max_S, a->max_T = max_T;
+    size_t total = acts_layout(a, dims, NULL);
+    size_t ints = (size_t)max_S * max_B + 2 * (size_t)max_T * max_B + (size_t)max_B;
+    a->block = checked_calloc(total + 16, sizeof(real), "activations", err);
+    a->int_block = checked_calloc(ints, sizeof(int), "activation ids", err);
+    if (!a->block || !a->int_block) {
+        acts_free(a);
+        return -1;
+    }
+    /* calloc aligns to 16 bytes; start the layout on a 64-byte boundary */
+    real *base = a->block + ((64 - ((uintptr_t)a->block & 63)) & 63) / sizeof(real);
+    acts_layout(a, dims, base);
+    a->src_ids = a->int_block;
+    a->tgt_in = a->src_ids + (size_t)max_S * max_B;
+    a->tgt_out = a->tgt_in + (size_t)max_T * max_B;
+    a->src_len = a->tgt_out + (size_t)max_T * max_B;
+    return 0;
+}
+
+void acts_free(Acts *a) {
+    free(a->block);
+    free(a->int_block);
+    memset(a, 0, sizeof *a);
+}
+
+/* ---- encoder ------------------------------------------------------------------------ */
+
+/* Slot order of a direction's states [(S+1)*B, H]: the forward GRU starts from slot 0 and
+ * writes position i's state into slot i+1; the backward GRU starts from slot S and writes
+ * position i's state into slot i. So f_i = slot i+1, g_i = slot i, and the state a step
+ * starts from is slot i (forward) or slot i+1 (backward). */
+static real *state_slot(real *states, int slot, int B, int N) {
+    return states + (size_t)slot * B * N;
+}
+
+/* x_i = src_emb[src_i]; forward GRU over i = 0..L-1 -> f_i; backward GRU over i = L-1..0
+ * -> g_i; h_i = [f_i ; g_i] (zero at padding); h_last = [f_{L-1} ; g_0];
+ * k_i = W_k h_i + b; s_0 = tanh(W_init h_last + b_init). */
+static void encoder_forward(const Model *m, Acts *a, int B, int S) {
+    const ModelDims *d = &m->dims;
+    const Weights *w = &m->w;
+    int E = d->emb, H = d->enc_hidden, K = dims_enc_state(d), D = d->dec_hidden, A = d->att;
+    int dirs = d->bidirectional ? 2 : 1;
+    embedding_forward(a->x, a->src_ids, a->dropout > 0 ? a->x_keep : NULL, w->src_emb, S * B, E);
+    for (int dir = 0; dir < dirs; dir++) {
+        const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
+        real *states = a->enc_state[dir];
+        linear_forward(a->enc_gi[dir], a->x, E, gw->w_ih, E, gw->b_ih, S * B, E, 3 * H);
+        memset(state_slot(states, dir == 0 ? 0 : S, B, H), 0, sizeof(real) * (size_t)B * H);
+        for (int step = 0; step < S; step++) {
+            int i = dir == 0 ? step : S - 1 - step;
+            int from = dir == 0 ? i : i + 1, to = dir == 0 ? i + 1 : i;
+            gru_step_forward(state_slot(states, to, B, H),
+                             a->enc_cache[dir] + (size_t)i * B * 4 * H, a->scratch,
+                             a->enc_gi[dir] + (size_t)i * B * 3 * H, state_slot(states, from, B, H),
+                             gw->w_hh, gw->b_hh, a->src_len, i, B, H);
+        }
+    }
+    for (int b = 0; b < B; b++) {
+        for (int i = 0; i < S; i++) {
+            real *h = a->enc_h + ((size_t)b * S + i) * K;
+            for (int dir = 0; dir < dirs; dir++) {
+                const real *st = state_slot(a->enc_state[dir], dir == 0 ? i + 1 : i, B, H);
+                for (int j = 0; j < H; j++)
+                    h[dir * H + j] = i < a->src_len[b] ? st[(size_t)b * H + j] : 0;
+            }
+        }
+        for (int dir = 0; dir < dirs; dir++) {
+            const real *st = state_slot(a->enc_state[dir], dir == 0 ? S : 0, B, H);
+            memcpy(a->h_last + (size_t)b * K + dir * H, st + (size_t)b * H,
+                   sizeof(real) * (size_t)H);
+        }
+    }
+    linear_forward(a->keys, a->enc_h, K, w->att_w_k, K, w->att_b, B * S, K, A);
+    linear_forward(a->dec_state, a->h_last, K, w->init_w, K, w->init_b, B, K, D);
+    tanh_forward(a->dec_state, (size_t)B * D);
+}
+
+static void encoder_backward(Model *m, Acts *a) {
+    const ModelDims *d = &m->dims;
+    const Weights *w = &m->w;
+    Weights *g = &m->g;
+    int B = a->B, S = a->S;
+    int E = d->emb, H = d->enc_hidden, K = dims_enc_state(d), D = d->dec_hidden, A = d->att;
+    int dirs = d->bidirectional ? 2 : 1;
+    /* s_0 = tanh(W_init h_last + b_init); the carry holds d s_0 */
+    real *ds0 = a->carry;
+    tanh_backward(ds0, a->dec_state, (size_t)B * D);
+    memset(a->d_h_last, 0, sizeof(real) * (size_t)B * K);
+    linear_backward(a->d_h_last, g->init_w, g->init_b, ds0, a->h_last, K, w->init_w, K, B, K, D);
+    /* k_i = W_k h_i + b */
+    linear_backward(a->d_enc_h, g->att_w_k, g->att_b, a->d_keys, a->enc_h, K, w->att_w_k, K, B * S,
+                    K, A);
+    memset(a->d_x, 0, sizeof(real) * (size_t)S * B * E);
+    for (int dir = 0; dir < dirs; dir++) {
+        const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
+        GruWeights *gg = dir == 0 ? &g->enc_fwd : &g->enc_bwd;
+        real *states = a->enc_state[dir], *dgi = a->enc_gi[dir];
+        /* h_last holds this direction's final state: f_{L-1} (carried to slot S) or g_0 */
+        for (int b = 0; b < B; b++)
+            memcpy(a->carry + (size_t)b * H, a->d_h_last + (size_t)b * K + dir * H,
+                   sizeof(real) * (size_t)H);
+        for (int step = S - 1; step >= 0; step--) {
+            int i = dir == 0 ? step : S - 1 - step;
+            int from = dir == 0 ? i : i + 1;
+            /* the state is both the output h_i (through attention and keys) and the next
+             * step's input (the carry) */
+            for (int b = 0; b < B; b++)
+                for (int j = 0; j < H; j++)
+                    a->d_state[(size_t)b * H + j] =
+                        a->carry[(size_t)b * H + j] +
+                        a->d_enc_h[((size_t)b * S + i) * K + dir * H + j];
+            gru_step_backward(a->carry, dgi + (size_t)i * B * 3 * H,
+                              a->d_gh + (size_t)i * B * 3 * H, a->d_state,
+                              a->enc_cache[dir] + (size_t)i * B * 4 * H,
+                              state_slot(states, from, B, H), gw->w_hh, a->src_len, i, B, H);
+        }
+        /* weight gradients of all positions at once; position i started from slot i
+         * (forward) or slot i+1 (backward), so the inputs of W_hh are rows of one slab */
+        linear_backward(a->d_x, gg->w_ih, gg->b_ih, dgi, a->x, E, gw->w_ih, E, S * B, E, 3 * H);
+        linear_backward(NULL, gg->w_hh, gg->b_hh, a->d_gh, state_slot(states, dir, B, H), H,
+                        gw->w_hh, H, S * B, H, 3 * H);
+    }
+    embedding_backward(g->src_emb, a->d_x, a->src_ids, a->dropout > 0 ? a->x_keep : NULL, S * B, E);
+}
+
+/* ---- decoder ------------------------------------------------------------------------ */
+
+/* The arrays of decoder step t (1..T): the one accessor both passes use. */
+typedef struct {
+    real *s_prev, *s;     /* [B, D] */
+    real *gi, *cache;     /* [B, 3D], [B, 4D] */
+    real *query;          /* [B, A] */
+    real *hidden;         /* [B, S, A] */
+    real *alpha, *energy; /* [B, S] */
+    real *context;        /* [B, K] */
+} DecoderStep;
+
+static DecoderStep decoder_step(const Acts *a, const ModelDims *d, int t) {
+    size_t B = a->B, S = a->S, r = (size_t)(t - 1) * B;
+    size_t D = d->dec_hidden, A = d->att, K = dims_enc_state(d);
+    return (DecoderStep){
+        .s_prev = a->dec_state + r * D,
+        .s = a->dec_state + (r + B) * D,
+        .gi = a->dec_gi + r * 3 * D,
+        .cache = a->dec_cache + r * 4 * D,
+        .query = a->query + r * A,
+        .hidden = a->att_hidden + r * S * A,
+        .alpha = a->alpha + r * S,
+        .energy = a->energy + r * S,
+        .context = a->context + r * K,
+    };
+}
+
+/* Fills a keep mask with 0 (dropped, probability p) or 1/(1-p). */
+static void dropout_mask(real *keep, size_t n, real p, Rng *rng) {
+    real scale = 1 / (1 - p);
+    for (size_t i = 0; i < n; i++) keep[i] = rng_uniform(rng) < p ? 0 : scale;
+}
+
+/* Copies the batch's ids into time-major order. */
+static void load_ids(Acts *a, const int *src, const int *src_len, int B, int S) {
+    a->B = B, a->S = S;
+    for (int b = 0; b < B; b++) {
+        a->src_len[b] = src_len[b];
+        for (int i = 0; i < S; i++) a->src_ids[(size_t)i * B + b] = src[(size_t)b * S + i];
+    }
+}
+
+int model_encode(const Model *m, Acts *a, const int *src, const int *src_len, int B, int S,
+                 Error *err) {
+    if (B > a->max_B || S > a->max_S)
+        return error_set(err, "batch %d x %d exceeds the planned %d x %d", B, S, a->max_B,
+                         a->max_S);
+    a->dropout = 0;
+    load_ids(a, src, src_len, B, S);
+    encoder_forward(m, a, B, S);
+    return 0;
+}
+
+int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOptions *opt,
+                  double *loss, Error *err) {
+    const ModelDims *d = &m->dims;
+    const Weights *w = &m->w;
+    int B = batch->B, S = batch->S, T = batch->T;
+    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att, O = d->readout,
+        V = d->tgt_vocab, R = D + K + E;
+    if (B > a->max_B || S > a->max_S || T > a->max_T)
+        return error_set(err, "batch %d x %d x %d exceeds the planned %d x %d x %d", B, S, T,
+                         a->max_B, a->max_S, a->max_T);
+    if (opt->dropout > 0 && !opt->rng) return error_set(err, "dropout needs a random stream");
+    a->dropout = opt->dropout;
+    a->label_smoothing = opt->label_smoothing;
+    load_ids(a, batch->src, batch->src_len, B, S);
+    a->T = T;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            a->tgt_in[(size_t)t * B + b] = batch->tgt_in[(size_t)b * T + t];
+            a->tgt_out[(size_t)t * B + b] = batch->tgt_out[(size_t)b * T + t];
+        }
+    if (a->dropout > 0) {
+        dropout_mask(a->x_keep, (size_t)S * B * E, a->dropout, opt->rng);
+        dropout_mask(a->u_keep, (size_t)T * B * E, a->dropout, opt->rng);
+        dropout_mask(a->o_keep, (size_t)T * B * O, a->dropout, opt->rng);
+    }
+
+    encoder_forward(m, a, B, S);
+
+    /* u_t = tgt_emb[y_{t-1}], written straight into its place in [s_t ; c_t ; u_t]; its part
+     * of the decoder input projection, W_ih[:, :E] u_t + b_ih, for all steps at once */
+    const GruWeights *dg = &w->dec_gru;
+    real *u = a->readout_in + D + K;
+    for (int r = 0; r < T * B; r++)
+        embedding_forward(u + (size_t)r * R, a->tgt_in + r,
+                          a->dropout > 0 ? a->u_keep + (size_t)r * E : NULL, w->tgt_emb, 1, E);
+    linear_forward(a->dec_gi, u, R, dg->w_ih, E + K, dg->b_ih, T * B, E, 3 * D);
+
+    for (int t = 1; t <= T; t++) {
+        DecoderStep st = decoder_step(a, d, t);
+        /* the query is the previous state: e_ti = v^T tanh(W_q s_{t-1} + k_i) */
+        linear_forward(st.query, st.s_prev, D, w->att_w_q, D, NULL, B, D, A);
+        attention_forward(st.context, st.alpha, st.energy, st.hidden, st.query, a->keys, a->enc_h,
+                          a->src_len, w->att_v, B, S, A, K);
+        /* s_t = GRU([u_t ; c_t], s_{t-1}): add the c_t part of the input projection */
+        gemm(0, 1, B, 3 * D, K, st.context, K, dg->w_ih + E, E + K, 1, st.gi, 3 * D);
+        gru_step_forward(st.s, st.cache, a->scratch, st.gi, st.s_prev, dg->w_hh, dg->b_hh, NULL, 0,
+                         B, D);
+    }
+
+    /* o_t = tanh(W_o [s_t ; c_t ; u_t] + b_o); z_t = W_out o_t + b_out, all steps at once */
+    for (int r = 0; r < T * B; r++) {
+        real *row = a->readout_in + (size_t)r * R;
+        memcpy(row, a->dec_state + (size_t)(r + B) * D, sizeof(real) * (size_t)D);
+        memcpy(row + D, a->context + (size_t)r * K, sizeof(real) * (size_t)K);
+    }
+    linear_forward(a->readout, a->readout_in, R, w->out_w_o, R, w->out_b_o, T * B, R, O);
+    tanh_forward(a->readout, (size_t)T * B * O);
+    real *o = a->readout;
+    if (a->dropout > 0) {
+        memcpy(a->readout_drop, a->readout, sizeof(real) * (size_t)T * B * O);
+        dropout_apply(a->readout_drop, a->o_keep, (size_t)T * B * O);
+        o = a->readout_drop;
+    }
+    linear_forward(a->logits, o, O, w->out_w, O, w->out_b, T * B, O, V);
+
+    double sum =
+        xent_forward(a->lse, a->logits, a->tgt_out, T * B, V, a->label_smoothing, &a->n_tokens);
+    if (a->n_tokens == 0) return error_set(err, "batch has no target tokens");
+    *loss = sum / a->n_tokens;
+    return 0;
+}
+
+void model_backward(Model *m, Acts *a) {
+    const ModelDims *d = &m->dims;
+    const Weights *w = &m->w;
+    Weights *g = &m->g;
+    int B = a->B, S = a->S, T = a->T;
+    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att, O = d->readout,
+        V = d->tgt_vocab, R = D + K + E;
+    const GruWeights *dg = &w->dec_gru;
+    GruWeights *gg = &g->dec_gru;
+
+    /* loss = mean cross-entropy: logits become d loss / d z */
+    xent_backward(a->logits, a->lse, a->tgt_out, T * B, V, a->label_smoothing,
+                  (real)1 / a->n_tokens);
+    /* z = W_out o + b_out; o = dropout(tanh(W_o [s; c; u] + b_o)) */
+    const real *o = a->dropout > 0 ? a->readout_drop : a->readout;
+    memset(a->d_readout, 0, sizeof(real) * (size_t)T * B * O);
+    linear_backward(a->d_readout, g->out_w, g->out_b, a->logits, o, O, w->out_w, O, T * B, O, V);
+    if (a->dropout > 0) dropout_apply(a->d_readout, a->o_keep, (size_t)T * B * O);
+    tanh_backward(a->d_readout, a->readout, (size_t)T * B * O);
+    memset(a->d_readout_in, 0, sizeof(real) * (size_t)T * B * R);
+    linear_backward(a->d_readout_in, g->out_w_o, g->out_b_o, a->d_readout, a->readout_in, R,
+                    w->out_w_o, R, T * B, R, O);
+
+    /* back through time; the carry is d loss / d s_t flowing from step t+1 */
+    memset(a->d_enc_h, 0, sizeof(real) * (size_t)B * S * K);
+    memset(a->d_keys, 0, sizeof(real) * (size_t)B * S * A);
+    memset(a->carry, 0, sizeof(real) * (size_t)B * D);
+    for (int t = T; t >= 1; t--) {
+        DecoderStep st = decoder_step(a, d, t);
+        const real *d_row = a->d_readout_in + (size_t)(t - 1) * B * R;
+        real *dgi = st.gi, *dgh = a->d_gh + (size_t)(t - 1) * B * 3 * D;
+        for (int b = 0; b < B; b++)
+            for (int j = 0; j < D; j++)
+                a->d_state[(size_t)b * D + j] =
+                    a->carry[(size_t)b * D + j] + d_row[(size_t)b * R + j];
+        gru_step_backward(a->carry, dgi, dgh, a->d_state, st.cache, st.s_prev, dg->w_hh, NULL, 0, B,
+                          D);
+        /* c_t feeds the readout and the GRU input: dc = d_readout[c] + dgi W_ih[:, E:] */
+        for (int b = 0; b < B; b++)
+            memcpy(a->d_context + (size_t)b * K, d_row + (size_t)b * R + D,
+                   sizeof(real) * (size_t)K);
+        gemm(0, 0, B, K, 3 * D, dgi, 3 * D, dg->w_ih + E, E + K, 1, a->d_context, K);
+        attention_backward(st.query, st.energy, a->d_keys, a->d_enc_h, a->d_context, st.alpha,
+                           st.hidden, a->enc_h, a->src_len, w->att_v, B, S, A, K);
+        /* query = W_q s_{t-1} */
+        gemm(0, 0, B, D, A, st.query, A, w->att_w_q, D, 1, a->carry, D);
+    }
+
+    /* weight gradients of all decoder steps at once (dgi, dgh, dquery and de are stored per
+     * step; s_{t-1} of every step is the slab s_0 .. s_{T-1}) */
+    real *du = a->d_readout_in + D + K;
+    const real *u = a->readout_in + D + K;
+    linear_backward(du, gg->w_ih, gg->b_ih, a->dec_gi, u, R, dg->w_ih, E + K, T * B, E, 3 * D);
+    linear_backward(NULL, gg->w_ih + E, NULL, a->dec_gi, a->readout_in + D, R, dg->w_ih + E, E + K,
+                    T * B, K, 3 * D);
+    linear_backward(NULL, gg->w_hh, gg->b_hh, a->d_gh, a->dec_state, D, dg->w_hh, D, T * B, D,
+                    3 * D);
+    linear_backward(NULL, g->att_w_q, NULL, a->query, a->dec_state, D, w->att_w_q, D, T * B, D, A);
+    /* e_ti = v . hidden_ti: dv = sum over t, b, i of de_ti hidden_ti */
+    gemm(1, 0, 1, A, T * B * S, a->energy, 1, a->att_hidden, A, 1, g->att_v, A);
+    for (int r = 0; r < T * B; r++)
+        embedding_backward(g->tgt_emb, du + (size_t)r * R, a->tgt_in + r,
+                           a->dropout > 0 ? a->u_keep + (size_t)r * E : NULL, 1, E);
+
+    encoder_backward(m, a);
+}

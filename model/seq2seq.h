@@ -1,0 +1,130 @@
+/*
+ * seq2seq.h: the whole model (encoder, decoder initial state, attention, decoder, readout,
+ * loss) over a padded batch, forward and backward.
+ *
+ * Data flows one way: a Batch of token ids comes in, the mean loss and (after backward) the
+ * gradients of every parameter come out. The model knows nothing of files, text or options
+ * beyond the few numbers in ForwardOptions.
+ *
+ * Memory: Acts is planned once for the largest batch shape (B, S, T) the caller will use;
+ * smaller batches reuse the same memory, and nothing is allocated during forward or backward.
+ * Internally the recurrences run time-major (row = position * B + sentence), so each step's
+ * rows are contiguous and the input projections and output layer of all steps are each one
+ * matrix product; attention tensors are sentence-major ([B, S, ...]).
+ */
+#ifndef NMT_SEQ2SEQ_H
+#define NMT_SEQ2SEQ_H
+
+#include "common.h"
+#include "params.h"
+#include "rng.h"
+
+enum { TOK_PAD = 0, TOK_UNK = 1, TOK_BOS = 2, TOK_EOS = 3 };
+
+typedef struct {
+    ModelDims dims;
+    ParamTable table;
+    real *params; /* [table.total], in table order */
+    real *grads;  /* [table.total], mirrors params */
+    Weights w;    /* named views of params */
+    Weights g;    /* named views of grads */
+} Model;
+
+/* Allocates parameters and gradients (zeroed; call params_init to initialise). */
+int model_init(Model *m, const ModelDims *dims, Error *err);
+void model_free(Model *m);
+void model_zero_grad(Model *m);
+
+/* A padded batch as the spec lays it out (sentence-major, padded with 0 on the right). */
+typedef struct {
+    int B, S, T;
+    const int *src;     /* [B, S] source ids, each sentence ending in </s> */
+    const int *src_len; /* [B] lengths including </s>, 1..S */
+    const int *tgt_in;  /* [B, T] <s> y_1 .. y_m */
+    const int *tgt_out; /* [B, T] y_1 .. y_m </s> */
+    const int *tgt_len; /* [B] m + 1, 1..T */
+} Batch;
+
+/* Checks a batch's ids, lengths and padding against the model's vocabularies. */
+int batch_validate(const Batch *batch, const ModelDims *dims, Error *err);
+
+typedef struct {
+    real dropout;         /* inverted dropout on x_i, u_t and o_t; 0 turns it off */
+    real label_smoothing; /* eps of the loss; 0 for the plain cross-entropy */
+    Rng *rng;             /* dropout masks; may be NULL when dropout is 0 */
+} ForwardOptions;
+
+/* Activations of one forward pass, kept for the backward pass, plus backward scratch.
+ * Shapes are given for the current batch (B, S, T <= the planned maximum). */
+typedef struct {
+    int max_B, max_S, max_T; /* the plan */
+    int B, S, T;             /* the shape of the last forward pass */
+    int n_tokens;            /* N, the non-padding target tokens of the last forward pass */
+    real dropout, label_smoothing;
+    /* ids, time-major */
+    int *src_ids; /* [S*B] */
+    int *tgt_in;  /* [T*B] */
+    int *tgt_out; /* [T*B] */
+    int *src_len; /* [B] */
+    /* encoder */
+    real *x;            /* [S*B, E] source embeddings (after dropout) */
+    real *x_keep;       /* [S*B, E] dropout scales */
+    real *enc_gi[2];    /* [S*B, 3H] W_ih x + b_ih per direction; dgi in backward */
+    real *enc_cache[2]; /* [S*B, 4H] GRU gates per direction */
+    real *enc_state[2]; /* [(S+1)*B, H] states; see encoder_forward for the slot order */
+    real *enc_h;        /* [B*S, K] h_i = [f_i ; g_i], zero at padding */
+    real *keys;         /* [B*S, A] W_k h_i + b */
+    real *h_last;       /* [B, K] */
+    /* decoder; step t = 1..T uses row block t-1 */
+    real *dec_state;    /* [(T+1)*B, D] s_0 .. s_T */
+    real *dec_gi;       /* [T*B, 3D] W_ih [u_t ; c_t] + b_ih; dgi in backward */
+    real *dec_cache;    /* [T*B, 4D] */
+    real *query;        /* [T*B, A] W_q s_{t-1}; dquery in backward */
+    real *att_hidden;   /* [T, B, S, A] tanh(W_q s_{t-1} + k_i) */
+    real *alpha;        /* [T, B, S] alignment weights */
+    real *energy;       /* [T, B, S] scores e_ti (-inf at padding); d e_ti in backward */
+    real *context;      /* [T*B, K] c_t */
+    real *readout_in;   /* [T*B, D+K+E] [s_t ; c_t ; u_t] */
+    real *u_keep;       /* [T*B, E] dropout scales of u_t */
+    real *readout;      /* [T*B, O] o_t (before dropout) */
+    real *readout_drop; /* [T*B, O] o_t after dropout (== readout when off) */
+    real *o_keep;       /* [T*B, O] */
+    real *logits;       /* [T*B, Vt] z_t; d loss / d z_t after backward */
+    real *lse;          /* [T*B] log-sum-exp of each row */
+    /* backward scratch */
+    real *d_readout_in; /* [T*B, D+K+E] */
+    real *d_readout;    /* [T*B, O] */
+    real *d_enc_h;      /* [B*S, K] */
+    real *d_keys;       /* [B*S, A] */
+    real *d_x;          /* [S*B, E] */
+    real *d_gh;         /* [max(S,T)*B, 3*max(H,D)] d (W_hh h + b_hh) of every step */
+    real *d_h_last;     /* [B, K] */
+    real *carry;        /* [B, max(H,D)] gradient flowing to the previous state */
+    real *d_state;      /* [B, max(H,D)] gradient of the current state */
+    real *d_context;    /* [B, K] */
+    real *scratch;      /* [B, 3*max(H,D)] */
+    real *block;        /* the single allocation behind every real array above */
+    int *int_block;
+} Acts;
+
+/* Plans and allocates activations for batches of up to max_B sentences with up to max_S
+ * source and max_T target positions. */
+int acts_init(Acts *a, const ModelDims *dims, int max_B, int max_S, int max_T, Error *err);
+void acts_free(Acts *a);
+
+/* Runs the whole model on a batch and stores the mean loss in *loss. Fails (without
+ * computing) when the batch does not fit the plan or has no target token. */
+int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOptions *opt,
+                  double *loss, Error *err);
+
+/* Backpropagates the last forward pass: ACCUMULATES d loss / d parameter into m->grads.
+ * It consumes some of the forward caches (logits, gi), so each backward needs its own
+ * forward. */
+void model_backward(Model *m, Acts *a);
+
+/* Runs only the encoder and the decoder's initial state on a batch's sources, filling
+ * a->enc_h, a->keys and s_0 (row block 0 of a->dec_state). Used by the decoders in search. */
+int model_encode(const Model *m, Acts *a, const int *src, const int *src_len, int B, int S,
+                 Error *err);
+
+#endif

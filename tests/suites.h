@@ -1,0 +1,15 @@
+/*
+ * suites.h: one check Suite per module; tests/main.c runs them all.
+ */
+#ifndef NMT_TEST_SUITES_H
+#define NMT_TEST_SUITES_H
+
+#include <check.h>
+
+Suite *layers_suite(void);
+Suite *model_suite(void);
+Suite *tokenizer_suite(void);
+Suite *config_suite(void);
+Suite *metrics_suite(void);
+
+#endif
