@@ -1,0 +1,327 @@
+/*
+ * test_layers.c: each layer's forward against hand-computed values and its backward against
+ * finite differences; the attention on the course notes' worked example; softmax and the
+ * loss on huge logits.
+ *
+ * Backward checks use the scalar f = sum_j w_j * out_j with fixed random w, so d f / d out = w
+ * is the gradient fed to the backward pass.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/attention.h"
+#include "model/gru.h"
+#include "model/layers.h"
+#include "model/loss.h"
+#include "model/rng.h"
+#include "suites.h"
+
+/* float builds compare to round-off of single precision */
+#define CLOSE   (sizeof(real) == 8 ? 1e-9 : 2e-6)
+#define FD_STEP (sizeof(real) == 8 ? 1e-5 : 1e-2)
+#define FD_TOL  (sizeof(real) == 8 ? 1e-6 : 1e-2)
+
+static void fill_random(real *x, size_t n, Rng *rng, double scale) {
+    for (size_t i = 0; i < n; i++) x[i] = (real)(scale * (2 * rng_uniform(rng) - 1));
+}
+
+static double weighted_sum(const real *out, const real *w, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += (double)out[i] * w[i];
+    return s;
+}
+
+/* Compares an analytic gradient with central differences of `f` for every element of x. */
+typedef double (*ScalarFn)(void *ctx);
+static void check_fd(const char *what, real *x, const real *grad, size_t n, ScalarFn f, void *ctx) {
+    for (size_t i = 0; i < n; i++) {
+        real saved = x[i];
+        x[i] = saved + (real)FD_STEP;
+        double plus = f(ctx);
+        x[i] = saved - (real)FD_STEP;
+        double minus = f(ctx);
+        x[i] = saved;
+        double numeric = (plus - minus) / (2 * FD_STEP);
+        double scale = fmax(fmax(fabs(numeric), fabs((double)grad[i])), 1e-2);
+        ck_assert_msg(fabs(numeric - grad[i]) / scale < FD_TOL, "%s[%zu]: analytic %g, numeric %g",
+                      what, i, (double)grad[i], numeric);
+    }
+}
+
+/* ---- attention ---------------------------------------------------------------------- */
+
+START_TEST(attention_worked_example) {
+    /* A=2, K=2, D=2, four source positions: the course notes' example, exact values from the
+     * model-core issue. keys = W_k h_i + b, query = W_q s. */
+    const real w_q[4] = {0.5, 0.2, 0.3, 0.4}, w_k[4] = {0.1, 0.6, 0.5, 0.3};
+    const real b[2] = {0.1, 0.2}, v[2] = {0.5, 0.5}, s[2] = {0.6, 0.4};
+    const real h[8] = {0.2, 0.3, 0.5, 0.8, 0.7, 0.1, 0.4, 0.6};
+    const int len[1] = {4};
+    real keys[8], query[2], context[2], alpha[4], energy[4], hidden[8];
+    linear_forward(keys, h, 2, w_k, 2, b, 4, 2, 2);
+    linear_forward(query, s, 2, w_q, 2, NULL, 1, 2, 2);
+    attention_forward(context, alpha, energy, hidden, query, keys, h, len, v, 1, 4, 2, 2);
+    const double e_expected[4] = {0.607292, 0.769835, 0.635012, 0.716158};
+    const double a_expected[4] = {0.231502, 0.272362, 0.238009, 0.258128};
+    const double c_expected[2] = {0.452338, 0.466017};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_double_eq_tol(energy[i], e_expected[i], 1e-6);
+        ck_assert_double_eq_tol(alpha[i], a_expected[i], 1e-6);
+    }
+    for (int j = 0; j < 2; j++) ck_assert_double_eq_tol(context[j], c_expected[j], 1e-6);
+}
+END_TEST
+
+typedef struct {
+    int B, S, A, K;
+    real *query, *keys, *enc_h, *v, *w;
+    const int *len;
+    real *context, *alpha, *energy, *hidden;
+} AttnCase;
+
+static double attention_objective(void *p) {
+    AttnCase *c = p;
+    attention_forward(c->context, c->alpha, c->energy, c->hidden, c->query, c->keys, c->enc_h,
+                      c->len, c->v, c->B, c->S, c->A, c->K);
+    return weighted_sum(c->context, c->w, (size_t)c->B * c->K);
+}
+
+START_TEST(attention_backward_matches_finite_differences) {
+    enum { B = 3, S = 5, A = 4, K = 6 };
+    const int len[B] = {5, 2, 1};
+    Rng rng;
+    rng_seed(&rng, 11, 0);
+    real query[B * A], keys[B * S * A], enc_h[B * S * K], v[A], w[B * K];
+    real context[B * K], alpha[B * S], energy[B * S], hidden[B * S * A];
+    fill_random(query, B * A, &rng, 1);
+    fill_random(keys, B * S * A, &rng, 1);
+    fill_random(enc_h, B * S * K, &rng, 1);
+    fill_random(v, A, &rng, 1);
+    fill_random(w, B * K, &rng, 1);
+    AttnCase c = {B, S, A, K, query, keys, enc_h, v, w, len, context, alpha, energy, hidden};
+    attention_objective(&c);
+    /* padding gets exactly zero weight and every row sums to 1 */
+    for (int b = 0; b < B; b++) {
+        double sum = 0;
+        for (int i = 0; i < S; i++) {
+            if (i >= len[b]) ck_assert(alpha[b * S + i] == 0);
+            if (i >= len[b]) ck_assert(isinf(energy[b * S + i]) && energy[b * S + i] < 0);
+            sum += alpha[b * S + i];
+        }
+        ck_assert_double_eq_tol(sum, 1, 1e-6);
+    }
+    real dquery[B * A], denergy[B * S], dkeys[B * S * A] = {0}, denc_h[B * S * K] = {0};
+    attention_backward(dquery, denergy, dkeys, denc_h, w, alpha, hidden, enc_h, len, v, B, S, A, K);
+    check_fd("query", query, dquery, B * A, attention_objective, &c);
+    check_fd("keys", keys, dkeys, B * S * A, attention_objective, &c);
+    check_fd("enc_h", enc_h, denc_h, B * S * K, attention_objective, &c);
+    /* dv = sum_{b,i} de_bi hidden_bi, as the model forms it for all steps at once */
+    real dv[A] = {0};
+    for (int r = 0; r < B * S; r++)
+        for (int j = 0; j < A; j++) dv[j] += denergy[r] * hidden[r * A + j];
+    check_fd("v", v, dv, A, attention_objective, &c);
+    /* padding positions receive no gradient at all */
+    for (int b = 0; b < B; b++)
+        for (int i = len[b]; i < S; i++) {
+            ck_assert(denergy[b * S + i] == 0);
+            for (int j = 0; j < K; j++) ck_assert(denc_h[(b * S + i) * K + j] == 0);
+        }
+}
+END_TEST
+
+/* ---- GRU ---------------------------------------------------------------------------- */
+
+START_TEST(gru_forward_hand_computed) {
+    /* N = 1, one input: gi = W_ih x + b_ih with W_ih = [0.5, -0.3, 0.8], b_ih = [0.1, 0.2, 0.3],
+     * x = 1; W_hh = [0.2, 0.4, -0.6], b_hh = [-0.1, 0.05, 0.2], h = 0.5:
+     * r = sigmoid(0.6 + 0.0) = 0.645656, z = sigmoid(-0.1 + 0.25) = 0.537430,
+     * n = tanh(1.1 + r * -0.1) = 0.776079, h' = (1 - z) n + z h = 0.627706 */
+    const real gi[3] = {0.6, -0.1, 1.1}, w_hh[3] = {0.2, 0.4, -0.6}, b_hh[3] = {-0.1, 0.05, 0.2};
+    const real h_prev[1] = {0.5};
+    real h[1], cache[4], scratch[3];
+    gru_step_forward(h, cache, scratch, gi, h_prev, w_hh, b_hh, NULL, 0, 1, 1);
+    ck_assert_double_eq_tol(cache[0], 0.6456563062, CLOSE);
+    ck_assert_double_eq_tol(cache[1], 0.5374298453, CLOSE);
+    ck_assert_double_eq_tol(cache[2], 0.7760787306, CLOSE);
+    ck_assert_double_eq_tol(h[0], 0.6277057811, CLOSE);
+    /* a row past its length carries its state unchanged */
+    const int len[1] = {3};
+    gru_step_forward(h, cache, scratch, gi, h_prev, w_hh, b_hh, len, 3, 1, 1);
+    ck_assert(h[0] == h_prev[0]);
+}
+END_TEST
+
+typedef struct {
+    int B, N;
+    real *gi, *h_prev, *w_hh, *b_hh, *w;
+    const int *len;
+    int pos;
+    real *h, *cache, *scratch;
+} GruCase;
+
+static double gru_objective(void *p) {
+    GruCase *c = p;
+    gru_step_forward(c->h, c->cache, c->scratch, c->gi, c->h_prev, c->w_hh, c->b_hh, c->len, c->pos,
+                     c->B, c->N);
+    return weighted_sum(c->h, c->w, (size_t)c->B * c->N);
+}
+
+START_TEST(gru_backward_matches_finite_differences) {
+    enum { B = 3, N = 4 };
+    const int len[B] = {3, 1, 2}; /* at pos 1, row 1 is past its end */
+    Rng rng;
+    rng_seed(&rng, 5, 0);
+    real gi[B * 3 * N], h_prev[B * N], w_hh[3 * N * N], b_hh[3 * N], w[B * N];
+    real h[B * N], cache[B * 4 * N], scratch[B * 3 * N];
+    fill_random(gi, B * 3 * N, &rng, 1);
+    fill_random(h_prev, B * N, &rng, 1);
+    fill_random(w_hh, 3 * N * N, &rng, 0.8);
+    fill_random(b_hh, 3 * N, &rng, 0.5);
+    fill_random(w, B * N, &rng, 1);
+    GruCase c = {B, N, gi, h_prev, w_hh, b_hh, w, len, 1, h, cache, scratch};
+    gru_objective(&c);
+    real dh_prev[B * N], dgi[B * 3 * N], dgh[B * 3 * N];
+    gru_step_backward(dh_prev, dgi, dgh, w, cache, h_prev, w_hh, len, 1, B, N);
+    check_fd("gi", gi, dgi, B * 3 * N, gru_objective, &c);
+    check_fd("h_prev", h_prev, dh_prev, B * N, gru_objective, &c);
+    /* dW_hh = dgh^T h_prev and db_hh = sum dgh, as the callers form them after the loop */
+    real dw_hh[3 * N * N] = {0}, db_hh[3 * N] = {0};
+    for (int b = 0; b < B; b++)
+        for (int o = 0; o < 3 * N; o++) {
+            db_hh[o] += dgh[b * 3 * N + o];
+            for (int i = 0; i < N; i++) dw_hh[o * N + i] += dgh[b * 3 * N + o] * h_prev[b * N + i];
+        }
+    check_fd("w_hh", w_hh, dw_hh, 3 * N * N, gru_objective, &c);
+    check_fd("b_hh", b_hh, db_hh, 3 * N, gru_objective, &c);
+}
+END_TEST
+
+/* ---- linear, embedding, tanh -------------------------------------------------------- */
+
+typedef struct {
+    real *x, *w, *b, *y, *wsum;
+    int rows, in, out;
+} LinCase;
+
+static double linear_objective(void *p) {
+    LinCase *c = p;
+    linear_forward(c->y, c->x, c->in, c->w, c->in, c->b, c->rows, c->in, c->out);
+    tanh_forward(c->y, (size_t)c->rows * c->out);
+    return weighted_sum(c->y, c->wsum, (size_t)c->rows * c->out);
+}
+
+START_TEST(linear_tanh_forward_and_backward) {
+    /* hand-computed: W = [[1, 2], [3, 4]], b = [0.5, -1], x = [1, -1] -> W x + b = [-0.5, -2] */
+    real x1[2] = {1, -1}, w1[4] = {1, 2, 3, 4}, b1[2] = {0.5, -1}, y1[2];
+    linear_forward(y1, x1, 2, w1, 2, b1, 1, 2, 2);
+    ck_assert_double_eq_tol(y1[0], -0.5, CLOSE);
+    ck_assert_double_eq_tol(y1[1], -2.0, CLOSE);
+
+    enum { R = 3, IN = 4, OUT = 5 };
+    Rng rng;
+    rng_seed(&rng, 9, 0);
+    real x[R * IN], w[OUT * IN], b[OUT], y[R * OUT], wsum[R * OUT];
+    fill_random(x, R * IN, &rng, 1);
+    fill_random(w, OUT * IN, &rng, 0.7);
+    fill_random(b, OUT, &rng, 0.3);
+    fill_random(wsum, R * OUT, &rng, 1);
+    LinCase c = {x, w, b, y, wsum, R, IN, OUT};
+    linear_objective(&c);
+    real dy[R * OUT], dx[R * IN] = {0}, dw[OUT * IN] = {0}, db[OUT] = {0};
+    memcpy(dy, wsum, sizeof dy);
+    tanh_backward(dy, y, R * OUT);
+    linear_backward(dx, dw, db, dy, x, IN, w, IN, R, IN, OUT);
+    check_fd("x", x, dx, R * IN, linear_objective, &c);
+    check_fd("w", w, dw, OUT * IN, linear_objective, &c);
+    check_fd("b", b, db, OUT, linear_objective, &c);
+}
+END_TEST
+
+START_TEST(embedding_gathers_and_scatters) {
+    const real emb[6] = {1, 2, 3, 4, 5, 6}; /* V = 3, E = 2 */
+    const int ids[3] = {2, 0, 2};
+    const real keep[6] = {1, 1, 0, 2, 1, 1};
+    real out[6];
+    embedding_forward(out, ids, keep, emb, 3, 2);
+    const real expected[6] = {5, 6, 0, 4, 5, 6};
+    for (int i = 0; i < 6; i++) ck_assert(out[i] == expected[i]);
+    real demb[6] = {0};
+    const real dout[6] = {1, 1, 1, 1, 1, 1};
+    embedding_backward(demb, dout, ids, keep, 3, 2);
+    /* id 2 appears twice and both rows add up; id 1 is never used */
+    const real dexp[6] = {0, 2, 0, 0, 2, 2};
+    for (int i = 0; i < 6; i++) ck_assert(demb[i] == dexp[i]);
+}
+END_TEST
+
+/* ---- softmax and loss --------------------------------------------------------------- */
+
+START_TEST(softmax_and_loss_stay_finite_for_huge_logits) {
+    real x[3] = {1e4, -1e4, 0};
+    softmax_inplace(x, 3);
+    ck_assert(isfinite(x[0]) && isfinite(x[1]) && isfinite(x[2]));
+    ck_assert_double_eq_tol(x[0], 1, 1e-6);
+    const real z[3] = {1e4, 1e4, -1e4};
+    ck_assert_double_eq_tol(log_sum_exp(z, 3), 1e4 + log(2.0), 1e-2);
+
+    real logits[6] = {1e4, -1e4, 5e3, -3e3, 2e3, 1e4};
+    const int targets[2] = {2, 0}; /* second row is padding */
+    real lse[2];
+    int n;
+    double loss = xent_forward(lse, logits, targets, 2, 3, 0.1f, &n);
+    ck_assert_int_eq(n, 1);
+    ck_assert(isfinite(loss));
+    /* -log p[2] = 1e4 - 5e3 = 5e3; smoothing: 0.9 * 5e3 + 0.1 * (1e4 - mean(z)) */
+    ck_assert_double_eq_tol(loss, 0.9 * 5e3 + 0.1 * (1e4 - (1e4 - 1e4 + 5e3) / 3.0), 1);
+    xent_backward(logits, lse, targets, 2, 3, 0.1f, 1);
+    for (int i = 0; i < 6; i++) ck_assert(isfinite(logits[i]));
+    for (int i = 3; i < 6; i++) ck_assert(logits[i] == 0); /* padding row: no gradient */
+}
+END_TEST
+
+typedef struct {
+    real *logits, *work, *lse;
+    const int *targets;
+    int rows, V;
+    real eps;
+} LossCase;
+
+static double loss_objective(void *p) {
+    LossCase *c = p;
+    int n;
+    double sum = xent_forward(c->lse, c->logits, c->targets, c->rows, c->V, c->eps, &n);
+    return sum / n;
+}
+
+START_TEST(loss_backward_matches_finite_differences) {
+    enum { R = 4, V = 6 };
+    const int targets[R] = {3, 0, 5, 1};
+    Rng rng;
+    rng_seed(&rng, 2, 0);
+    for (int smoothing = 0; smoothing < 2; smoothing++) {
+        real logits[R * V], grad[R * V], lse[R];
+        fill_random(logits, R * V, &rng, 2);
+        LossCase c = {logits, NULL, lse, targets, R, V, smoothing ? 0.1f : 0};
+        loss_objective(&c);
+        memcpy(grad, logits, sizeof grad);
+        xent_backward(grad, lse, targets, R, V, c.eps, (real)1 / 3); /* 3 non-padding rows */
+        check_fd("logits", logits, grad, R * V, loss_objective, &c);
+    }
+}
+END_TEST
+
+Suite *layers_suite(void) {
+    Suite *s = suite_create("layers");
+    TCase *tc = tcase_create("layers");
+    tcase_add_test(tc, attention_worked_example);
+    tcase_add_test(tc, attention_backward_matches_finite_differences);
+    tcase_add_test(tc, gru_forward_hand_computed);
+    tcase_add_test(tc, gru_backward_matches_finite_differences);
+    tcase_add_test(tc, linear_tanh_forward_and_backward);
+    tcase_add_test(tc, embedding_gathers_and_scatters);
+    tcase_add_test(tc, softmax_and_loss_stay_finite_for_huge_logits);
+    tcase_add_test(tc, loss_backward_matches_finite_differences);
+    suite_add_tcase(s, tc);
+    return s;
+}

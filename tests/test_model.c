@@ -1,0 +1,241 @@
+/*
+ * test_model.c: the whole model: gradients against finite differences, padding that does not
+ * leak, attention invariants, seeded initialisation and thread-count independence.
+ */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/fdcheck.h"
+#include "suites.h"
+
+static const ModelDims TINY = {.src_vocab = 11,
+                               .tgt_vocab = 13,
+                               .emb = 5,
+                               .enc_hidden = 4,
+                               .bidirectional = 1,
+                               .dec_hidden = 6,
+                               .att = 3,
+                               .readout = 7};
+
+typedef struct {
+    Model model;
+    Acts acts;
+    RandomBatch rb;
+} Fixture;
+
+static void fixture_make(Fixture *f, const ModelDims *dims, int B, int S, int T, uint64_t seed) {
+    Error err;
+    ck_assert_msg(model_init(&f->model, dims, &err) == 0, "%s", err.msg);
+    ck_assert_msg(acts_init(&f->acts, dims, B, S, T, &err) == 0, "%s", err.msg);
+    ck_assert_msg(random_batch_make(&f->rb, dims, B, S, T, seed, &err) == 0, "%s", err.msg);
+    params_init(f->model.params, &f->model.table, seed);
+}
+
+static void fixture_free(Fixture *f) {
+    random_batch_free(&f->rb);
+    acts_free(&f->acts);
+    model_free(&f->model);
+}
+
+static double forward_backward(Fixture *f, const Batch *batch) {
+    ForwardOptions opt = {0};
+    Error err;
+    double loss;
+    model_zero_grad(&f->model);
+    ck_assert_msg(model_forward(&f->model, &f->acts, batch, &opt, &loss, &err) == 0, "%s", err.msg);
+    model_backward(&f->model, &f->acts);
+    return loss;
+}
+
+START_TEST(gradients_match_finite_differences) {
+    /* every tensor, sampled (the double build's bin/gradcheck checks every element) */
+    for (int bidirectional = 0; bidirectional < 2; bidirectional++) {
+        ModelDims dims = TINY;
+        dims.bidirectional = bidirectional;
+        Fixture f;
+        fixture_make(&f, &dims, 3, 5, 4, 1);
+        Rng rng;
+        ForwardOptions opt = {.dropout = 0.2f, .label_smoothing = 0.1f, .rng = &rng};
+        int double_build = sizeof(real) == 8;
+        FdCheckOptions fd = {.per_tensor = 12,
+                             .step = double_build ? 1e-3 : 3e-2,
+                             .floor = double_build ? 1e-6 : 1e-3,
+                             .dropout_seed = 5};
+        TensorCheck result[PARAM_COUNT];
+        Error err;
+        ck_assert_msg(fd_check_model(&f.model, &f.acts, &f.rb.batch, &opt, &fd, result, &err) == 0,
+                      "%s", err.msg);
+        for (int p = 0; p < PARAM_COUNT; p++) {
+            if (!f.model.table.info[p].size) continue;
+            ck_assert_msg(result[p].checked > 0, "%s not checked", f.model.table.info[p].name);
+            ck_assert_msg(result[p].max_rel < (double_build ? 1e-6 : 1e-2),
+                          "%s: relative error %g at %zu (analytic %g, numeric %g)",
+                          f.model.table.info[p].name, result[p].max_rel, result[p].worst,
+                          result[p].analytic, result[p].numeric);
+        }
+        fixture_free(&f);
+    }
+}
+END_TEST
+
+START_TEST(padding_does_not_leak) {
+    /* a padded batch gives the same loss and gradients as its sentences run one by one,
+     * weighted by their share of the target tokens */
+    enum { B = 4, S = 6, T = 5 };
+    Fixture f;
+    fixture_make(&f, &TINY, B, S, T, 3);
+    const Batch *full = &f.rb.batch;
+    double loss_full = forward_backward(&f, full);
+    size_t P = f.model.table.total;
+    real *grads_full = malloc(sizeof(real) * P);
+    double *grads_sum = calloc(P, sizeof(double));
+    ck_assert(grads_full && grads_sum);
+    memcpy(grads_full, f.model.grads, sizeof(real) * P);
+    int n_total = 0;
+    for (int b = 0; b < B; b++) n_total += full->tgt_len[b];
+    double loss_sum = 0;
+    for (int b = 0; b < B; b++) {
+        /* the sentence alone, cut to its own lengths */
+        Batch one = {.B = 1, .S = full->src_len[b], .T = full->tgt_len[b]};
+        int src[S], tgt_in[T], tgt_out[T];
+        for (int i = 0; i < one.S; i++) src[i] = full->src[b * S + i];
+        for (int t = 0; t < one.T; t++) {
+            tgt_in[t] = full->tgt_in[b * T + t];
+            tgt_out[t] = full->tgt_out[b * T + t];
+        }
+        one.src = src, one.tgt_in = tgt_in, one.tgt_out = tgt_out;
+        one.src_len = &full->src_len[b], one.tgt_len = &full->tgt_len[b];
+        double share = (double)one.T / n_total;
+        loss_sum += share * forward_backward(&f, &one);
+        for (size_t i = 0; i < P; i++) grads_sum[i] += share * f.model.grads[i];
+    }
+    double tol = sizeof(real) == 8 ? 1e-12 : 1e-5;
+    ck_assert_double_eq_tol(loss_full, loss_sum, tol * fabs(loss_full));
+    for (int p = 0; p < PARAM_COUNT; p++) {
+        const ParamInfo *info = &f.model.table.info[p];
+        double max_abs = 0, max_diff = 0;
+        for (size_t i = info->offset; i < info->offset + info->size; i++) {
+            max_abs = fmax(max_abs, fabs(grads_sum[i]));
+            max_diff = fmax(max_diff, fabs(grads_sum[i] - grads_full[i]));
+        }
+        ck_assert_msg(max_diff <= tol * 10 * fmax(max_abs, 1e-6), "%s differs by %g (scale %g)",
+                      info->name, max_diff, max_abs);
+    }
+    free(grads_full);
+    free(grads_sum);
+    fixture_free(&f);
+}
+END_TEST
+
+START_TEST(attention_rows_sum_to_one_and_skip_padding) {
+    enum { B = 5, S = 7, T = 6 };
+    Fixture f;
+    fixture_make(&f, &TINY, B, S, T, 4);
+    forward_backward(&f, &f.rb.batch);
+    /* the forward pass's alpha was not touched by backward */
+    ck_assert_msg(model_forward(&f.model, &f.acts, &f.rb.batch, &(ForwardOptions){0}, &(double){0},
+                                NULL) == 0,
+                  "forward failed");
+    for (int t = 0; t < T; t++)
+        for (int b = 0; b < B; b++) {
+            const real *alpha = f.acts.alpha + ((size_t)t * B + b) * S;
+            double sum = 0;
+            for (int i = 0; i < S; i++) {
+                if (i >= f.rb.batch.src_len[b]) ck_assert(alpha[i] == 0);
+                ck_assert(alpha[i] >= 0);
+                sum += alpha[i];
+            }
+            ck_assert_double_eq_tol(sum, 1, 1e-6);
+        }
+    /* encoder states at padding are exactly zero */
+    int K = dims_enc_state(&TINY);
+    for (int b = 0; b < B; b++)
+        for (int i = f.rb.batch.src_len[b]; i < S; i++)
+            for (int j = 0; j < K; j++) ck_assert(f.acts.enc_h[((size_t)b * S + i) * K + j] == 0);
+    fixture_free(&f);
+}
+END_TEST
+
+START_TEST(initialisation_is_seeded) {
+    Model a, b;
+    Error err;
+    ck_assert(model_init(&a, &TINY, &err) == 0 && model_init(&b, &TINY, &err) == 0);
+    params_init(a.params, &a.table, 42);
+    params_init(b.params, &b.table, 42);
+    ck_assert(memcmp(a.params, b.params, sizeof(real) * a.table.total) == 0);
+    params_init(b.params, &b.table, 43);
+    ck_assert(memcmp(a.params, b.params, sizeof(real) * a.table.total) != 0);
+    /* GRU weights within PyTorch's bound 1/sqrt(H) */
+    const ParamInfo *w = &a.table.info[P_ENC_FWD_W_HH];
+    for (size_t i = 0; i < w->size; i++) ck_assert(fabs(a.params[w->offset + i]) <= 0.5);
+    model_free(&a);
+    model_free(&b);
+}
+END_TEST
+
+START_TEST(results_do_not_depend_on_thread_count) {
+    /* big enough that the parallel loops really split */
+    ModelDims dims = {.src_vocab = 300,
+                      .tgt_vocab = 400,
+                      .emb = 32,
+                      .enc_hidden = 48,
+                      .bidirectional = 1,
+                      .dec_hidden = 64,
+                      .att = 40,
+                      .readout = 56};
+    enum { B = 16, S = 12, T = 10 };
+    Fixture f;
+    fixture_make(&f, &dims, B, S, T, 8);
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    double loss1 = forward_backward(&f, &f.rb.batch);
+    real *g1 = malloc(sizeof(real) * f.model.table.total);
+    ck_assert(g1);
+    memcpy(g1, f.model.grads, sizeof(real) * f.model.table.total);
+    omp_set_num_threads(4);
+    double loss4 = forward_backward(&f, &f.rb.batch);
+    omp_set_num_threads(saved);
+    ck_assert(loss1 == loss4);
+    ck_assert(memcmp(g1, f.model.grads, sizeof(real) * f.model.table.total) == 0);
+    free(g1);
+    fixture_free(&f);
+}
+END_TEST
+
+START_TEST(bad_batches_are_rejected) {
+    Fixture f;
+    fixture_make(&f, &TINY, 2, 4, 3, 1);
+    Error err;
+    Batch b = f.rb.batch;
+    ck_assert(batch_validate(&b, &TINY, &err) == 0);
+    int src[8];
+    memcpy(src, b.src, sizeof src);
+    src[0] = TINY.src_vocab; /* out of range */
+    b.src = src;
+    ck_assert(batch_validate(&b, &TINY, &err) == -1);
+    ck_assert(strstr(err.msg, "source id") != NULL);
+    /* a batch larger than the plan is refused, not overrun */
+    Batch big = f.rb.batch;
+    big.B = 3;
+    double loss;
+    ck_assert(model_forward(&f.model, &f.acts, &big, &(ForwardOptions){0}, &loss, &err) == -1);
+    ck_assert(strstr(err.msg, "exceeds") != NULL);
+    fixture_free(&f);
+}
+END_TEST
+
+Suite *model_suite(void) {
+    Suite *s = suite_create("model");
+    TCase *tc = tcase_create("model");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, gradients_match_finite_differences);
+    tcase_add_test(tc, padding_does_not_leak);
+    tcase_add_test(tc, attention_rows_sum_to_one_and_skip_padding);
+    tcase_add_test(tc, initialisation_is_seeded);
+    tcase_add_test(tc, results_do_not_depend_on_thread_count);
+    tcase_add_test(tc, bad_batches_are_rejected);
+    suite_add_tcase(s, tc);
+    return s;
+}
