@@ -1,0 +1,534 @@
+/*
+ * config.c: the training configuration (see config.h).
+ *
+ * Everything about a key lives in one row of config_keys below: adding a setting means adding
+ * a field to Config and a row here, nothing else. Defaults are written as the text a user
+ * would put in the file and go through the same parser, so they are checked like user input.
+ * The INI syntax itself is ini.c's business; this file only knows what the keys mean.
+ */
+#include "train/config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "train/ini.h"
+
+typedef enum {
+    KEY_INT,    /* int, decimal */
+    KEY_UINT64, /* uint64_t, decimal, no sign */
+    KEY_REAL,   /* double, finite */
+    KEY_BOOL,   /* bool: true/false, yes/no, on/off, 1/0 */
+    KEY_STRING, /* char[CONFIG_PATH_MAX], non-empty */
+    KEY_PATH,   /* char[CONFIG_PATH_MAX], resolved against the config file's folder */
+    KEY_ENUM,   /* an enum stored as int: the index of the word in `choices` */
+} KeyType;
+
+/* Which ends of [min, max] are allowed, for KEY_INT and KEY_REAL; max = INFINITY for none. */
+typedef enum {
+    NO_RANGE,  /* any value of the type */
+    CLOSED,    /* min <= x <= max */
+    OPEN_MIN,  /* min <  x <= max */
+    OPEN_MAX,  /* min <= x <  max */
+    OPEN_BOTH, /* min <  x <  max */
+} RangeKind;
+
+typedef struct {
+    const char *section;
+    const char *key;
+    KeyType type;
+    const char *default_text; /* as written in a file; "" = unset; REQUIRED = must be given */
+    double min, max;          /* KEY_INT and KEY_REAL: the bounds, whose ends `range` says */
+    RangeKind range;
+    size_t offset;       /* where the value lives in Config */
+    const char *doc;     /* one line for --help */
+    const char *choices; /* KEY_ENUM only: the accepted words, '|'-separated, in enum order */
+} ConfigKey;
+
+#define REQUIRED NULL
+
+/* Enum fields are written as int; this holds for every enum with small non-negative values on
+ * the platforms we build for, and is checked here rather than assumed. */
+_Static_assert(sizeof(LrSchedule) == sizeof(int), "enum keys are stored as int");
+
+/* One row per key, in the order config_print and config_help list them: section, key, type,
+ * default, min, max, which ends are allowed, where the field is, what it does (and, for an
+ * enum, its words). String and path fields are all char[CONFIG_PATH_MAX]. */
+static const ConfigKey config_keys[] = {
+    {"data", "train", KEY_PATH, REQUIRED, 0, 0, NO_RANGE, offsetof(Config, data.train),
+     "training sentence pairs, one per line: source TAB target", NULL},
+    {"data", "dev", KEY_PATH, REQUIRED, 0, 0, NO_RANGE, offsetof(Config, data.dev),
+     "development pairs, for validation (dev BLEU) and early stopping", NULL},
+    {"data", "test", KEY_PATH, "", 0, 0, NO_RANGE, offsetof(Config, data.test),
+     "test pairs, translated and scored after training (optional)", NULL},
+    {"data", "lowercase", KEY_BOOL, "true", 0, 0, NO_RANGE, offsetof(Config, data.lowercase),
+     "lowercase both sides before tokenizing", NULL},
+    {"data", "max_len", KEY_INT, "50", 1, 1000, CLOSED, offsetof(Config, data.max_len),
+     "skip training pairs with a side longer than this many tokens", NULL},
+    {"data", "src_vocab_size", KEY_INT, "8000", 5, 1000000, CLOSED,
+     offsetof(Config, data.src_vocab_size),
+     "source vocabulary size (Vs), including the 4 special tokens", NULL},
+    {"data", "tgt_vocab_size", KEY_INT, "8000", 5, 1000000, CLOSED,
+     offsetof(Config, data.tgt_vocab_size),
+     "target vocabulary size (Vt), including the 4 special tokens", NULL},
+    {"data", "min_count", KEY_INT, "1", 1, 1000000000, CLOSED, offsetof(Config, data.min_count),
+     "words seen fewer times than this in the training data become <unk>", NULL},
+
+    {"model", "emb_size", KEY_INT, "64", 1, 4096, CLOSED, offsetof(Config, model.emb_size),
+     "E: word embedding size, shared by source and target", NULL},
+    {"model", "enc_hidden", KEY_INT, "128", 1, 4096, CLOSED, offsetof(Config, model.enc_hidden),
+     "H: encoder GRU state size per direction", NULL},
+    {"model", "bidirectional", KEY_BOOL, "true", 0, 0, NO_RANGE,
+     offsetof(Config, model.bidirectional),
+     "run the encoder in both directions (K = 2H, otherwise K = H)", NULL},
+    {"model", "dec_hidden", KEY_INT, "128", 1, 4096, CLOSED, offsetof(Config, model.dec_hidden),
+     "D: decoder GRU state size", NULL},
+    {"model", "att_size", KEY_INT, "128", 1, 4096, CLOSED, offsetof(Config, model.att_size),
+     "A: size of the additive attention's hidden layer", NULL},
+    {"model", "readout_size", KEY_INT, "128", 1, 4096, CLOSED, offsetof(Config, model.readout_size),
+     "O: size of the readout layer before the softmax", NULL},
+
+    {"optim", "lr", KEY_REAL, "0.001", 0, 10, OPEN_MIN, offsetof(Config, optim.lr),
+     "base learning rate of Adam", NULL},
+    {"optim", "beta1", KEY_REAL, "0.9", 0, 1, OPEN_MAX, offsetof(Config, optim.beta1),
+     "Adam's decay rate for the running mean of gradients", NULL},
+    {"optim", "beta2", KEY_REAL, "0.999", 0, 1, OPEN_MAX, offsetof(Config, optim.beta2),
+     "Adam's decay rate for the running mean of squared gradients", NULL},
+    {"optim", "eps", KEY_REAL, "1e-8", 0, 1, OPEN_MIN, offsetof(Config, optim.eps),
+     "Adam's epsilon, added to the denominator so it never divides by zero", NULL},
+    {"optim", "clip_norm", KEY_REAL, "1.0", 0, INFINITY, CLOSED, offsetof(Config, optim.clip_norm),
+     "scale gradients down when their global L2 norm exceeds this; 0 = no clipping", NULL},
+    {"optim", "schedule", KEY_ENUM, "constant", 0, 0, NO_RANGE, offsetof(Config, optim.schedule),
+     "how the learning rate changes after warm-up", "constant|warmup_decay|plateau"},
+    {"optim", "warmup_steps", KEY_INT, "0", 0, INFINITY, CLOSED,
+     offsetof(Config, optim.warmup_steps),
+     "raise the learning rate linearly from 0 to lr over this many steps (every schedule)", NULL},
+    {"optim", "decay_rate", KEY_REAL, "0.5", 0, 1, OPEN_MIN, offsetof(Config, optim.decay_rate),
+     "warmup_decay: lr * decay_rate^((step - warmup_steps) / decay_steps)", NULL},
+    {"optim", "decay_steps", KEY_INT, "1000", 1, INFINITY, CLOSED,
+     offsetof(Config, optim.decay_steps),
+     "warmup_decay: steps over which the rate shrinks by one factor of decay_rate", NULL},
+    {"optim", "plateau_factor", KEY_REAL, "0.5", 0, 1, OPEN_BOTH,
+     offsetof(Config, optim.plateau_factor),
+     "plateau: multiply the rate by this when dev BLEU stops improving", NULL},
+    {"optim", "plateau_patience", KEY_INT, "2", 1, INFINITY, CLOSED,
+     offsetof(Config, optim.plateau_patience),
+     "plateau: validations without improvement before the rate is reduced", NULL},
+    {"optim", "min_lr", KEY_REAL, "1e-5", 0, INFINITY, CLOSED, offsetof(Config, optim.min_lr),
+     "no schedule takes the learning rate below this", NULL},
+
+    {"train", "batch_size", KEY_INT, "32", 1, 65536, CLOSED, offsetof(Config, train.batch_size),
+     "sentence pairs per optimizer step (B)", NULL},
+    {"train", "epochs", KEY_INT, "10", 0, 1000000, CLOSED, offsetof(Config, train.epochs),
+     "passes over the training data; 0 = no limit (then max_steps must be set)", NULL},
+    {"train", "max_steps", KEY_INT, "0", 0, INFINITY, CLOSED, offsetof(Config, train.max_steps),
+     "stop after this many optimizer steps; 0 = no limit", NULL},
+    {"train", "dropout", KEY_REAL, "0", 0, 1, OPEN_MAX, offsetof(Config, train.dropout),
+     "inverted-dropout probability on embeddings and readout; 0 = off", NULL},
+    {"train", "label_smoothing", KEY_REAL, "0", 0, 1, OPEN_MAX,
+     offsetof(Config, train.label_smoothing), "label-smoothing epsilon of the loss; 0 = off", NULL},
+    {"train", "seed", KEY_UINT64, "1", 0, 0, NO_RANGE, offsetof(Config, train.seed),
+     "seed of every random stream (initialization, shuffling, dropout)", NULL},
+    {"train", "threads", KEY_INT, "0", 0, 1024, CLOSED, offsetof(Config, train.threads),
+     "OpenMP threads; 0 = all cores", NULL},
+    {"train", "valid_every", KEY_INT, "500", 1, INFINITY, CLOSED,
+     offsetof(Config, train.valid_every), "validate on the dev set every this many steps", NULL},
+    {"train", "patience", KEY_INT, "5", 0, INFINITY, CLOSED, offsetof(Config, train.patience),
+     "stop after this many validations without dev BLEU improvement; 0 = never", NULL},
+    {"train", "log_every", KEY_INT, "100", 1, INFINITY, CLOSED, offsetof(Config, train.log_every),
+     "log the training loss every this many steps", NULL},
+    {"train", "out_dir", KEY_PATH, "runs/model", 0, 0, NO_RANGE, offsetof(Config, train.out_dir),
+     "folder for checkpoints and logs", NULL},
+};
+
+#define KEY_COUNT (sizeof config_keys / sizeof config_keys[0])
+
+/* The words a bool accepts, with their meaning. */
+static const struct {
+    const char *word;
+    bool value;
+} bool_words[] = {
+    {"true", true}, {"false", false}, {"yes", true}, {"no", false},
+    {"on", true},   {"off", false},   {"1", true},   {"0", false},
+};
+
+static const ConfigKey *find_key(const char *section, size_t section_length, const char *key,
+                                 size_t key_length) {
+    for (size_t i = 0; i < KEY_COUNT; i++) {
+        const ConfigKey *entry = &config_keys[i];
+        if (strlen(entry->section) == section_length &&
+            memcmp(entry->section, section, section_length) == 0 &&
+            strlen(entry->key) == key_length && memcmp(entry->key, key, key_length) == 0)
+            return entry;
+    }
+    return NULL;
+}
+
+static bool is_known_section(const char *section) {
+    for (size_t i = 0; i < KEY_COUNT; i++)
+        if (strcmp(config_keys[i].section, section) == 0) return true;
+    return false;
+}
+
+/* Writes "[data] [model] ..." (each section once, in table order) into buf. */
+static void list_sections(char *buf, size_t size) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < KEY_COUNT; i++) {
+        if (i > 0 && strcmp(config_keys[i].section, config_keys[i - 1].section) == 0) continue;
+        int n =
+            snprintf(buf + used, size - used, "%s[%s]", used ? " " : "", config_keys[i].section);
+        if (n < 0 || (size_t)n >= size - used) return;
+        used += (size_t)n;
+    }
+}
+
+static bool in_range(const ConfigKey *key, double x) {
+    switch (key->range) {
+    case NO_RANGE:
+        return true;
+    case CLOSED:
+        return x >= key->min && x <= key->max;
+    case OPEN_MIN:
+        return x > key->min && x <= key->max;
+    case OPEN_MAX:
+        return x >= key->min && x < key->max;
+    case OPEN_BOTH:
+        return x > key->min && x < key->max;
+    }
+    return false;
+}
+
+/* Writes the allowed range as text: "in [1, 1000]", "in (0, 10]", ">= 0", "> 0", or "". */
+static void describe_range(const ConfigKey *key, char *buf, size_t size) {
+    /* Integer bounds print as integers: 1000000000, not 1e+09. */
+    const char *format = key->type == KEY_INT ? "%.0f" : "%g";
+    char low[32], high[32];
+    snprintf(low, sizeof low, format, key->min);
+    snprintf(high, sizeof high, format, key->max);
+    bool open_min = key->range == OPEN_MIN || key->range == OPEN_BOTH;
+    bool open_max = key->range == OPEN_MAX || key->range == OPEN_BOTH;
+    if (key->range == NO_RANGE)
+        buf[0] = '\0';
+    else if (isinf(key->max))
+        snprintf(buf, size, "%s %s", open_min ? ">" : ">=", low);
+    else
+        snprintf(buf, size, "in %c%s, %s%c", open_min ? '(' : '[', low, high, open_max ? ')' : ']');
+}
+
+/* Writes what a valid value of key looks like, for error messages. */
+static void describe_expected(const ConfigKey *key, char *buf, size_t size) {
+    char range[96];
+    describe_range(key, range, sizeof range);
+    switch (key->type) {
+    case KEY_INT:
+        snprintf(buf, size, "an integer %s", range);
+        break;
+    case KEY_UINT64:
+        snprintf(buf, size, "an integer from 0 to %llu", (unsigned long long)UINT64_MAX);
+        break;
+    case KEY_REAL:
+        snprintf(buf, size, "a number %s", range);
+        break;
+    case KEY_BOOL:
+        snprintf(buf, size, "true/false, yes/no, on/off or 1/0");
+        break;
+    case KEY_STRING:
+        snprintf(buf, size, "text of at most %d bytes", CONFIG_PATH_MAX - 1);
+        break;
+    case KEY_PATH:
+        snprintf(buf, size, "a path of at most %d bytes", CONFIG_PATH_MAX - 1);
+        break;
+    case KEY_ENUM:
+        snprintf(buf, size, "one of %s", key->choices);
+        break;
+    }
+}
+
+/* Sets err to "[section] key = 'text': why (expected ...)" and returns -1. */
+static int reject(const ConfigKey *key, const char *text, const char *why, Error *err) {
+    char expected[160];
+    describe_expected(key, expected, sizeof expected);
+    return error_set(err, "[%s] %s = '%.100s': %s (expected %s)", key->section, key->key, text, why,
+                     expected);
+}
+
+/* Stores a string, or a path prefixed with base unless it is absolute, into a
+ * char[CONFIG_PATH_MAX] field; refuses rather than truncates. */
+static int store_text(const ConfigKey *key, char *field, const char *text, const char *base,
+                      Error *err) {
+    const char *prefix = (text[0] == '/' || key->type == KEY_STRING) ? "" : base;
+    size_t prefix_length = strlen(prefix), text_length = strlen(text);
+    if (prefix_length + text_length >= CONFIG_PATH_MAX) return reject(key, text, "too long", err);
+    memcpy(field, prefix, prefix_length);
+    memcpy(field + prefix_length, text, text_length + 1);
+    return 0;
+}
+
+/* Parses text as the value of key and stores it in cfg; base is the folder relative paths
+ * are resolved against ("" for the current directory). On error cfg is unchanged. */
+static int set_value(Config *cfg, const ConfigKey *key, const char *text, const char *base,
+                     Error *err) {
+    void *field = (char *)cfg + key->offset;
+    if (text[0] == '\0') return reject(key, text, "empty value", err);
+    char *end = NULL;
+    switch (key->type) {
+    case KEY_INT: {
+        errno = 0;
+        long value = strtol(text, &end, 10);
+        if (end == text || *end != '\0') return reject(key, text, "not an integer", err);
+        if (errno == ERANGE || value < INT_MIN || value > INT_MAX || !in_range(key, (double)value))
+            return reject(key, text, "out of range", err);
+        *(int *)field = (int)value;
+        return 0;
+    }
+    case KEY_UINT64: {
+        /* strtoull would quietly turn "-1" into 2^64 - 1, so a sign is refused up front. */
+        if (text[0] < '0' || text[0] > '9') return reject(key, text, "not an integer", err);
+        errno = 0;
+        unsigned long long value = strtoull(text, &end, 10);
+        if (*end != '\0') return reject(key, text, "not an integer", err);
+        if (errno == ERANGE || value > UINT64_MAX) return reject(key, text, "out of range", err);
+        *(uint64_t *)field = (uint64_t)value;
+        return 0;
+    }
+    case KEY_REAL: {
+        errno = 0;
+        double value = strtod(text, &end);
+        if (end == text || *end != '\0') return reject(key, text, "not a number", err);
+        if (errno == ERANGE || !isfinite(value) || !in_range(key, value))
+            return reject(key, text, "out of range", err);
+        *(double *)field = value;
+        return 0;
+    }
+    case KEY_BOOL:
+        for (size_t i = 0; i < sizeof bool_words / sizeof bool_words[0]; i++) {
+            if (strcasecmp(text, bool_words[i].word) == 0) {
+                *(bool *)field = bool_words[i].value;
+                return 0;
+            }
+        }
+        return reject(key, text, "not a yes/no value", err);
+    case KEY_STRING:
+    case KEY_PATH:
+        return store_text(key, field, text, base, err);
+    case KEY_ENUM: {
+        size_t text_length = strlen(text);
+        int index = 0;
+        for (const char *word = key->choices; *word; index++) {
+            size_t word_length = strcspn(word, "|");
+            if (word_length == text_length && memcmp(word, text, word_length) == 0) {
+                memcpy(field, &index, sizeof index);
+                return 0;
+            }
+            word += word_length;
+            if (*word == '|') word++;
+        }
+        return reject(key, text, "not one of the choices", err);
+    }
+    }
+    return reject(key, text, "unsupported type", err);
+}
+
+/* Writes the current value of key in cfg as config_load would read it; "" for an unset
+ * string. Reals use the fewest digits that read back to the same double. */
+static void format_value(const Config *cfg, const ConfigKey *key, char *buf, size_t size) {
+    const void *field = (const char *)cfg + key->offset;
+    switch (key->type) {
+    case KEY_INT:
+        snprintf(buf, size, "%d", *(const int *)field);
+        return;
+    case KEY_UINT64:
+        snprintf(buf, size, "%llu", (unsigned long long)*(const uint64_t *)field);
+        return;
+    case KEY_REAL: {
+        double value = *(const double *)field;
+        for (int digits = 1; digits <= 17; digits++) {
+            snprintf(buf, size, "%.*g", digits, value);
+            if (strtod(buf, NULL) == value) return;
+        }
+        return;
+    }
+    case KEY_BOOL:
+        snprintf(buf, size, "%s", *(const bool *)field ? "true" : "false");
+        return;
+    case KEY_STRING:
+    case KEY_PATH:
+        snprintf(buf, size, "%s", (const char *)field);
+        return;
+    case KEY_ENUM: {
+        int index;
+        memcpy(&index, field, sizeof index);
+        const char *word = key->choices;
+        for (int i = 0; i < index && *word; i++) {
+            word += strcspn(word, "|");
+            if (*word == '|') word++;
+        }
+        snprintf(buf, size, "%.*s", (int)strcspn(word, "|"), word);
+        return;
+    }
+    }
+}
+
+/* Sets every key with a default; keys without one (required or optional) stay zero/"". */
+static int apply_defaults(Config *cfg, const char *base, Error *err) {
+    memset(cfg, 0, sizeof *cfg);
+    for (size_t i = 0; i < KEY_COUNT; i++) {
+        const ConfigKey *key = &config_keys[i];
+        if (key->default_text == REQUIRED || key->default_text[0] == '\0') continue;
+        if (set_value(cfg, key, key->default_text, base, err) != 0) return -1;
+    }
+    return 0;
+}
+
+void config_defaults(Config *cfg) {
+    /* With no folder to prefix, every default is one of the constants above, all of which
+     * parse (tests/test_config.c checks each value), so this cannot fail. */
+    apply_defaults(cfg, "", NULL);
+}
+
+/* What config_load knows while it reads. */
+typedef struct {
+    Config *cfg;
+    char base[CONFIG_PATH_MAX]; /* the config file's folder with a trailing '/', or "" */
+    int file_line[KEY_COUNT];   /* line where the file set each key; 0 = not in the file */
+    bool is_set[KEY_COUNT];     /* set by the file or an override */
+} LoadState;
+
+static int handle_ini_entry(void *user, const IniEntry *entry, Error *err) {
+    LoadState *state = user;
+    if (!entry->key) {
+        if (is_known_section(entry->section)) return 0;
+        char sections[128];
+        list_sections(sections, sizeof sections);
+        return error_set(err, "unknown section [%.60s] (expected one of %s)", entry->section,
+                         sections);
+    }
+    const ConfigKey *key =
+        find_key(entry->section, strlen(entry->section), entry->key, strlen(entry->key));
+    if (!key) return error_set(err, "unknown key [%s] %.60s", entry->section, entry->key);
+    size_t index = (size_t)(key - config_keys);
+    if (state->file_line[index] != 0)
+        return error_set(err, "duplicate key [%s] %s (first set on line %d)", key->section,
+                         key->key, state->file_line[index]);
+    state->file_line[index] = entry->line;
+    state->is_set[index] = true;
+    return set_value(state->cfg, key, entry->value, state->base, err);
+}
+
+/* Applies one "section.key=value" override; relative paths stay relative to the current
+ * directory, since that is where the user typed them. */
+static int apply_override(LoadState *state, const char *override, Error *err) {
+    const char *equals = strchr(override, '=');
+    const char *dot = equals ? memchr(override, '.', (size_t)(equals - override)) : NULL;
+    if (!dot) return error_set(err, "--set %.200s: expected section.key=value", override);
+    const char *name = dot + 1;
+    const ConfigKey *key =
+        find_key(override, (size_t)(dot - override), name, (size_t)(equals - name));
+    if (!key) {
+        int section_length = (int)(dot - override < 60 ? dot - override : 60);
+        int name_length = (int)(equals - name < 60 ? equals - name : 60);
+        return error_set(err, "--set %.200s: unknown key [%.*s] %.*s", override, section_length,
+                         override, name_length, name);
+    }
+    state->is_set[key - config_keys] = true;
+    if (set_value(state->cfg, key, equals + 1, "", err) != 0)
+        return error_prefix(err, "--set %.200s: ", override);
+    return 0;
+}
+
+/* Writes path's folder with its trailing '/' into base ("" when path has no folder). */
+static int folder_of(const char *path, char *base, size_t size, Error *err) {
+    const char *slash = strrchr(path, '/');
+    size_t length = slash ? (size_t)(slash - path) + 1 : 0;
+    if (length >= size) return error_set(err, "%s: the folder name is too long", path);
+    memcpy(base, path, length);
+    base[length] = '\0';
+    return 0;
+}
+
+int config_load(Config *cfg, const char *path, const char *const *overrides, int n_overrides,
+                Error *err) {
+    LoadState state = {.cfg = cfg};
+    config_defaults(cfg); /* so cfg is well-formed even if the folder name is refused */
+    if (folder_of(path, state.base, sizeof state.base, err) != 0) return -1;
+    if (apply_defaults(cfg, state.base, err) != 0) return error_prefix(err, "%s: default ", path);
+    if (ini_parse_file(path, handle_ini_entry, &state, err) != 0) return -1;
+    for (int i = 0; i < n_overrides; i++)
+        if (apply_override(&state, overrides[i], err) != 0) return -1;
+
+    for (size_t i = 0; i < KEY_COUNT; i++)
+        if (config_keys[i].default_text == REQUIRED && !state.is_set[i])
+            return error_set(err, "%s: missing required key [%s] %s", path, config_keys[i].section,
+                             config_keys[i].key);
+    if (cfg->train.epochs == 0 && cfg->train.max_steps == 0)
+        return error_set(err,
+                         "%s: [train] epochs = 0 and max_steps = 0 would train forever "
+                         "(set at least one of them above 0)",
+                         path);
+    return 0;
+}
+
+void config_print(const Config *cfg, FILE *out) {
+    fprintf(out, "# The settings in effect; paths are relative to the working directory.\n");
+    for (size_t i = 0; i < KEY_COUNT; i++) {
+        const ConfigKey *key = &config_keys[i];
+        if (i == 0 || strcmp(key->section, config_keys[i - 1].section) != 0)
+            fprintf(out, "%s[%s]\n", i == 0 ? "" : "\n", key->section);
+        char value[CONFIG_PATH_MAX];
+        format_value(cfg, key, value, sizeof value);
+        if (value[0] == '\0')
+            fprintf(out, "# %s is not set\n", key->key); /* an empty value would not reload */
+        else
+            fprintf(out, "%s = %s\n", key->key, value);
+    }
+}
+
+static const char *type_name(KeyType type) {
+    switch (type) {
+    case KEY_INT:
+        return "int";
+    case KEY_UINT64:
+        return "uint64";
+    case KEY_REAL:
+        return "real";
+    case KEY_BOOL:
+        return "bool";
+    case KEY_STRING:
+        return "string";
+    case KEY_PATH:
+        return "path";
+    case KEY_ENUM:
+        return "enum";
+    }
+    return "?";
+}
+
+void config_help(FILE *out) {
+    fprintf(out, "Configuration keys: set them in the INI file under [section] as key = value, or "
+                 "on the\ncommand line with --set section.key=value (which wins over the file). "
+                 "Relative paths\nin the file are relative to the file's folder, those given "
+                 "with --set to the current one.\n");
+    for (size_t i = 0; i < KEY_COUNT; i++) {
+        const ConfigKey *key = &config_keys[i];
+        if (i == 0 || strcmp(key->section, config_keys[i - 1].section) != 0)
+            fprintf(out, "\n[%s]\n", key->section);
+        char name[64], range[96];
+        snprintf(name, sizeof name, "%s.%s", key->section, key->key);
+        describe_range(key, range, sizeof range);
+        fprintf(out, "  %-22s %-6s ", name, type_name(key->type));
+        if (key->default_text == REQUIRED)
+            fprintf(out, "required");
+        else if (key->default_text[0] == '\0')
+            fprintf(out, "optional, no default");
+        else
+            fprintf(out, "default %s", key->default_text);
+        if (range[0]) fprintf(out, ", %s", range);
+        if (key->type == KEY_ENUM) fprintf(out, ", one of %s", key->choices);
+        fprintf(out, "\n      %s\n", key->doc);
+    }
+}
