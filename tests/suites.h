@@ -9,6 +9,8 @@
 Suite *layers_suite(void);
 Suite *model_suite(void);
 Suite *tokenizer_suite(void);
+Suite *corpus_suite(void);
+Suite *vocab_suite(void);
 Suite *config_suite(void);
 Suite *metrics_suite(void);
 
