@@ -1,0 +1,205 @@
+/*
+ * dataset.c: encoding pairs to ids, padded batches and length-bucketed epochs (see dataset.h).
+ */
+#include "dataset.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/rng.h"
+
+int tokenized_corpus_make(TokenizedCorpus *out, const Corpus *corpus, const char *name,
+                          bool lowercase, Error *err) {
+    memset(out, 0, sizeof *out);
+    out->src = checked_calloc(corpus->count, sizeof(TokenList), "tokenized sources", err);
+    out->tgt = checked_calloc(corpus->count, sizeof(TokenList), "tokenized targets", err);
+    if (!out->src || !out->tgt) {
+        tokenized_corpus_free(out);
+        return -1;
+    }
+    for (size_t i = 0; i < corpus->count; i++) {
+        out->count = i + 1; /* so a failure frees what was made */
+        if (tokenize(corpus->src[i], lowercase, &out->src[i], err) ||
+            tokenize(corpus->tgt[i], lowercase, &out->tgt[i], err)) {
+            error_prefix(err, "%s:%zu: ", name, corpus->line[i]);
+            tokenized_corpus_free(out);
+            return -1;
+        }
+    }
+    out->count = corpus->count;
+    return 0;
+}
+
+void tokenized_corpus_free(TokenizedCorpus *tc) {
+    for (size_t i = 0; i < tc->count; i++) {
+        if (tc->src) token_list_free(&tc->src[i]);
+        if (tc->tgt) token_list_free(&tc->tgt[i]);
+    }
+    free(tc->src);
+    free(tc->tgt);
+    memset(tc, 0, sizeof *tc);
+}
+
+int dataset_make(Dataset *ds, const TokenizedCorpus *tc, const Corpus *corpus, const Vocab *src,
+                 const Vocab *tgt, int max_len, Error *err) {
+    memset(ds, 0, sizeof *ds);
+    size_t total = 0;
+    for (size_t i = 0; i < tc->count; i++) total += tc->src[i].count + tc->tgt[i].count;
+    ds->ids = checked_calloc(total, sizeof(int), "token ids", err);
+    ds->src_off = checked_calloc(tc->count, sizeof(size_t), "dataset", err);
+    ds->tgt_off = checked_calloc(tc->count, sizeof(size_t), "dataset", err);
+    ds->src_n = checked_calloc(tc->count, sizeof(int), "dataset", err);
+    ds->tgt_n = checked_calloc(tc->count, sizeof(int), "dataset", err);
+    ds->line = checked_calloc(tc->count, sizeof(size_t), "dataset", err);
+    if (!ds->ids || !ds->src_off || !ds->tgt_off || !ds->src_n || !ds->tgt_n || !ds->line) {
+        dataset_free(ds);
+        return -1;
+    }
+    size_t used = 0;
+    for (size_t i = 0; i < tc->count; i++) {
+        const TokenList *s = &tc->src[i], *t = &tc->tgt[i];
+        if (s->count == 0 || t->count == 0 ||
+            (max_len > 0 && (s->count > (size_t)max_len || t->count > (size_t)max_len))) {
+            ds->skipped++;
+            continue;
+        }
+        size_t k = ds->count++;
+        ds->src_off[k] = used;
+        ds->src_n[k] = (int)s->count;
+        vocab_encode(src, s, ds->ids + used);
+        used += s->count;
+        ds->tgt_off[k] = used;
+        ds->tgt_n[k] = (int)t->count;
+        vocab_encode(tgt, t, ds->ids + used);
+        used += t->count;
+        ds->line[k] = corpus ? corpus->line[i] : i + 1;
+        if (ds->src_n[k] > ds->max_src) ds->max_src = ds->src_n[k];
+        if (ds->tgt_n[k] > ds->max_tgt) ds->max_tgt = ds->tgt_n[k];
+    }
+    return 0;
+}
+
+void dataset_free(Dataset *ds) {
+    free(ds->ids);
+    free(ds->src_off);
+    free(ds->tgt_off);
+    free(ds->src_n);
+    free(ds->tgt_n);
+    free(ds->line);
+    memset(ds, 0, sizeof *ds);
+}
+
+int batch_buffer_init(BatchBuffer *bb, int max_B, int max_src, int max_tgt, Error *err) {
+    memset(bb, 0, sizeof *bb);
+    bb->max_B = max_B, bb->max_S = max_src + 1, bb->max_T = max_tgt + 1;
+    size_t n = (size_t)max_B * bb->max_S + 3 * (size_t)max_B * bb->max_T + 2 * (size_t)max_B;
+    bb->block = checked_calloc(n, sizeof(int), "batch", err);
+    return bb->block ? 0 : -1;
+}
+
+void batch_buffer_free(BatchBuffer *bb) {
+    free(bb->block);
+    memset(bb, 0, sizeof *bb);
+}
+
+const Batch *batch_fill(BatchBuffer *bb, const Dataset *ds, const size_t *idx, int n) {
+    int S = 0, T = 0;
+    for (int b = 0; b < n; b++) {
+        if (ds->src_n[idx[b]] + 1 > S) S = ds->src_n[idx[b]] + 1;
+        if (ds->tgt_n[idx[b]] + 1 > T) T = ds->tgt_n[idx[b]] + 1;
+    }
+    int *src = bb->block, *tgt_in = src + (size_t)n * S, *tgt_out = tgt_in + (size_t)n * T;
+    int *src_len = tgt_out + (size_t)n * T, *tgt_len = src_len + n;
+    memset(bb->block, 0, sizeof(int) * ((size_t)n * S + 2 * (size_t)n * T));
+    for (int b = 0; b < n; b++) {
+        size_t k = idx[b];
+        const int *s = ds->ids + ds->src_off[k], *t = ds->ids + ds->tgt_off[k];
+        int ls = ds->src_n[k], lt = ds->tgt_n[k];
+        /* source + </s>; decoder input <s> y_1..y_m; decoder output y_1..y_m </s> */
+        memcpy(src + (size_t)b * S, s, sizeof(int) * (size_t)ls);
+        src[(size_t)b * S + ls] = TOK_EOS;
+        tgt_in[(size_t)b * T] = TOK_BOS;
+        memcpy(tgt_in + (size_t)b * T + 1, t, sizeof(int) * (size_t)lt);
+        memcpy(tgt_out + (size_t)b * T, t, sizeof(int) * (size_t)lt);
+        tgt_out[(size_t)b * T + lt] = TOK_EOS;
+        src_len[b] = ls + 1;
+        tgt_len[b] = lt + 1;
+    }
+    bb->batch = (Batch){.B = n,
+                        .S = S,
+                        .T = T,
+                        .src = src,
+                        .src_len = src_len,
+                        .tgt_in = tgt_in,
+                        .tgt_out = tgt_out,
+                        .tgt_len = tgt_len};
+    return &bb->batch;
+}
+
+static void shuffle(size_t *x, size_t n, Rng *rng) {
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)rng_below(rng, i);
+        size_t t = x[i - 1];
+        x[i - 1] = x[j], x[j] = t;
+    }
+}
+
+/* qsort has no context argument, so the sort keys pack everything they need (see below). */
+static int compare_keys(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int epoch_plan_make(EpochPlan *plan, const Dataset *ds, int batch_size, uint64_t seed,
+                    uint64_t epoch, Error *err) {
+    memset(plan, 0, sizeof *plan);
+    size_t n = ds->count, max_batches = (n + (size_t)batch_size - 1) / (size_t)batch_size;
+    plan->order = checked_calloc(n, sizeof(size_t), "epoch order", err);
+    plan->start = checked_calloc(max_batches + 1, sizeof(size_t), "epoch batches", err);
+    uint64_t *keys = checked_calloc(n, sizeof(uint64_t), "epoch sort keys", err);
+    size_t *batch_ids = checked_calloc(max_batches, sizeof(size_t), "epoch batches", err);
+    size_t *sorted = checked_calloc(n, sizeof(size_t), "epoch order", err);
+    if (!plan->order || !plan->start || !keys || !batch_ids || !sorted) {
+        free(keys), free(batch_ids), free(sorted);
+        epoch_plan_free(plan);
+        return -1;
+    }
+    Rng rng;
+    rng_seed(&rng, seed, 1000 + epoch);
+    for (size_t i = 0; i < n; i++) sorted[i] = i;
+    shuffle(sorted, n, &rng);
+    /* within each window, sort by (source length, target length, shuffled position): the key
+     * packs all three so the sort is total and deterministic */
+    size_t window = (size_t)batch_size * 64;
+    for (size_t w = 0; w < n; w += window) {
+        size_t m = n - w < window ? n - w : window;
+        for (size_t i = 0; i < m; i++) {
+            size_t k = sorted[w + i];
+            keys[i] = (uint64_t)ds->src_n[k] << 48 | (uint64_t)ds->tgt_n[k] << 32 | (uint64_t)i;
+        }
+        qsort(keys, m, sizeof *keys, compare_keys);
+        for (size_t i = 0; i < m; i++) plan->order[w + i] = sorted[w + (keys[i] & 0xffffffffu)];
+    }
+    /* cut into batches, then shuffle the batch order */
+    for (size_t b = 0; b < max_batches; b++) batch_ids[b] = b;
+    shuffle(batch_ids, max_batches, &rng);
+    size_t pos = 0;
+    for (size_t b = 0; b < max_batches; b++) {
+        size_t first = batch_ids[b] * (size_t)batch_size;
+        size_t count = n - first < (size_t)batch_size ? n - first : (size_t)batch_size;
+        plan->start[b] = pos;
+        memcpy(sorted + pos, plan->order + first, sizeof(size_t) * count);
+        pos += count;
+    }
+    plan->start[max_batches] = pos;
+    memcpy(plan->order, sorted, sizeof(size_t) * n);
+    plan->n_batches = max_batches;
+    free(keys), free(batch_ids), free(sorted);
+    return 0;
+}
+
+void epoch_plan_free(EpochPlan *plan) {
+    free(plan->order);
+    free(plan->start);
+    memset(plan, 0, sizeof *plan);
+}

@@ -1,0 +1,77 @@
+/*
+ * dataset.h: sentence pairs as token ids, and their padded batches.
+ *
+ * text -> tokens (tokenizer) -> ids (vocab) -> Dataset -> batches (this file) -> model.
+ * A Dataset holds every pair's ids back to back, without <s> or </s>; batches add them as the
+ * spec lays out (source + </s>; decoder input <s> + target; decoder output target + </s>).
+ * Batches group pairs of similar length (buckets) in an order that depends only on the seed
+ * and the epoch, so a run can be resumed at any batch and reproduces the same order.
+ */
+#ifndef NMT_DATA_DATASET_H
+#define NMT_DATA_DATASET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "data/corpus.h"
+#include "data/tokenizer.h"
+#include "data/vocab.h"
+#include "model/seq2seq.h"
+
+/* Both sides of a corpus, tokenized. */
+typedef struct {
+    size_t count;
+    TokenList *src; /* [count] */
+    TokenList *tgt; /* [count] */
+} TokenizedCorpus;
+
+/* Tokenizes every pair; errors name the corpus and line. */
+int tokenized_corpus_make(TokenizedCorpus *out, const Corpus *corpus, const char *name,
+                          bool lowercase, Error *err);
+void tokenized_corpus_free(TokenizedCorpus *tc);
+
+typedef struct {
+    size_t count;         /* pairs kept */
+    size_t skipped;       /* pairs over max_len, left out */
+    int max_src, max_tgt; /* longest sides kept, in tokens (without </s>) */
+    int *ids;             /* every kept pair's source then target ids, back to back */
+    size_t *src_off;      /* [count] start of each source in ids */
+    int *src_n;           /* [count] source lengths */
+    size_t *tgt_off;      /* [count] */
+    int *tgt_n;           /* [count] */
+    size_t *line;         /* [count] line of each pair in its file */
+} Dataset;
+
+/* Encodes pairs with the vocabularies; pairs with a side longer than max_len tokens (0: no
+ * limit) or an empty side are skipped and counted. */
+int dataset_make(Dataset *ds, const TokenizedCorpus *tc, const Corpus *corpus, const Vocab *src,
+                 const Vocab *tgt, int max_len, Error *err);
+void dataset_free(Dataset *ds);
+
+/* Room for one padded batch of up to max_B pairs with sides up to max_len tokens. */
+typedef struct {
+    int max_B, max_S, max_T;
+    int *block;
+    Batch batch;
+} BatchBuffer;
+
+int batch_buffer_init(BatchBuffer *bb, int max_B, int max_src, int max_tgt, Error *err);
+void batch_buffer_free(BatchBuffer *bb);
+/* Fills bb->batch with the pairs idx[0..n) of ds (n <= max_B); returns the batch. */
+const Batch *batch_fill(BatchBuffer *bb, const Dataset *ds, const size_t *idx, int n);
+
+/* The batches of one epoch: pair indices in batch order, batch i is
+ * order[start[i] .. start[i+1]). */
+typedef struct {
+    size_t *order; /* [ds->count] */
+    size_t *start; /* [n_batches + 1] */
+    size_t n_batches;
+} EpochPlan;
+
+/* Shuffles the pairs with (seed, epoch), sorts windows of 64 batches by length so each batch
+ * holds similar lengths, cuts batches of batch_size and shuffles their order. */
+int epoch_plan_make(EpochPlan *plan, const Dataset *ds, int batch_size, uint64_t seed,
+                    uint64_t epoch, Error *err);
+void epoch_plan_free(EpochPlan *plan);
+
+#endif

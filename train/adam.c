@@ -1,0 +1,57 @@
+/*
+ * adam.c: Adam and gradient clipping (see adam.h).
+ */
+#include "adam.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int adam_init(Adam *adam, size_t n, double beta1, double beta2, double eps, Error *err) {
+    memset(adam, 0, sizeof *adam);
+    adam->n = n, adam->beta1 = beta1, adam->beta2 = beta2, adam->eps = eps;
+    adam->m = checked_calloc(n, sizeof(real), "Adam first moments", err);
+    adam->v = checked_calloc(n, sizeof(real), "Adam second moments", err);
+    if (!adam->m || !adam->v) {
+        adam_free(adam);
+        return -1;
+    }
+    return 0;
+}
+
+void adam_free(Adam *adam) {
+    free(adam->m);
+    free(adam->v);
+    memset(adam, 0, sizeof *adam);
+}
+
+void adam_step(Adam *adam, real *params, const real *grads, double lr) {
+    adam->t++;
+    double c1 = 1 - pow(adam->beta1, (double)adam->t), c2 = 1 - pow(adam->beta2, (double)adam->t);
+    real b1 = (real)adam->beta1, b2 = (real)adam->beta2, eps = (real)adam->eps;
+    real step = (real)(lr / c1), inv_c2 = (real)(1 / c2);
+    real *m = adam->m, *v = adam->v;
+    long n = (long)adam->n;
+#pragma omp parallel for schedule(static) if (n > 100000)
+    for (long i = 0; i < n; i++) {
+        real g = grads[i];
+        m[i] = b1 * m[i] + (1 - b1) * g;
+        v[i] = b2 * v[i] + (1 - b2) * g * g;
+        params[i] -= step * m[i] / ((real)sqrt(v[i] * inv_c2) + eps);
+    }
+}
+
+double grad_norm(const real *grads, size_t n) {
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) sum += (double)grads[i] * grads[i];
+    return sqrt(sum);
+}
+
+double clip_grad_norm(real *grads, size_t n, double max_norm) {
+    double norm = grad_norm(grads, n);
+    if (max_norm > 0 && norm > max_norm) {
+        real scale = (real)(max_norm / (norm + 1e-12));
+        for (size_t i = 0; i < n; i++) grads[i] *= scale;
+    }
+    return norm;
+}

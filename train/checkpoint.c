@@ -1,0 +1,303 @@
+/*
+ * checkpoint.c: saving and loading checkpoints (see checkpoint.h for the format).
+ */
+#include "checkpoint.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char MAGIC[8] = {'N', 'M', 'T', 'C', 'K', 'P', 'T', '1'};
+enum { VERSION = 1, FLAG_LOWERCASE = 1, FLAG_TRAIN_STATE = 2 };
+/* A checkpoint larger than this is refused before reading (64 GiB). */
+static const uint64_t MAX_FILE = (uint64_t)64 << 30;
+
+void nmt_model_free(NmtModel *nm) {
+    model_free(&nm->model);
+    vocab_free(&nm->src_vocab);
+    vocab_free(&nm->tgt_vocab);
+    memset(nm, 0, sizeof *nm);
+}
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+static const uint64_t FNV_START = 0xcbf29ce484222325ull;
+
+/* ---- saving ------------------------------------------------------------------------- */
+
+typedef struct {
+    FILE *f;
+    uint64_t hash;
+    int failed;
+} Writer;
+
+static void put(Writer *w, const void *data, size_t n) {
+    if (w->failed || n == 0) return;
+    if (fwrite(data, 1, n, w->f) != n) w->failed = 1;
+    w->hash = fnv1a(w->hash, data, n);
+}
+static void put_u32(Writer *w, uint32_t x) {
+    put(w, &x, 4);
+}
+static void put_u64(Writer *w, uint64_t x) {
+    put(w, &x, 8);
+}
+
+/* A vocabulary goes through a memory buffer first, so its length can precede it. */
+static int put_vocab(Writer *w, const Vocab *v, Error *err) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    if (!mem) return error_set(err, "out of memory serialising a vocabulary");
+    int bad = vocab_write(v, mem);
+    bad = fclose(mem) || bad;
+    if (bad) {
+        free(buf);
+        return error_set(err, "out of memory serialising a vocabulary");
+    }
+    put_u64(w, len);
+    put(w, buf, len);
+    free(buf);
+    return 0;
+}
+
+int checkpoint_save(const char *path, const NmtModel *nm, const Adam *adam, const TrainState *state,
+                    Error *err) {
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+        return error_set(err, "%s: path too long", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return error_set(err, "cannot create %s: %s", tmp, strerror(errno));
+    const ModelDims *d = &nm->model.dims;
+    const Model *m = &nm->model;
+    Writer w = {.f = f, .hash = FNV_START};
+    put(&w, MAGIC, sizeof MAGIC);
+    put_u32(&w, VERSION);
+    put_u32(&w, sizeof(real));
+    const int32_t sizes[8] = {d->src_vocab,     d->tgt_vocab,  d->emb, d->enc_hidden,
+                              d->bidirectional, d->dec_hidden, d->att, d->readout};
+    put(&w, sizes, sizeof sizes);
+    put_u32(&w, (nm->lowercase ? FLAG_LOWERCASE : 0) | (adam && state ? FLAG_TRAIN_STATE : 0));
+    put_u32(&w, 0);
+    put_u64(&w, m->table.total);
+    int rc = put_vocab(&w, &nm->src_vocab, err);
+    if (!rc) rc = put_vocab(&w, &nm->tgt_vocab, err);
+    put(&w, m->params, sizeof(real) * m->table.total);
+    if (adam && state) {
+        put_u64(&w, state->step);
+        put_u64(&w, state->epoch);
+        put_u64(&w, state->batch_in_epoch);
+        put_u64(&w, adam->t);
+        put(&w, &state->lr_scale, 8);
+        put(&w, &state->best_bleu, 8);
+        put(&w, &state->best_dev_loss, 8);
+        put(&w, &state->bad_validations, 4);
+        put(&w, &state->plateau_bad, 4);
+        put(&w, state->dropout_rng, sizeof state->dropout_rng);
+        put(&w, adam->m, sizeof(real) * adam->n);
+        put(&w, adam->v, sizeof(real) * adam->n);
+    }
+    uint64_t checksum = w.hash;
+    put(&w, &checksum, 8);
+    int saved_errno = errno;
+    /* the data must be on disk before the rename makes it the checkpoint */
+    int ok = !rc && !w.failed && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    if (!ok) saved_errno = errno;
+    if (fclose(f) != 0 && ok) ok = 0, saved_errno = errno;
+    if (ok && rename(tmp, path) != 0) ok = 0, saved_errno = errno;
+    if (!ok) {
+        remove(tmp);
+        if (rc) return error_prefix(err, "cannot save %s: ", path);
+        return error_set(err, "cannot save %s: %s (the previous checkpoint, if any, is intact)",
+                         path, strerror(saved_errno ? saved_errno : EIO));
+    }
+    /* make the rename itself durable */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    int fd = open(slash ? dir : ".", O_RDONLY);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+    return 0;
+}
+
+/* ---- loading ------------------------------------------------------------------------ */
+
+typedef struct {
+    const unsigned char *data;
+    size_t size, pos;
+} Reader;
+
+static int take(Reader *r, void *out, size_t n) {
+    if (n > r->size - r->pos) return -1;
+    memcpy(out, r->data + r->pos, n);
+    r->pos += n;
+    return 0;
+}
+
+/* Reads n reals stored with `width` bytes each into dst, converting float <-> double. */
+static int take_reals(Reader *r, real *dst, size_t n, uint32_t width) {
+    if (n > (r->size - r->pos) / width) return -1;
+    const unsigned char *p = r->data + r->pos;
+    for (size_t i = 0; i < n; i++) {
+        if (width == 4) {
+            float x;
+            memcpy(&x, p + 4 * i, 4);
+            dst[i] = (real)x;
+        } else {
+            double x;
+            memcpy(&x, p + 8 * i, 8);
+            dst[i] = (real)x;
+        }
+    }
+    r->pos += n * width;
+    return 0;
+}
+
+static int take_vocab(Reader *r, Vocab *v, const char *which, const char *path, Error *err) {
+    uint64_t len;
+    if (take(r, &len, 8) || len > r->size - r->pos)
+        return error_set(err, "%s: truncated %s vocabulary", path, which);
+    FILE *mem = fmemopen((void *)(r->data + r->pos), len, "rb");
+    if (!mem) return error_set(err, "%s: out of memory reading the %s vocabulary", path, which);
+    int rc = vocab_read(v, mem, len, err);
+    fclose(mem);
+    if (rc) return error_prefix(err, "%s: %s vocabulary: ", path, which);
+    r->pos += len;
+    return 0;
+}
+
+/* Reads the whole file, refusing directories and absurd sizes. */
+static unsigned char *read_file(const char *path, size_t *size, Error *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        error_set(err, "cannot open checkpoint %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        error_set(err, "%s: not a regular file", path);
+        fclose(f);
+        return NULL;
+    }
+    if ((uint64_t)st.st_size > MAX_FILE) {
+        error_set(err, "%s: %lld bytes is too large for a checkpoint", path, (long long)st.st_size);
+        fclose(f);
+        return NULL;
+    }
+    unsigned char *data = checked_calloc((size_t)st.st_size, 1, path, err);
+    if (data && fread(data, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
+        error_set(err, "%s: read error: %s", path, strerror(errno));
+        free(data);
+        data = NULL;
+    }
+    fclose(f);
+    *size = (size_t)st.st_size;
+    return data;
+}
+
+static int parse(Reader *r, const char *path, NmtModel *nm, Adam *adam, TrainState *state,
+                 bool *has_state, Error *err) {
+    char magic[8];
+    uint32_t version, width, flags, reserved;
+    int32_t sizes[8];
+    uint64_t count;
+    if (take(r, magic, 8) || memcmp(magic, MAGIC, 8) != 0)
+        return error_set(err, "%s: not a checkpoint (bad magic)", path);
+    if (take(r, &version, 4) || take(r, &width, 4) || take(r, sizes, sizeof sizes) ||
+        take(r, &flags, 4) || take(r, &reserved, 4) || take(r, &count, 8))
+        return error_set(err, "%s: truncated header", path);
+    if (version != VERSION)
+        return error_set(err, "%s: format version %u is not supported (this program reads %d)",
+                         path, version, VERSION);
+    if (width != 4 && width != 8) return error_set(err, "%s: invalid real size %u", path, width);
+    if (flags & ~(uint32_t)(FLAG_LOWERCASE | FLAG_TRAIN_STATE) || reserved != 0)
+        return error_set(err, "%s: unknown flags %#x", path, flags);
+    ModelDims dims = {.src_vocab = sizes[0],
+                      .tgt_vocab = sizes[1],
+                      .emb = sizes[2],
+                      .enc_hidden = sizes[3],
+                      .bidirectional = sizes[4],
+                      .dec_hidden = sizes[5],
+                      .att = sizes[6],
+                      .readout = sizes[7]};
+    if (sizes[4] != 0 && sizes[4] != 1)
+        return error_set(err, "%s: invalid bidirectional flag %d", path, sizes[4]);
+    if (dims_validate(&dims, err)) return error_prefix(err, "%s: ", path);
+    if (model_init(&nm->model, &dims, err)) return error_prefix(err, "%s: ", path);
+    if (count != nm->model.table.total)
+        return error_set(err, "%s: %llu parameters stored, but the sizes need %zu", path,
+                         (unsigned long long)count, nm->model.table.total);
+    nm->lowercase = flags & FLAG_LOWERCASE;
+    if (take_vocab(r, &nm->src_vocab, "source", path, err) ||
+        take_vocab(r, &nm->tgt_vocab, "target", path, err))
+        return -1;
+    if (nm->src_vocab.size != (size_t)dims.src_vocab ||
+        nm->tgt_vocab.size != (size_t)dims.tgt_vocab)
+        return error_set(err, "%s: vocabularies have %zu/%zu tokens but the model expects %d/%d",
+                         path, nm->src_vocab.size, nm->tgt_vocab.size, dims.src_vocab,
+                         dims.tgt_vocab);
+    if (take_reals(r, nm->model.params, count, width))
+        return error_set(err, "%s: truncated parameters", path);
+    *has_state = false;
+    if (flags & FLAG_TRAIN_STATE) {
+        TrainState s;
+        uint64_t adam_t;
+        if (take(r, &s.step, 8) || take(r, &s.epoch, 8) || take(r, &s.batch_in_epoch, 8) ||
+            take(r, &adam_t, 8) || take(r, &s.lr_scale, 8) || take(r, &s.best_bleu, 8) ||
+            take(r, &s.best_dev_loss, 8) || take(r, &s.bad_validations, 4) ||
+            take(r, &s.plateau_bad, 4) || take(r, s.dropout_rng, sizeof s.dropout_rng))
+            return error_set(err, "%s: truncated training state", path);
+        if (adam) {
+            if (adam->n != count)
+                return error_set(err, "%s: optimiser state for %llu parameters, expected %zu", path,
+                                 (unsigned long long)count, adam->n);
+            if (take_reals(r, adam->m, count, width) || take_reals(r, adam->v, count, width))
+                return error_set(err, "%s: truncated optimiser state", path);
+            adam->t = adam_t;
+            if (state) *state = s;
+            *has_state = true;
+        } else if (count > (r->size - r->pos) / (2 * (size_t)width)) {
+            return error_set(err, "%s: truncated optimiser state", path);
+        } else {
+            r->pos += 2 * (size_t)width * count;
+        }
+    }
+    if (r->pos != r->size)
+        return error_set(err, "%s: %zu unexpected bytes after the data", path, r->size - r->pos);
+    return 0;
+}
+
+int checkpoint_load(const char *path, NmtModel *nm, Adam *adam, TrainState *state, bool *has_state,
+                    Error *err) {
+    memset(nm, 0, sizeof *nm);
+    bool state_flag = false;
+    if (!has_state) has_state = &state_flag;
+    size_t size;
+    unsigned char *data = read_file(path, &size, err);
+    if (!data) return -1;
+    int rc = -1;
+    uint64_t stored;
+    if (size < sizeof MAGIC + 8 || memcmp(data, MAGIC, sizeof MAGIC) != 0) {
+        error_set(err, "%s: not a checkpoint (%s)", path,
+                  size < sizeof MAGIC + 8 ? "file too short" : "bad magic");
+    } else if (memcpy(&stored, data + size - 8, 8), stored != fnv1a(FNV_START, data, size - 8)) {
+        error_set(err, "%s: checksum mismatch: the file is corrupt or truncated", path);
+    } else {
+        Reader r = {.data = data, .size = size - 8, .pos = 0}; /* the checksum is not data */
+        rc = parse(&r, path, nm, adam, state, has_state, err);
+    }
+    free(data);
+    if (rc) nmt_model_free(nm);
+    return rc;
+}

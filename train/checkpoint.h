@@ -1,0 +1,65 @@
+/*
+ * checkpoint.h: a trained model on disk: sizes, options, vocabularies, parameters and,
+ * optionally, the optimiser state to resume training.
+ *
+ * Format (version 1, all integers little-endian):
+ *   "NMTCKPT1"                          8 bytes magic
+ *   u32 version (1)                     u32 bytes per real (4 float, 8 double)
+ *   i32 x 8 sizes: Vs Vt E H bidirectional D A O
+ *   u32 flags: bit 0 lowercase, bit 1 training state present;  u32 reserved (0)
+ *   u64 parameter count P (must match the sizes)
+ *   u64 n, then n bytes: source vocabulary (vocab_write layout)
+ *   u64 n, then n bytes: target vocabulary
+ *   P reals: parameters in the spec's table order
+ *   [training state: u64 step, epoch, batch_in_epoch, adam_t; f64 lr_scale, best_bleu,
+ *    best_dev_loss; i32 bad_validations, plateau_bad; u64 x 4 dropout stream; P reals Adam m;
+ *    P reals Adam v]
+ *   u64 FNV-1a 64 checksum of every byte before it
+ * Saving writes PATH.tmp, flushes and syncs it, then renames it over PATH: a crash or a full
+ * disk never leaves a broken file in place of a good one. Loading checks the size, checksum
+ * and every field before using any of it, and converts between float and double builds.
+ */
+#ifndef NMT_CHECKPOINT_H
+#define NMT_CHECKPOINT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "data/vocab.h"
+#include "model/seq2seq.h"
+#include "train/adam.h"
+
+/* A model with what it needs to read and write text. */
+typedef struct {
+    Model model;
+    Vocab src_vocab;
+    Vocab tgt_vocab;
+    bool lowercase;
+} NmtModel;
+
+void nmt_model_free(NmtModel *nm);
+
+/* Where training stands, saved to resume it exactly. */
+typedef struct {
+    uint64_t step;           /* optimiser steps done */
+    uint64_t epoch;          /* current epoch (0-based) */
+    uint64_t batch_in_epoch; /* batches of this epoch already done */
+    double lr_scale;         /* the plateau schedule's current factor */
+    double best_bleu;        /* best dev BLEU so far (-1: none yet) */
+    double best_dev_loss;
+    int32_t bad_validations; /* validations since the best, for early stopping */
+    int32_t plateau_bad;     /* validations since the last improvement or reduction */
+    uint64_t dropout_rng[4];
+} TrainState;
+
+/* adam and state may both be NULL (a model for translation only) or both given. */
+int checkpoint_save(const char *path, const NmtModel *nm, const Adam *adam, const TrainState *state,
+                    Error *err);
+
+/* Loads a checkpoint into nm (initialised here). When adam is not NULL and the file has a
+ * training state, adam (already initialised for the same parameter count) and *state are
+ * filled and *has_state set; otherwise *has_state is false. */
+int checkpoint_load(const char *path, NmtModel *nm, Adam *adam, TrainState *state, bool *has_state,
+                    Error *err);
+
+#endif

@@ -1,0 +1,78 @@
+/*
+ * pipeline.c: corpus loading, model creation from a config, sentence encoding (see
+ * pipeline.h).
+ */
+#include "pipeline.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int corpus_load(const char *path, bool lowercase, Corpus *corpus, TokenizedCorpus *tokens,
+                Error *err) {
+    if (corpus_read_file(path, corpus, err)) return -1;
+    if (tokenized_corpus_make(tokens, corpus, path, lowercase, err)) {
+        corpus_free(corpus);
+        return -1;
+    }
+    return 0;
+}
+
+int nmt_model_from_config(NmtModel *nm, const Config *cfg, const TokenizedCorpus *train,
+                          uint64_t seed, Error *err) {
+    memset(nm, 0, sizeof *nm);
+    nm->lowercase = cfg->data.lowercase;
+    if (vocab_build(train->src, train->count, (size_t)cfg->data.min_count,
+                    (size_t)cfg->data.src_vocab_size, &nm->src_vocab, err) ||
+        vocab_build(train->tgt, train->count, (size_t)cfg->data.min_count,
+                    (size_t)cfg->data.tgt_vocab_size, &nm->tgt_vocab, err)) {
+        nmt_model_free(nm);
+        return error_prefix(err, "building vocabularies: ");
+    }
+    ModelDims dims = {.src_vocab = (int)nm->src_vocab.size,
+                      .tgt_vocab = (int)nm->tgt_vocab.size,
+                      .emb = cfg->model.emb_size,
+                      .enc_hidden = cfg->model.enc_hidden,
+                      .bidirectional = cfg->model.bidirectional,
+                      .dec_hidden = cfg->model.dec_hidden,
+                      .att = cfg->model.att_size,
+                      .readout = cfg->model.readout_size};
+    if (model_init(&nm->model, &dims, err)) {
+        nmt_model_free(nm);
+        return -1;
+    }
+    params_init(nm->model.params, &nm->model.table, seed);
+    return 0;
+}
+
+int nmt_dataset(Dataset *ds, const NmtModel *nm, const TokenizedCorpus *tc, const Corpus *corpus,
+                int max_len, Error *err) {
+    return dataset_make(ds, tc, corpus, &nm->src_vocab, &nm->tgt_vocab, max_len, err);
+}
+
+int encode_source(const NmtModel *nm, const char *text, int **ids, int *n, int *unknown,
+                  Error *err) {
+    TokenList tokens = {0};
+    *ids = NULL;
+    if (tokenize(text, nm->lowercase, &tokens, err)) return -1;
+    *ids = checked_calloc(tokens.count + 1, sizeof(int), "source ids", err);
+    if (!*ids) {
+        token_list_free(&tokens);
+        return -1;
+    }
+    vocab_encode(&nm->src_vocab, &tokens, *ids);
+    *n = (int)tokens.count + 1;
+    (*ids)[tokens.count] = TOK_EOS;
+    *unknown = 0;
+    for (size_t i = 0; i < tokens.count; i++) *unknown += (*ids)[i] == TOK_UNK;
+    token_list_free(&tokens);
+    return 0;
+}
+
+char *decode_target(const NmtModel *nm, const int *ids, int n, Error *err) {
+    const char **tokens = checked_calloc((size_t)n + 1, sizeof(char *), "target tokens", err);
+    if (!tokens) return NULL;
+    for (int i = 0; i < n; i++) tokens[i] = vocab_token(&nm->tgt_vocab, ids[i]);
+    char *text = detokenize(tokens, (size_t)n, err);
+    free(tokens);
+    return text;
+}
