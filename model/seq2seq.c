@@ -259,15 +259,6 @@ static void encoder_backward(Model *m, Acts *a) {
 /* ---- decoder ------------------------------------------------------------------------ */
 
 /* The arrays of decoder step t (1..T): the one accessor both passes use. */
-typedef struct {
-    real *s_prev, *s;     /* [B, D] */
-    real *gi, *cache;     /* [B, 3D], [B, 4D] */
-    real *query;          /* [B, A] */
-    real *hidden;         /* [B, S, A] */
-    real *alpha, *energy; /* [B, S] */
-    real *context;        /* [B, K] */
-} DecoderStep;
-
 static DecoderStep decoder_step(const Acts *a, const ModelDims *d, int t) {
     size_t B = a->B, S = a->S, r = (size_t)(t - 1) * B;
     size_t D = d->dec_hidden, A = d->att, K = dims_enc_state(d);
@@ -310,13 +301,38 @@ int model_encode(const Model *m, Acts *a, const int *src, const int *src_len, in
     return 0;
 }
 
+void decoder_step_forward(const Model *m, const DecoderStep *st, const real *keys,
+                          const real *enc_h, const int *src_len, real *scratch, int B, int S) {
+    const ModelDims *d = &m->dims;
+    const Weights *w = &m->w;
+    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att;
+    /* the query is the previous state: e_ti = v^T tanh(W_q s_{t-1} + k_i) */
+    linear_forward(st->query, st->s_prev, D, w->att_w_q, D, NULL, B, D, A);
+    attention_forward(st->context, st->alpha, st->energy, st->hidden, st->query, keys, enc_h,
+                      src_len, w->att_v, B, S, A, K);
+    /* s_t = GRU([u_t ; c_t], s_{t-1}): add the c_t part of the input projection */
+    gemm(0, 1, B, 3 * D, K, st->context, K, w->dec_gru.w_ih + E, E + K, 1, st->gi, 3 * D);
+    gru_step_forward(st->s, st->cache, scratch, st->gi, st->s_prev, w->dec_gru.w_hh,
+                     w->dec_gru.b_hh, NULL, 0, B, D);
+}
+
+void readout_forward(const Model *m, real *logits, real *readout, const real *readout_in,
+                     int rows) {
+    const ModelDims *d = &m->dims;
+    const Weights *w = &m->w;
+    int R = d->dec_hidden + dims_enc_state(d) + d->emb, O = d->readout;
+    linear_forward(readout, readout_in, R, w->out_w_o, R, w->out_b_o, rows, R, O);
+    tanh_forward(readout, (size_t)rows * O);
+    linear_forward(logits, readout, O, w->out_w, O, w->out_b, rows, O, d->tgt_vocab);
+}
+
 int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOptions *opt,
                   double *loss, Error *err) {
     const ModelDims *d = &m->dims;
     const Weights *w = &m->w;
     int B = batch->B, S = batch->S, T = batch->T;
-    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att, O = d->readout,
-        V = d->tgt_vocab, R = D + K + E;
+    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, O = d->readout, V = d->tgt_vocab,
+        R = D + K + E;
     if (B > a->max_B || S > a->max_S || T > a->max_T)
         return error_set(err, "batch %d x %d x %d exceeds the planned %d x %d x %d", B, S, T,
                          a->max_B, a->max_S, a->max_T);
@@ -349,14 +365,7 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
 
     for (int t = 1; t <= T; t++) {
         DecoderStep st = decoder_step(a, d, t);
-        /* the query is the previous state: e_ti = v^T tanh(W_q s_{t-1} + k_i) */
-        linear_forward(st.query, st.s_prev, D, w->att_w_q, D, NULL, B, D, A);
-        attention_forward(st.context, st.alpha, st.energy, st.hidden, st.query, a->keys, a->enc_h,
-                          a->src_len, w->att_v, B, S, A, K);
-        /* s_t = GRU([u_t ; c_t], s_{t-1}): add the c_t part of the input projection */
-        gemm(0, 1, B, 3 * D, K, st.context, K, dg->w_ih + E, E + K, 1, st.gi, 3 * D);
-        gru_step_forward(st.s, st.cache, a->scratch, st.gi, st.s_prev, dg->w_hh, dg->b_hh, NULL, 0,
-                         B, D);
+        decoder_step_forward(m, &st, a->keys, a->enc_h, a->src_len, a->scratch, B, S);
     }
 
     /* o_t = tanh(W_o [s_t ; c_t ; u_t] + b_o); z_t = W_out o_t + b_out, all steps at once */

@@ -259,6 +259,9 @@ static int parse(Reader *r, const char *path, NmtModel *nm, Adam *adam, TrainSta
             take(r, &s.plateau_bad, 4) || take(r, s.dropout_rng, sizeof s.dropout_rng))
             return error_set(err, "%s: truncated training state", path);
         if (adam) {
+            /* an unallocated optimiser is sized here; the caller sets its betas and eps */
+            if (!adam->m && adam_init(adam, count, 0.9, 0.999, 1e-8, err))
+                return error_prefix(err, "%s: ", path);
             if (adam->n != count)
                 return error_set(err, "%s: optimiser state for %llu parameters, expected %zu", path,
                                  (unsigned long long)count, adam->n);

@@ -57,7 +57,7 @@ int checkpoint_save(const char *path, const NmtModel *nm, const Adam *adam, cons
                     Error *err);
 
 /* Loads a checkpoint into nm (initialised here). When adam is not NULL and the file has a
- * training state, adam (already initialised for the same parameter count) and *state are
+ * training state, adam (zeroed, or initialised for the same parameter count) and *state are
  * filled and *has_state set; otherwise *has_state is false. */
 int checkpoint_load(const char *path, NmtModel *nm, Adam *adam, TrainState *state, bool *has_state,
                     Error *err);

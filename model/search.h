@@ -1,0 +1,69 @@
+/*
+ * search.h: translation by beam search over the trained model (greedy search is beam 1).
+ *
+ * Sentences are decoded together: row n*beam + k holds hypothesis k of sentence n. Each step
+ * runs the shared decoder step and readout for all rows, then keeps, per sentence, the beam
+ * best continuations; a hypothesis ends when it emits </s>. Finished hypotheses are ranked
+ * by log-probability / length^len_norm (length normalisation; 0 ranks by log-probability).
+ * Every hypothesis comes back with its alignment matrix (alpha, one row per output token
+ * including </s>), the scores e_ti and each chosen token's probability, for inspection.
+ * All memory is planned in search_init; decoding allocates only the returned results.
+ */
+#ifndef NMT_SEARCH_H
+#define NMT_SEARCH_H
+
+#include "seq2seq.h"
+
+typedef struct {
+    int beam;        /* hypotheses kept per sentence (1 = greedy) */
+    int nbest;       /* hypotheses returned per sentence (<= beam) */
+    int max_len;     /* most target tokens per hypothesis, </s> included */
+    double len_norm; /* length-normalisation exponent */
+} SearchOptions;
+
+typedef struct {
+    int *tokens; /* [len] target ids, </s> not included */
+    int len;
+    int complete;   /* 1 when it ended with </s> (then the matrices have len + 1 rows) */
+    int rows;       /* rows of the matrices below: len + complete */
+    int src_len;    /* columns: source positions, </s> included */
+    double logprob; /* sum of log p of its tokens (and </s>) */
+    double score;   /* logprob / rows^len_norm */
+    real *alpha;    /* [rows, src_len] alignment weights */
+    real *energy;   /* [rows, src_len] scores e_ti */
+    real *prob;     /* [rows] probability of each chosen token */
+} Hypothesis;
+
+typedef struct {
+    Hypothesis *hyps; /* [count], best first */
+    int count;
+} Translation;
+
+void translation_free(Translation *t);
+
+typedef struct {
+    int max_sentences, max_src, beam, max_len;
+    Acts enc; /* encoder activations */
+    real *block;
+    int *int_block;
+    /* per row (max_sentences * beam) */
+    real *keys, *enc_h;
+    int *src_len, *y_prev;
+    real *s, *s_next, *gi, *cache, *scratch, *query, *hidden, *alpha, *energy, *context;
+    real *readout_in, *readout, *logits;
+    double *score; /* cumulative log-probability of each row's hypothesis */
+    /* history, [max_len][rows] */
+    int *sel_parent, *sel_token;
+    real *hist_alpha, *hist_energy, *sel_prob;
+} Searcher;
+
+int search_init(Searcher *s, const ModelDims *dims, int max_sentences, int max_src, int beam,
+                int max_len, Error *err);
+void search_free(Searcher *s);
+
+/* Translates n sentences (src[i] has src_len[i] ids ending in </s>, each at most max_src)
+ * into out[0..n). */
+int search_translate(Searcher *s, const Model *m, const int *const *src, const int *src_len, int n,
+                     const SearchOptions *opt, Translation *out, Error *err);
+
+#endif

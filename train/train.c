@@ -1,0 +1,443 @@
+/*
+ * train.c: trains a translator from an INI config and keeps the best model.
+ *
+ * The loop is the algorithm: next batch -> forward -> zero grad -> backward -> clip -> Adam
+ * step -> log; every valid_every steps the dev split is scored (loss, perplexity, greedy
+ * BLEU and chrF), the best model by dev BLEU is saved as OUT/best.ckpt and the resumable state
+ * as OUT/last.ckpt. SIGINT/SIGTERM save a resumable checkpoint and exit; a second signal exits
+ * at once. The same seed and thread count reproduce the same losses bit for bit.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <omp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "train/pipeline.h"
+#include "train/validate.h"
+
+/* Set by the signal handler; read by the loop between steps. */
+static volatile sig_atomic_t stop_signal = 0;
+
+static void on_signal(int sig) {
+    if (stop_signal) _exit(128 + sig); /* second signal: leave at once, touch nothing */
+    stop_signal = sig;
+}
+
+static void usage(FILE *out) {
+    fprintf(out, "usage: train CONFIG [--set section.key=value ...] [--resume[=CHECKPOINT]]\n"
+                 "Trains a GRU encoder / Bahdanau attention / GRU decoder translator.\n"
+                 "  CONFIG                   INI file (see configs/toy.ini); its keys are below\n"
+                 "  --set section.key=value  override one key (may be repeated)\n"
+                 "  --resume[=CHECKPOINT]    continue from a checkpoint with its optimiser state\n"
+                 "                           (default: OUT_DIR/last.ckpt)\n"
+                 "  -h, --help               this text\n"
+                 "Writes OUT_DIR/best.ckpt (best dev BLEU), OUT_DIR/last.ckpt (resumable),\n"
+                 "OUT_DIR/train_log.tsv and OUT_DIR/config.ini.\n\nConfiguration keys:\n");
+    config_help(out);
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void format_duration(char *buf, size_t size, double seconds) {
+    long s = seconds < 0 ? 0 : (long)(seconds + 0.5);
+    if (s >= 3600)
+        snprintf(buf, size, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+    else
+        snprintf(buf, size, "%ld:%02ld", s / 60, s % 60);
+}
+
+static int make_dirs(const char *path, Error *err) {
+    char buf[CONFIG_PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1;; p++) {
+        char c = *p;
+        if (c != '/' && c != '\0') continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return error_set(err, "cannot create folder %s: %s", buf, strerror(errno));
+        *p = c;
+        if (c == '\0') break;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return error_set(err, "%s is not a folder", path);
+    return 0;
+}
+
+/* The learning rate of the next step. */
+static double learning_rate(const ConfigOptim *o, const TrainState *st) {
+    double warm = o->warmup_steps > 0 ? fmin(1.0, (double)(st->step + 1) / o->warmup_steps) : 1;
+    double factor = 1;
+    if (o->schedule == LR_SCHEDULE_WARMUP_DECAY && st->step > (uint64_t)o->warmup_steps)
+        factor = pow(o->decay_rate, (double)(st->step - o->warmup_steps) / o->decay_steps);
+    else if (o->schedule == LR_SCHEDULE_PLATEAU)
+        factor = st->lr_scale;
+    return fmax(o->min_lr, o->lr * factor) * warm;
+}
+
+/* Names the first tensor whose gradient is not finite. */
+static const char *non_finite_tensor(const Model *m) {
+    for (int p = 0; p < PARAM_COUNT; p++) {
+        const ParamInfo *info = &m->table.info[p];
+        for (size_t i = 0; i < info->size; i++)
+            if (!isfinite(m->grads[info->offset + i])) return info->name;
+    }
+    return "(none)";
+}
+
+typedef struct {
+    const Config *cfg;
+    NmtModel nm;
+    Adam adam;
+    TrainState state;
+    Rng dropout_rng;
+    Corpus train_corpus, dev_corpus;
+    TokenizedCorpus train_tokens, dev_tokens;
+    Dataset train;
+    BatchBuffer batches;
+    Acts acts;
+    FILE *log;
+    char best_path[CONFIG_PATH_MAX + 16], last_path[CONFIG_PATH_MAX + 16];
+    int dev_max_len;
+    double start_time;
+} Trainer;
+
+static int save_last(Trainer *tr, Error *err) {
+    memcpy(tr->state.dropout_rng, tr->dropout_rng.s, sizeof tr->state.dropout_rng);
+    return checkpoint_save(tr->last_path, &tr->nm, &tr->adam, &tr->state, err);
+}
+
+/* Scores dev, keeps the best model, adjusts the plateau schedule; sets *stop for early
+ * stopping. */
+static int validate(Trainer *tr, double train_loss, double tok_per_s, double lr, int *stop,
+                    Error *err) {
+    const Config *cfg = tr->cfg;
+    Scores sc;
+    if (score_corpus(&tr->nm, &tr->dev_corpus, &tr->dev_tokens, 64, 1, tr->dev_max_len, &sc, NULL,
+                     NULL, err))
+        return error_prefix(err, "validation: ");
+    TrainState *st = &tr->state;
+    int improved = sc.bleu.score > st->best_bleu;
+    if (improved) {
+        st->best_bleu = sc.bleu.score;
+        st->best_dev_loss = sc.loss;
+        st->bad_validations = 0;
+        st->plateau_bad = 0;
+        if (checkpoint_save(tr->best_path, &tr->nm, NULL, NULL, err)) return -1;
+    } else {
+        st->bad_validations++;
+        if (cfg->optim.schedule == LR_SCHEDULE_PLATEAU &&
+            ++st->plateau_bad >= cfg->optim.plateau_patience) {
+            st->lr_scale *= cfg->optim.plateau_factor;
+            st->plateau_bad = 0;
+        }
+    }
+    char elapsed[32];
+    format_duration(elapsed, sizeof elapsed, now() - tr->start_time);
+    if (isatty(STDERR_FILENO)) fprintf(stderr, "\r\033[K");
+    printf("step %llu  epoch %llu  dev loss %.4f  ppl %.3f  BLEU %.2f  chrF %.2f  (best %.2f%s)"
+           "  %s\n",
+           (unsigned long long)st->step, (unsigned long long)st->epoch + 1, sc.loss, sc.perplexity,
+           sc.bleu.score, sc.chrf.score, st->best_bleu, improved ? ", saved best.ckpt" : "",
+           elapsed);
+    fflush(stdout);
+    fprintf(tr->log, "%llu\t%llu\t%.6f\t%.6g\t%.6f\t%.6f\t%.4f\t%.4f\t%.1f\t%.2f\n",
+            (unsigned long long)st->step, (unsigned long long)st->epoch + 1, train_loss, lr,
+            sc.loss, sc.perplexity, sc.bleu.score, sc.chrf.score, tok_per_s,
+            now() - tr->start_time);
+    fflush(tr->log);
+    if (save_last(tr, err)) return -1;
+    if (cfg->train.patience > 0 && st->bad_validations >= cfg->train.patience) {
+        printf("early stop: dev BLEU has not improved for %d validations\n", cfg->train.patience);
+        *stop = 1;
+    }
+    return 0;
+}
+
+static int setup(Trainer *tr, const char *resume, Error *err) {
+    const Config *cfg = tr->cfg;
+    if (make_dirs(cfg->train.out_dir, err)) return -1;
+    snprintf(tr->best_path, sizeof tr->best_path, "%s/best.ckpt", cfg->train.out_dir);
+    snprintf(tr->last_path, sizeof tr->last_path, "%s/last.ckpt", cfg->train.out_dir);
+    if (corpus_load(cfg->data.train, cfg->data.lowercase, &tr->train_corpus, &tr->train_tokens,
+                    err) ||
+        corpus_load(cfg->data.dev, cfg->data.lowercase, &tr->dev_corpus, &tr->dev_tokens, err))
+        return -1;
+    TrainState *st = &tr->state;
+    *st = (TrainState){.lr_scale = 1, .best_bleu = -1, .best_dev_loss = INFINITY};
+    rng_seed(&tr->dropout_rng, cfg->train.seed, 2);
+    if (resume) {
+        bool has_state;
+        if (checkpoint_load(resume, &tr->nm, &tr->adam, st, &has_state, err)) return -1;
+        if (!has_state)
+            return error_set(err,
+                             "%s has no optimiser state to resume from (it is a model "
+                             "for translation only)",
+                             resume);
+        const ModelDims *d = &tr->nm.model.dims;
+        if (d->emb != cfg->model.emb_size || d->enc_hidden != cfg->model.enc_hidden ||
+            d->bidirectional != cfg->model.bidirectional ||
+            d->dec_hidden != cfg->model.dec_hidden || d->att != cfg->model.att_size ||
+            d->readout != cfg->model.readout_size)
+            return error_set(err, "%s was trained with other [model] sizes than the config's",
+                             resume);
+        tr->adam.beta1 = cfg->optim.beta1, tr->adam.beta2 = cfg->optim.beta2;
+        tr->adam.eps = cfg->optim.eps;
+        memcpy(tr->dropout_rng.s, st->dropout_rng, sizeof tr->dropout_rng.s);
+    } else {
+        if (nmt_model_from_config(&tr->nm, cfg, &tr->train_tokens, cfg->train.seed, err) ||
+            adam_init(&tr->adam, tr->nm.model.table.total, cfg->optim.beta1, cfg->optim.beta2,
+                      cfg->optim.eps, err))
+            return -1;
+    }
+    if (nmt_dataset(&tr->train, &tr->nm, &tr->train_tokens, &tr->train_corpus, cfg->data.max_len,
+                    err))
+        return -1;
+    if (tr->train.count == 0)
+        return error_set(err, "%s: no pair of at most max_len = %d tokens", cfg->data.train,
+                         cfg->data.max_len);
+    int B = cfg->train.batch_size;
+    if (batch_buffer_init(&tr->batches, B, tr->train.max_src, tr->train.max_tgt, err) ||
+        acts_init(&tr->acts, &tr->nm.model.dims, B, tr->train.max_src + 1, tr->train.max_tgt + 1,
+                  err))
+        return -1;
+    int dev_max = 1;
+    for (size_t i = 0; i < tr->dev_tokens.count; i++)
+        if ((int)tr->dev_tokens.src[i].count > dev_max) dev_max = (int)tr->dev_tokens.src[i].count;
+    tr->dev_max_len = 2 * dev_max + 10;
+
+    char log_path[CONFIG_PATH_MAX + 32], cfg_path[CONFIG_PATH_MAX + 32];
+    snprintf(log_path, sizeof log_path, "%s/train_log.tsv", cfg->train.out_dir);
+    snprintf(cfg_path, sizeof cfg_path, "%s/config.ini", cfg->train.out_dir);
+    FILE *cf = fopen(cfg_path, "w");
+    if (!cf) return error_set(err, "cannot write %s: %s", cfg_path, strerror(errno));
+    config_print(cfg, cf);
+    if (fclose(cf) != 0) return error_set(err, "cannot write %s: %s", cfg_path, strerror(errno));
+    tr->log = fopen(log_path, resume ? "a" : "w");
+    if (!tr->log) return error_set(err, "cannot write %s: %s", log_path, strerror(errno));
+    if (!resume)
+        fprintf(tr->log, "step\tepoch\tloss\tlr\tdev_loss\tdev_ppl\tdev_bleu\tdev_chrf\t"
+                         "tok_per_s\telapsed_s\n");
+
+    const ModelDims *d = &tr->nm.model.dims;
+    printf("train: %zu pairs from %s (%zu longer than max_len = %d skipped, %zu empty lines), "
+           "dev: %zu pairs\n",
+           tr->train.count, cfg->data.train, tr->train.skipped, cfg->data.max_len,
+           tr->train_corpus.empty_lines, tr->dev_corpus.count);
+    printf("model: Vs=%d Vt=%d E=%d H=%d%s D=%d A=%d O=%d, %zu parameters, %s precision, "
+           "%d threads\n",
+           d->src_vocab, d->tgt_vocab, d->emb, d->enc_hidden, d->bidirectional ? " (bi)" : "",
+           d->dec_hidden, d->att, d->readout, tr->nm.model.table.total, REAL_NAME,
+           omp_get_max_threads());
+    if (resume)
+        printf("resuming from %s at step %llu (epoch %llu, batch %llu)\n", resume,
+               (unsigned long long)st->step, (unsigned long long)st->epoch + 1,
+               (unsigned long long)st->batch_in_epoch);
+    fflush(stdout);
+    return 0;
+}
+
+static void trainer_free(Trainer *tr) {
+    if (tr->log) fclose(tr->log);
+    acts_free(&tr->acts);
+    batch_buffer_free(&tr->batches);
+    dataset_free(&tr->train);
+    tokenized_corpus_free(&tr->train_tokens);
+    tokenized_corpus_free(&tr->dev_tokens);
+    corpus_free(&tr->train_corpus);
+    corpus_free(&tr->dev_corpus);
+    adam_free(&tr->adam);
+    nmt_model_free(&tr->nm);
+}
+
+static int train(Trainer *tr, Error *err) {
+    const Config *cfg = tr->cfg;
+    const ConfigTrain *ct = &cfg->train;
+    TrainState *st = &tr->state;
+    Model *m = &tr->nm.model;
+    int B = ct->batch_size, interactive = isatty(STDERR_FILENO);
+    size_t per_epoch = (tr->train.count + (size_t)B - 1) / (size_t)B;
+    uint64_t total_steps = ct->epochs > 0 ? (uint64_t)ct->epochs * per_epoch : UINT64_MAX;
+    if (ct->max_steps > 0 && (uint64_t)ct->max_steps < total_steps) total_steps = ct->max_steps;
+    ForwardOptions fwd = {.dropout = (real)ct->dropout,
+                          .label_smoothing = (real)ct->label_smoothing,
+                          .rng = &tr->dropout_rng};
+    tr->start_time = now();
+    double window_loss = 0, window_start = now(), lr = 0, tok_per_s = 0;
+    size_t window_tokens = 0, window_steps = 0;
+    uint64_t first_step = st->step, last_validated = st->step;
+    int stop = 0;
+    while (!stop && st->step < total_steps) {
+        EpochPlan plan;
+        if (epoch_plan_make(&plan, &tr->train, B, ct->seed, st->epoch, err)) return -1;
+        for (size_t b = st->batch_in_epoch; b < plan.n_batches && !stop; b++) {
+            if (st->step >= total_steps) break;
+            if (stop_signal) break;
+            const Batch *batch = batch_fill(&tr->batches, &tr->train, plan.order + plan.start[b],
+                                            (int)(plan.start[b + 1] - plan.start[b]));
+            double loss;
+            if (model_forward(m, &tr->acts, batch, &fwd, &loss, err)) {
+                epoch_plan_free(&plan);
+                return -1;
+            }
+            model_zero_grad(m);
+            model_backward(m, &tr->acts);
+            double norm = clip_grad_norm(m->grads, m->table.total, cfg->optim.clip_norm);
+            if (!isfinite(loss) || !isfinite(norm)) {
+                epoch_plan_free(&plan);
+                return error_set(err,
+                                 "step %llu: %s is not finite (first bad gradient: %s); "
+                                 "stopped, the last good checkpoint is %s",
+                                 (unsigned long long)st->step + 1,
+                                 isfinite(loss) ? "the gradient norm" : "the loss",
+                                 non_finite_tensor(m), tr->last_path);
+            }
+            lr = learning_rate(&cfg->optim, st);
+            adam_step(&tr->adam, m->params, m->grads, lr);
+            st->step++;
+            st->batch_in_epoch = b + 1;
+            window_loss += loss * tr->acts.n_tokens;
+            window_tokens += (size_t)tr->acts.n_tokens;
+            window_steps++;
+
+            double t = now();
+            tok_per_s = window_tokens / fmax(t - window_start, 1e-9);
+            if (interactive) {
+                char elapsed[32], eta[32] = "?";
+                format_duration(elapsed, sizeof elapsed, t - tr->start_time);
+                if (total_steps != UINT64_MAX)
+                    format_duration(eta, sizeof eta,
+                                    (t - tr->start_time) / (double)(st->step - first_step) *
+                                        (double)(total_steps - st->step));
+                fprintf(stderr,
+                        "\r\033[Kepoch %llu  step %llu/%s  loss %.4f  lr %.2e  %.0f tok/s  "
+                        "%s  ETA %s",
+                        (unsigned long long)st->epoch + 1, (unsigned long long)st->step,
+                        total_steps == UINT64_MAX ? "?" : "", loss, lr, tok_per_s, elapsed, eta);
+                if (total_steps != UINT64_MAX) fprintf(stderr, "\b");
+            }
+            if (st->step % (uint64_t)ct->log_every == 0) {
+                double mean = window_loss / (double)window_tokens;
+                if (!interactive) {
+                    printf("step %llu  epoch %llu  loss %.4f  lr %.3g  %.0f tok/s\n",
+                           (unsigned long long)st->step, (unsigned long long)st->epoch + 1, mean,
+                           lr, tok_per_s);
+                    fflush(stdout);
+                }
+                fprintf(tr->log, "%llu\t%llu\t%.6f\t%.6g\t\t\t\t\t%.1f\t%.2f\n",
+                        (unsigned long long)st->step, (unsigned long long)st->epoch + 1, mean, lr,
+                        tok_per_s, t - tr->start_time);
+                fflush(tr->log);
+            }
+            if (st->step % (uint64_t)ct->valid_every == 0) {
+                double mean = window_tokens ? window_loss / (double)window_tokens : 0;
+                if (validate(tr, mean, tok_per_s, lr, &stop, err)) {
+                    epoch_plan_free(&plan);
+                    return -1;
+                }
+                last_validated = st->step;
+                window_loss = 0, window_tokens = 0, window_steps = 0, window_start = now();
+            }
+        }
+        epoch_plan_free(&plan);
+        if (stop_signal) {
+            if (interactive) fprintf(stderr, "\n");
+            if (save_last(tr, err)) return -1;
+            printf("interrupted by signal %d at step %llu: saved %s; continue with --resume\n",
+                   (int)stop_signal, (unsigned long long)st->step, tr->last_path);
+            return 128 + stop_signal;
+        }
+        if (st->batch_in_epoch >= plan.n_batches) {
+            st->epoch++;
+            st->batch_in_epoch = 0;
+        }
+        if (ct->epochs > 0 && st->epoch >= (uint64_t)ct->epochs) break;
+    }
+    if (!stop && st->step != last_validated) {
+        double mean = window_tokens ? window_loss / (double)window_tokens : 0;
+        if (validate(tr, mean, tok_per_s, lr, &stop, err)) return -1;
+    }
+    char elapsed[32];
+    format_duration(elapsed, sizeof elapsed, now() - tr->start_time);
+    printf("done: %llu steps in %s, best dev BLEU %.2f -> %s\n", (unsigned long long)st->step,
+           elapsed, st->best_bleu, tr->best_path);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    const char *resume = NULL;
+    int want_resume = 0;
+    const char **overrides = calloc((size_t)argc + 1, sizeof(char *));
+    int n_overrides = 0;
+    if (!overrides) {
+        fprintf(stderr, "train: out of memory\n");
+        return 1;
+    }
+    static const struct option longs[] = {{"set", required_argument, 0, 's'},
+                                          {"resume", optional_argument, 0, 'r'},
+                                          {"help", no_argument, 0, 'h'},
+                                          {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            overrides[n_overrides++] = optarg;
+            break;
+        case 'r':
+            want_resume = 1, resume = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            free(overrides);
+            return 0;
+        default:
+            usage(stderr);
+            free(overrides);
+            return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr,
+                optind < argc ? "train: expected one CONFIG, got extra '%s'\n"
+                              : "train: missing CONFIG%s (try --help)\n",
+                optind < argc ? argv[optind + 1] : "");
+        free(overrides);
+        return 2;
+    }
+    Config cfg;
+    Error err;
+    if (config_load(&cfg, argv[optind], overrides, n_overrides, &err)) {
+        fprintf(stderr, "train: %s\n", err.msg);
+        free(overrides);
+        return 1;
+    }
+    free(overrides);
+    if (cfg.train.threads > 0) omp_set_num_threads(cfg.train.threads);
+    char default_resume[CONFIG_PATH_MAX + 16];
+    if (want_resume && !resume) {
+        snprintf(default_resume, sizeof default_resume, "%s/last.ckpt", cfg.train.out_dir);
+        resume = default_resume;
+    }
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    Trainer tr = {.cfg = &cfg};
+    int rc = setup(&tr, resume, &err);
+    if (rc == 0) rc = train(&tr, &err);
+    if (rc < 0) fprintf(stderr, "\ntrain: %s\n", err.msg);
+    trainer_free(&tr);
+    return rc < 0 ? 1 : rc;
+}

@@ -1,0 +1,106 @@
+/*
+ * validate.c: loss, perplexity, BLEU and chrF of a model on held-out pairs (see validate.h).
+ */
+#include "validate.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/pipeline.h"
+
+static int corpus_loss(const NmtModel *nm, const TokenizedCorpus *tc, const Corpus *corpus,
+                       int batch_size, Scores *out, Error *err) {
+    Dataset ds;
+    if (nmt_dataset(&ds, nm, tc, corpus, 0, err)) return -1;
+    BatchBuffer bb = {0};
+    Acts acts = {0};
+    size_t *idx = checked_calloc(ds.count + 1, sizeof(size_t), "batch order", err);
+    int rc = -1;
+    if (!idx || batch_buffer_init(&bb, batch_size, ds.max_src, ds.max_tgt, err) ||
+        acts_init(&acts, &nm->model.dims, batch_size, ds.max_src + 1, ds.max_tgt + 1, err))
+        goto done;
+    double total = 0;
+    size_t tokens = 0;
+    for (size_t i = 0; i < ds.count; i++) idx[i] = i;
+    for (size_t first = 0; first < ds.count; first += (size_t)batch_size) {
+        int n =
+            (int)(ds.count - first < (size_t)batch_size ? ds.count - first : (size_t)batch_size);
+        const Batch *batch = batch_fill(&bb, &ds, idx + first, n);
+        double loss;
+        if (model_forward(&nm->model, &acts, batch, &(ForwardOptions){0}, &loss, err)) goto done;
+        total += loss * acts.n_tokens;
+        tokens += (size_t)acts.n_tokens;
+    }
+    out->tokens = tokens;
+    out->loss = tokens ? total / (double)tokens : 0;
+    out->perplexity = exp(out->loss);
+    rc = 0;
+done:
+    free(idx);
+    acts_free(&acts);
+    batch_buffer_free(&bb);
+    dataset_free(&ds);
+    return rc;
+}
+
+int score_corpus(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus *tc,
+                 int batch_size, int beam, int max_len, Scores *out, TranslationSink sink,
+                 void *user, Error *err) {
+    memset(out, 0, sizeof *out);
+    if (corpus_loss(nm, tc, corpus, batch_size, out, err)) return -1;
+    int max_src = 1;
+    for (size_t i = 0; i < tc->count; i++)
+        if ((int)tc->src[i].count + 1 > max_src) max_src = (int)tc->src[i].count + 1;
+    Searcher searcher;
+    if (search_init(&searcher, &nm->model.dims, batch_size, max_src, beam, max_len, err)) return -1;
+    BleuStats bleu;
+    ChrfStats chrf;
+    bleu_stats_init(&bleu);
+    chrf_stats_init(&chrf);
+    int *ids = checked_calloc((size_t)batch_size * max_src, sizeof(int), "source ids", err);
+    const int **src = checked_calloc((size_t)batch_size, sizeof(int *), "sources", err);
+    int *lens = checked_calloc((size_t)batch_size, sizeof(int), "source lengths", err);
+    Translation *tr = checked_calloc((size_t)batch_size, sizeof(Translation), "translations", err);
+    int rc = ids && src && lens && tr ? 0 : -1;
+    SearchOptions opt = {.beam = beam, .nbest = 1, .max_len = max_len, .len_norm = 1.0};
+    for (size_t first = 0; rc == 0 && first < tc->count; first += (size_t)batch_size) {
+        int n =
+            (int)(tc->count - first < (size_t)batch_size ? tc->count - first : (size_t)batch_size);
+        for (int b = 0; b < n; b++) {
+            const TokenList *tokens = &tc->src[first + b];
+            int *row = ids + (size_t)b * max_src;
+            vocab_encode(&nm->src_vocab, tokens, row);
+            row[tokens->count] = TOK_EOS;
+            src[b] = row;
+            lens[b] = (int)tokens->count + 1;
+        }
+        if (search_translate(&searcher, &nm->model, src, lens, n, &opt, tr, err)) {
+            rc = -1;
+            break;
+        }
+        for (int b = 0; b < n && rc == 0; b++) {
+            size_t i = first + (size_t)b;
+            const Hypothesis *h = tr[b].count ? &tr[b].hyps[0] : NULL;
+            char *hyp = decode_target(nm, h ? h->tokens : NULL, h ? h->len : 0, err);
+            const TokenList *ref_tokens = &tc->tgt[i];
+            char *ref = detokenize((const char *const *)ref_tokens->tokens, ref_tokens->count, err);
+            if (!hyp || !ref || bleu_add(&bleu, hyp, ref, err) || chrf_add(&chrf, hyp, ref, err)) {
+                rc = -1;
+            } else if (sink) {
+                sink(user, i, corpus->src[i], hyp, ref);
+            }
+            free(hyp);
+            free(ref);
+        }
+        for (int b = 0; b < n; b++) translation_free(&tr[b]);
+    }
+    if (rc == 0) {
+        out->bleu = bleu_score(&bleu);
+        out->chrf = chrf_score(&chrf);
+        out->sentences = tc->count;
+    }
+    free(ids), free(src), free(lens), free(tr);
+    search_free(&searcher);
+    return rc;
+}

@@ -1,0 +1,36 @@
+/*
+ * validate.h: scoring a model on held-out pairs: teacher-forced loss and perplexity, and
+ * greedy or beam translations scored with sacreBLEU-compatible BLEU and chrF.
+ *
+ * References are the pairs' target text, lower-cased like the model's input when the model
+ * lower-cases (a model that never sees capitals cannot be asked to produce them).
+ */
+#ifndef NMT_VALIDATE_H
+#define NMT_VALIDATE_H
+
+#include "data/dataset.h"
+#include "model/search.h"
+#include "train/checkpoint.h"
+#include "train/metrics.h"
+
+typedef struct {
+    double loss;       /* mean cross-entropy per target token (teacher forcing) */
+    double perplexity; /* exp(loss) */
+    size_t tokens;     /* target tokens scored */
+    BleuResult bleu;
+    ChrfResult chrf;
+    size_t sentences;
+} Scores;
+
+/* Called with each translation (for printing samples); may be NULL. */
+typedef void (*TranslationSink)(void *user, size_t index, const char *source,
+                                const char *hypothesis, const char *reference);
+
+/* Scores nm on the pairs of (corpus, tc): loss over the encodable pairs in batches of
+ * batch_size, and translations of every pair with the given beam (at most max_len target
+ * tokens each). */
+int score_corpus(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus *tc,
+                 int batch_size, int beam, int max_len, Scores *out, TranslationSink sink,
+                 void *user, Error *err);
+
+#endif
