@@ -1,0 +1,178 @@
+/*
+ * translate.c: translates sentences with a trained model: each argument, or each line of
+ * standard input when there is none, one translation per line (so it works in a pipe on a
+ * whole file). Greedy search by default, beam search with length normalisation on request.
+ * A bad input line gets a one-line error naming it and an empty output line (so output lines
+ * stay aligned with input lines); the exit status then is 1.
+ */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/search.h"
+#include "tools/cli.h"
+#include "train/pipeline.h"
+
+enum { CHUNK = 32, MAX_INPUT_TOKENS = 250 };
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: translate [-m MODEL] [--beam N] [--nbest N] [--max-len N] [TEXT ...]\n"
+            "Translates each TEXT argument, or each line of standard input when there is none.\n"
+            "  -m, --model MODEL  checkpoint (default: the toy model, runs/toy/best.ckpt)\n"
+            "  --beam N           beam size; 1 is greedy search (default 1)\n"
+            "  --nbest N          print the N best translations as 'i ||| text ||| score'\n"
+            "                     (default 1: just the best, one line per input; N <= beam)\n"
+            "  --max-len N        at most N output tokens (default: 2 x input length + 10)\n"
+            "  --len-norm X       length-normalisation exponent of beam scores (default 1)\n"
+            "  -h, --help         this text\n"
+            "Inputs longer than %d tokens are cut to that length with a warning.\n",
+            MAX_INPUT_TOKENS);
+}
+
+typedef struct {
+    NmtModel nm;
+    Searcher searcher;
+    SearchOptions opt;
+    int fixed_max_len; /* 0: per batch, from the input lengths */
+    int failures;
+    size_t counter;    /* inputs seen, for messages and n-best numbering */
+} Translator;
+
+/* Encodes, translates and prints one chunk of inputs. */
+static int translate_chunk(Translator *t, char **texts, int n, const char *what, Error *err) {
+    int *ids[CHUNK] = {0}, lens[CHUNK], ok[CHUNK], good = 0, longest = 1;
+    const int *src[CHUNK];
+    for (int i = 0; i < n; i++) {
+        size_t number = t->counter + (size_t)i + 1;
+        int unknown;
+        Error e;
+        ok[i] = 0;
+        if (encode_source(&t->nm, texts[i], &ids[i], &lens[i], &unknown, &e)) {
+            fprintf(stderr, "translate: %s %zu: %s\n", what, number, e.msg);
+            continue;
+        }
+        if (lens[i] == 1) {
+            fprintf(stderr, "translate: %s %zu: empty sentence, nothing to translate\n", what,
+                    number);
+            continue;
+        }
+        if (lens[i] - 1 > MAX_INPUT_TOKENS) {
+            fprintf(stderr, "translate: %s %zu: %d tokens, translating only the first %d\n",
+                    what, number, lens[i] - 1, MAX_INPUT_TOKENS);
+            ids[i][MAX_INPUT_TOKENS] = TOK_EOS;
+            lens[i] = MAX_INPUT_TOKENS + 1;
+        }
+        if (unknown == lens[i] - 1)
+            fprintf(stderr, "translate: %s %zu: no word of it is known to the model\n", what,
+                    number);
+        ok[i] = 1;
+        src[good] = ids[i];
+        lens[good] = lens[i];
+        if (lens[good] > longest) longest = lens[good];
+        good++;
+    }
+    Translation tr[CHUNK];
+    int rc = 0;
+    if (good > 0) {
+        t->opt.max_len = t->fixed_max_len ? t->fixed_max_len : 2 * longest + 10;
+        rc = search_translate(&t->searcher, &t->nm.model, src, lens, good, &t->opt, tr, err);
+    }
+    for (int i = 0, g = 0; i < n && rc == 0; i++) {
+        size_t number = t->counter + (size_t)i + 1;
+        if (!ok[i]) {
+            t->failures++;
+            if (t->opt.nbest == 1) printf("\n");
+            continue;
+        }
+        const Translation *x = &tr[g++];
+        for (int h = 0; h < x->count && rc == 0; h++) {
+            char *text = decode_target(&t->nm, x->hyps[h].tokens, x->hyps[h].len, err);
+            if (!text) {
+                rc = -1;
+                break;
+            }
+            if (t->opt.nbest == 1)
+                printf("%s\n", text);
+            else
+                printf("%zu ||| %s ||| %.4f\n", number - 1, text, x->hyps[h].score);
+            free(text);
+        }
+        if (x->count == 0 && t->opt.nbest == 1) printf("\n");
+    }
+    if (good > 0 && rc == 0)
+        for (int g = 0; g < good; g++) translation_free(&tr[g]);
+    for (int i = 0; i < n; i++) free(ids[i]);
+    t->counter += (size_t)n;
+    fflush(stdout);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    const char *model_path = NULL;
+    long beam = 1, nbest = 1, max_len = 0;
+    double len_norm = 1.0;
+    static const struct option longs[] = {
+        {"model", required_argument, 0, 'm'},   {"beam", required_argument, 0, 'b'},
+        {"nbest", required_argument, 0, 'n'},   {"max-len", required_argument, 0, 'l'},
+        {"len-norm", required_argument, 0, 'a'}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    Error err;
+    int c;
+    while ((c = getopt_long(argc, argv, "m:h", longs, NULL)) != -1) {
+        int bad = 0;
+        switch (c) {
+        case 'm': model_path = optarg; break;
+        case 'b': bad = parse_int_option("--beam", optarg, 1, 100, &beam, &err); break;
+        case 'n': bad = parse_int_option("--nbest", optarg, 1, 100, &nbest, &err); break;
+        case 'l': bad = parse_int_option("--max-len", optarg, 1, 1000, &max_len, &err); break;
+        case 'a': bad = parse_double_option("--len-norm", optarg, 0, 10, &len_norm, &err); break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+        if (bad) {
+            fprintf(stderr, "translate: %s\n", err.msg);
+            return 2;
+        }
+    }
+    if (nbest > beam) {
+        fprintf(stderr, "translate: --nbest %ld needs --beam of at least %ld\n", nbest, nbest);
+        return 2;
+    }
+    Translator t = {.opt = {.beam = (int)beam, .nbest = (int)nbest, .len_norm = len_norm},
+                    .fixed_max_len = (int)max_len};
+    if (load_model(model_path, &t.nm, &err) ||
+        search_init(&t.searcher, &t.nm.model.dims, CHUNK, MAX_INPUT_TOKENS + 1, (int)beam,
+                    max_len ? (int)max_len : 2 * (MAX_INPUT_TOKENS + 1) + 10, &err)) {
+        fprintf(stderr, "translate: %s\n", err.msg);
+        nmt_model_free(&t.nm);
+        return 1;
+    }
+    int rc = 0;
+    if (optind < argc) {
+        for (int first = optind; first < argc && rc == 0; first += CHUNK) {
+            int n = argc - first < CHUNK ? argc - first : CHUNK;
+            rc = translate_chunk(&t, argv + first, n, "argument", &err);
+        }
+    } else {
+        char *lines[CHUNK] = {0};
+        size_t caps[CHUNK] = {0};
+        int n = 0;
+        for (;;) {
+            long len = read_line(stdin, &lines[n], &caps[n]);
+            if (len >= 0) n++;
+            if ((len < 0 || n == CHUNK) && n > 0) {
+                rc = translate_chunk(&t, lines, n, "line", &err);
+                n = 0;
+            }
+            if (len < 0 || rc) break;
+        }
+        for (int i = 0; i < CHUNK; i++) free(lines[i]);
+    }
+    if (rc) fprintf(stderr, "translate: %s\n", err.msg);
+    search_free(&t.searcher);
+    nmt_model_free(&t.nm);
+    return rc || t.failures ? 1 : 0;
+}
