@@ -13,5 +13,6 @@ Suite *corpus_suite(void);
 Suite *vocab_suite(void);
 Suite *config_suite(void);
 Suite *metrics_suite(void);
+Suite *train_suite(void);
 
 #endif

@@ -1,0 +1,246 @@
+/*
+ * test_train.c: checkpoints (round trip, and every kind of damage detected), Adam and
+ * clipping, and short training runs: the loss must fall, and the same seed must give the
+ * same losses bit for bit.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "suites.h"
+#include "train/pipeline.h"
+
+static const char *PAIRS = "I love cats\tj'aime les chats\n"
+                           "I have a cat\tj'ai un chat\n"
+                           "the black cat\tle chat noir\n"
+                           "I love machine learning\tj'aime l'apprentissage automatique\n"
+                           "we see the dog\tnous voyons le chien\n"
+                           "the dog sees a cat\tle chien voit un chat\n";
+
+typedef struct {
+    Corpus corpus;
+    TokenizedCorpus tokens;
+    NmtModel nm;
+    Dataset ds;
+    char dir[64];
+} Setup;
+
+static void setup_make(Setup *s, int bidirectional) {
+    Error err;
+    ck_assert(corpus_read_string(PAIRS, strlen(PAIRS), "pairs", &s->corpus, &err) == 0);
+    ck_assert(tokenized_corpus_make(&s->tokens, &s->corpus, "pairs", true, &err) == 0);
+    Config cfg;
+    config_defaults(&cfg);
+    cfg.model = (ConfigModel){.emb_size = 8,
+                              .enc_hidden = 8,
+                              .bidirectional = bidirectional,
+                              .dec_hidden = 10,
+                              .att_size = 6,
+                              .readout_size = 12};
+    ck_assert_msg(nmt_model_from_config(&s->nm, &cfg, &s->tokens, 7, &err) == 0, "%s", err.msg);
+    ck_assert(nmt_dataset(&s->ds, &s->nm, &s->tokens, &s->corpus, 0, &err) == 0);
+    snprintf(s->dir, sizeof s->dir, "/tmp/nmt-test-XXXXXX");
+    ck_assert(mkdtemp(s->dir) != NULL);
+}
+
+static void setup_free(Setup *s) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
+    ck_assert(system(cmd) == 0);
+    dataset_free(&s->ds);
+    nmt_model_free(&s->nm);
+    tokenized_corpus_free(&s->tokens);
+    corpus_free(&s->corpus);
+}
+
+/* Trains on all pairs as one batch for `steps` Adam steps; returns the losses. */
+static void train_steps(NmtModel *nm, const Dataset *ds, Adam *adam, int steps, double *losses) {
+    Error err;
+    BatchBuffer bb;
+    Acts acts;
+    ck_assert(batch_buffer_init(&bb, (int)ds->count, ds->max_src, ds->max_tgt, &err) == 0);
+    ck_assert(acts_init(&acts, &nm->model.dims, (int)ds->count, ds->max_src + 1, ds->max_tgt + 1,
+                        &err) == 0);
+    size_t idx[16];
+    for (size_t i = 0; i < ds->count; i++) idx[i] = i;
+    const Batch *batch = batch_fill(&bb, ds, idx, (int)ds->count);
+    Rng rng;
+    rng_seed(&rng, 3, 2);
+    ForwardOptions opt = {.dropout = 0.1f, .label_smoothing = 0.1f, .rng = &rng};
+    for (int s = 0; s < steps; s++) {
+        ck_assert(model_forward(&nm->model, &acts, batch, &opt, &losses[s], &err) == 0);
+        model_zero_grad(&nm->model);
+        model_backward(&nm->model, &acts);
+        clip_grad_norm(nm->model.grads, nm->model.table.total, 1.0);
+        adam_step(adam, nm->model.params, nm->model.grads, 0.01);
+    }
+    acts_free(&acts);
+    batch_buffer_free(&bb);
+}
+
+START_TEST(training_loss_falls_and_is_reproducible) {
+    double first[80], second[80];
+    for (int run = 0; run < 2; run++) {
+        Setup s;
+        setup_make(&s, 1);
+        Adam adam;
+        Error err;
+        ck_assert(adam_init(&adam, s.nm.model.table.total, 0.9, 0.999, 1e-8, &err) == 0);
+        train_steps(&s.nm, &s.ds, &adam, 80, run == 0 ? first : second);
+        adam_free(&adam);
+        setup_free(&s);
+    }
+    ck_assert_msg(first[79] < 0.3 * first[0], "loss went from %g to %g", first[0], first[79]);
+    ck_assert(memcmp(first, second, sizeof first) == 0);
+}
+END_TEST
+
+static long file_size(const char *path) {
+    struct stat st;
+    ck_assert(stat(path, &st) == 0);
+    return (long)st.st_size;
+}
+
+static unsigned char *slurp(const char *path, long *n) {
+    *n = file_size(path);
+    unsigned char *data = malloc((size_t)*n);
+    FILE *f = fopen(path, "rb");
+    ck_assert(data && f && fread(data, 1, (size_t)*n, f) == (size_t)*n);
+    fclose(f);
+    return data;
+}
+
+static void spit(const char *path, const unsigned char *data, long n) {
+    FILE *f = fopen(path, "wb");
+    ck_assert(f && fwrite(data, 1, (size_t)n, f) == (size_t)n);
+    ck_assert(fclose(f) == 0);
+}
+
+START_TEST(checkpoint_round_trip) {
+    Setup s;
+    setup_make(&s, _i);
+    Error err;
+    Adam adam;
+    ck_assert(adam_init(&adam, s.nm.model.table.total, 0.9, 0.999, 1e-8, &err) == 0);
+    double losses[3];
+    train_steps(&s.nm, &s.ds, &adam, 3, losses); /* non-trivial moments */
+    TrainState state = {.step = 3,
+                        .epoch = 1,
+                        .batch_in_epoch = 2,
+                        .lr_scale = 0.5,
+                        .best_bleu = 12.5,
+                        .best_dev_loss = 1.25,
+                        .bad_validations = 1,
+                        .plateau_bad = 2,
+                        .dropout_rng = {1, 2, 3, 4}};
+    char path[128];
+    snprintf(path, sizeof path, "%s/model.ckpt", s.dir);
+    ck_assert_msg(checkpoint_save(path, &s.nm, &adam, &state, &err) == 0, "%s", err.msg);
+
+    NmtModel back;
+    Adam adam_back = {0};
+    TrainState state_back;
+    bool has_state;
+    ck_assert_msg(checkpoint_load(path, &back, &adam_back, &state_back, &has_state, &err) == 0,
+                  "%s", err.msg);
+    ck_assert(has_state);
+    ck_assert(memcmp(&back.model.dims, &s.nm.model.dims, sizeof back.model.dims) == 0);
+    ck_assert(back.lowercase == s.nm.lowercase);
+    ck_assert(memcmp(back.model.params, s.nm.model.params, sizeof(real) * s.nm.model.table.total) ==
+              0);
+    ck_assert(memcmp(adam_back.m, adam.m, sizeof(real) * adam.n) == 0);
+    ck_assert(memcmp(adam_back.v, adam.v, sizeof(real) * adam.n) == 0);
+    ck_assert(adam_back.t == adam.t);
+    ck_assert(memcmp(&state_back, &state, sizeof state) == 0);
+    ck_assert_uint_eq(back.tgt_vocab.size, s.nm.tgt_vocab.size);
+    for (size_t i = 0; i < back.tgt_vocab.size; i++)
+        ck_assert_str_eq(vocab_token(&back.tgt_vocab, (int)i),
+                         vocab_token(&s.nm.tgt_vocab, (int)i));
+    /* a translation-only checkpoint has no state */
+    ck_assert(checkpoint_save(path, &s.nm, NULL, NULL, &err) == 0);
+    nmt_model_free(&back);
+    ck_assert(checkpoint_load(path, &back, &adam_back, &state_back, &has_state, &err) == 0);
+    ck_assert(!has_state);
+    nmt_model_free(&back);
+    adam_free(&adam_back);
+    adam_free(&adam);
+    setup_free(&s);
+}
+END_TEST
+
+static void expect_load_error(const char *path, const char *fragment) {
+    NmtModel nm;
+    Error err;
+    ck_assert_msg(checkpoint_load(path, &nm, NULL, NULL, NULL, &err) == -1, "%s loaded", path);
+    ck_assert_msg(strstr(err.msg, fragment) != NULL, "'%s' lacks '%s'", err.msg, fragment);
+    ck_assert_msg(strstr(err.msg, path) != NULL, "'%s' does not name the file", err.msg);
+}
+
+START_TEST(checkpoint_damage_is_detected) {
+    Setup s;
+    setup_make(&s, 1);
+    Error err;
+    char path[128], bad[160];
+    snprintf(path, sizeof path, "%s/model.ckpt", s.dir);
+    snprintf(bad, sizeof bad, "%s/bad.ckpt", s.dir);
+    ck_assert(checkpoint_save(path, &s.nm, NULL, NULL, &err) == 0);
+    long n;
+    unsigned char *data = slurp(path, &n);
+    /* truncated at every length */
+    for (long len = 0; len < n; len++) {
+        spit(bad, data, len);
+        NmtModel nm;
+        ck_assert_msg(checkpoint_load(bad, &nm, NULL, NULL, NULL, &err) == -1,
+                      "truncated to %ld of %ld bytes loaded", len, n);
+    }
+    /* one flipped bit anywhere */
+    for (long at = 0; at < n; at += 7) {
+        data[at] ^= 0x10;
+        spit(bad, data, n);
+        NmtModel nm;
+        ck_assert_msg(checkpoint_load(bad, &nm, NULL, NULL, NULL, &err) == -1,
+                      "bit flip at %ld loaded", at);
+        data[at] ^= 0x10;
+    }
+    spit(bad, data, n - 1);
+    expect_load_error(bad, "checksum");
+    memcpy(data, "NOTACKPT", 8);
+    spit(bad, data, n);
+    expect_load_error(bad, "bad magic");
+    expect_load_error(s.dir, "not a regular file");
+    snprintf(bad, sizeof bad, "%s/missing.ckpt", s.dir);
+    expect_load_error(bad, "No such file");
+    /* a failed save leaves the good checkpoint in place */
+    long before = file_size(path);
+    ck_assert(access("/dev/full", W_OK) == 0);
+    ck_assert(checkpoint_save("/dev/full/x.ckpt", &s.nm, NULL, NULL, &err) == -1);
+    ck_assert(file_size(path) == before);
+    free(data);
+    setup_free(&s);
+}
+END_TEST
+
+START_TEST(clipping_bounds_the_norm) {
+    real g[4] = {3, 4, 0, 0};
+    double norm = clip_grad_norm(g, 4, 1.0);
+    ck_assert_double_eq_tol(norm, 5, 1e-9);
+    ck_assert_double_eq_tol(grad_norm(g, 4), 1, 1e-5);
+    real h[2] = {0.3f, 0.4f};
+    clip_grad_norm(h, 2, 1.0); /* below the limit: untouched */
+    ck_assert(h[0] == 0.3f && h[1] == 0.4f);
+}
+END_TEST
+
+Suite *train_suite(void) {
+    Suite *s = suite_create("train");
+    TCase *tc = tcase_create("train");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, training_loss_falls_and_is_reproducible);
+    tcase_add_loop_test(tc, checkpoint_round_trip, 0, 2);
+    tcase_add_test(tc, checkpoint_damage_is_detected);
+    tcase_add_test(tc, clipping_bounds_the_norm);
+    suite_add_tcase(s, tc);
+    return s;
+}
