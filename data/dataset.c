@@ -92,7 +92,7 @@ void dataset_free(Dataset *ds) {
 int batch_buffer_init(BatchBuffer *bb, int max_B, int max_src, int max_tgt, Error *err) {
     memset(bb, 0, sizeof *bb);
     bb->max_B = max_B, bb->max_S = max_src + 1, bb->max_T = max_tgt + 1;
-    size_t n = (size_t)max_B * bb->max_S + 3 * (size_t)max_B * bb->max_T + 2 * (size_t)max_B;
+    size_t n = batch_block_ints(max_B, bb->max_S, bb->max_T);
     bb->block = checked_calloc(n, sizeof(int), "batch", err);
     return bb->block ? 0 : -1;
 }
@@ -108,31 +108,23 @@ const Batch *batch_fill(BatchBuffer *bb, const Dataset *ds, const size_t *idx, i
         if (ds->src_n[idx[b]] + 1 > S) S = ds->src_n[idx[b]] + 1;
         if (ds->tgt_n[idx[b]] + 1 > T) T = ds->tgt_n[idx[b]] + 1;
     }
-    int *src = bb->block, *tgt_in = src + (size_t)n * S, *tgt_out = tgt_in + (size_t)n * T;
-    int *src_len = tgt_out + (size_t)n * T, *tgt_len = src_len + n;
-    memset(bb->block, 0, sizeof(int) * ((size_t)n * S + 2 * (size_t)n * T));
+    BatchArrays arr = batch_arrays(bb->block, n, S, T);
+    memset(bb->block, 0, sizeof(int) * batch_block_ints(n, S, T));
     for (int b = 0; b < n; b++) {
         size_t k = idx[b];
         const int *s = ds->ids + ds->src_off[k], *t = ds->ids + ds->tgt_off[k];
         int ls = ds->src_n[k], lt = ds->tgt_n[k];
         /* source + </s>; decoder input <s> y_1..y_m; decoder output y_1..y_m </s> */
-        memcpy(src + (size_t)b * S, s, sizeof(int) * (size_t)ls);
-        src[(size_t)b * S + ls] = TOK_EOS;
-        tgt_in[(size_t)b * T] = TOK_BOS;
-        memcpy(tgt_in + (size_t)b * T + 1, t, sizeof(int) * (size_t)lt);
-        memcpy(tgt_out + (size_t)b * T, t, sizeof(int) * (size_t)lt);
-        tgt_out[(size_t)b * T + lt] = TOK_EOS;
-        src_len[b] = ls + 1;
-        tgt_len[b] = lt + 1;
+        memcpy(arr.src + (size_t)b * S, s, sizeof(int) * (size_t)ls);
+        arr.src[(size_t)b * S + ls] = TOK_EOS;
+        arr.tgt_in[(size_t)b * T] = TOK_BOS;
+        memcpy(arr.tgt_in + (size_t)b * T + 1, t, sizeof(int) * (size_t)lt);
+        memcpy(arr.tgt_out + (size_t)b * T, t, sizeof(int) * (size_t)lt);
+        arr.tgt_out[(size_t)b * T + lt] = TOK_EOS;
+        arr.src_len[b] = ls + 1;
+        arr.tgt_len[b] = lt + 1;
     }
-    bb->batch = (Batch){.B = n,
-                        .S = S,
-                        .T = T,
-                        .src = src,
-                        .src_len = src_len,
-                        .tgt_in = tgt_in,
-                        .tgt_out = tgt_out,
-                        .tgt_len = tgt_len};
+    bb->batch = arr.batch;
     return &bb->batch;
 }
 

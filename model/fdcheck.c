@@ -60,11 +60,11 @@ int fd_check_model(Model *m, Acts *a, const Batch *batch, const ForwardOptions *
 int random_batch_make(RandomBatch *rb, const ModelDims *dims, int B, int S, int T, uint64_t seed,
                       Error *err) {
     memset(rb, 0, sizeof *rb);
-    size_t n = (size_t)B * S + 3 * (size_t)B * T + 2 * (size_t)B;
-    rb->ids = checked_calloc(n, sizeof(int), "random batch", err);
+    rb->ids = checked_calloc(batch_block_ints(B, S, T), sizeof(int), "random batch", err);
     if (!rb->ids) return -1;
-    int *src = rb->ids, *tgt_in = src + (size_t)B * S, *tgt_out = tgt_in + (size_t)B * T;
-    int *src_len = tgt_out + (size_t)B * T, *tgt_len = src_len + B;
+    BatchArrays arr = batch_arrays(rb->ids, B, S, T);
+    int *src = arr.src, *tgt_in = arr.tgt_in, *tgt_out = arr.tgt_out;
+    int *src_len = arr.src_len, *tgt_len = arr.tgt_len;
     Rng rng;
     rng_seed(&rng, seed, 3);
     for (int b = 0; b < B; b++) {
@@ -81,14 +81,7 @@ int random_batch_make(RandomBatch *rb, const ModelDims *dims, int B, int S, int 
             prev = y;
         }
     }
-    rb->batch = (Batch){.B = B,
-                        .S = S,
-                        .T = T,
-                        .src = src,
-                        .src_len = src_len,
-                        .tgt_in = tgt_in,
-                        .tgt_out = tgt_out,
-                        .tgt_len = tgt_len};
+    rb->batch = arr.batch;
     return 0;
 }
 

@@ -41,6 +41,28 @@ void model_zero_grad(Model *m) {
     memset(m->grads, 0, sizeof(real) * m->table.total);
 }
 
+size_t batch_block_ints(int B, int S, int T) {
+    return (size_t)B * S + 2 * (size_t)B * T + 2 * (size_t)B;
+}
+
+BatchArrays batch_arrays(int *block, int B, int S, int T) {
+    BatchArrays a;
+    a.src = block;
+    a.tgt_in = a.src + (size_t)B * S;
+    a.tgt_out = a.tgt_in + (size_t)B * T;
+    a.src_len = a.tgt_out + (size_t)B * T;
+    a.tgt_len = a.src_len + B;
+    a.batch = (Batch){.B = B,
+                      .S = S,
+                      .T = T,
+                      .src = a.src,
+                      .src_len = a.src_len,
+                      .tgt_in = a.tgt_in,
+                      .tgt_out = a.tgt_out,
+                      .tgt_len = a.tgt_len};
+    return a;
+}
+
 int batch_validate(const Batch *b, const ModelDims *d, Error *err) {
     if (b->B < 1 || b->S < 1 || b->T < 1)
         return error_set(err, "empty batch (B=%d, S=%d, T=%d)", b->B, b->S, b->T);

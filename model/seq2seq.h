@@ -45,6 +45,16 @@ typedef struct {
     const int *tgt_len; /* [B] m + 1, 1..T */
 } Batch;
 
+/* A batch's five arrays carved out of one block of batch_block_ints(B, S, T) ints, writable
+ * for whoever fills them; .batch is the read-only view the model takes. */
+typedef struct {
+    int *src, *tgt_in, *tgt_out, *src_len, *tgt_len;
+    Batch batch;
+} BatchArrays;
+
+size_t batch_block_ints(int B, int S, int T);
+BatchArrays batch_arrays(int *block, int B, int S, int T);
+
 /* Checks a batch's ids, lengths and padding against the model's vocabularies. */
 int batch_validate(const Batch *batch, const ModelDims *dims, Error *err);
 
