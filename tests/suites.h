@@ -14,5 +14,6 @@ Suite *vocab_suite(void);
 Suite *config_suite(void);
 Suite *metrics_suite(void);
 Suite *train_suite(void);
+Suite *tools_suite(void);
 
 #endif

@@ -1,0 +1,197 @@
+/*
+ * test_tools.c: the programs end to end, run as a user would run them (from tests/, on the
+ * binaries in ../bin): the .npy files and the gradient reference dump, and the one-line errors
+ * and exit statuses of translate and gradref on bad input.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "suites.h"
+#include "tools/npy.h"
+#include "train/pipeline.h"
+
+/* Runs a shell command, returning its exit status; its stderr goes to err_path. */
+static int run(const char *cmd, const char *err_path) {
+    char full[2048];
+    snprintf(full, sizeof full, "%s 2>%s >/dev/null", cmd, err_path);
+    int status = system(full);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void read_text(const char *path, char *buf, size_t size) {
+    FILE *f = fopen(path, "r");
+    ck_assert(f);
+    size_t n = fread(buf, 1, size - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+static void make_temp_dir(char *dir, size_t size) {
+    snprintf(dir, size, "/tmp/nmt-tools-XXXXXX");
+    ck_assert(mkdtemp(dir) != NULL);
+}
+
+static void remove_dir(const char *dir) {
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert(system(cmd) == 0);
+}
+
+START_TEST(npy_round_trip_and_header) {
+    char dir[64], path[128];
+    make_temp_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/a.npy", dir);
+    const real data[6] = {1, -2.5f, 3, 4e-3f, 5, 6};
+    const size_t shape[2] = {2, 3};
+    Error err;
+    ck_assert(npy_write_real(path, 2, shape, data, &err) == 0);
+    /* the header is NumPy's dict, the data starts on a 64-byte boundary */
+    unsigned char head[128];
+    FILE *f = fopen(path, "rb");
+    ck_assert(f && fread(head, 1, sizeof head, f) > 10);
+    fclose(f);
+    ck_assert(memcmp(head, "\x93NUMPY\x01\x00", 8) == 0);
+    size_t hlen = head[8] | (size_t)head[9] << 8;
+    ck_assert_uint_eq((10 + hlen) % 64, 0);
+    ck_assert(head[10 + hlen - 1] == '\n');
+    ck_assert(strstr((const char *)head + 10, sizeof(real) == 8 ? "'<f8'" : "'<f4'") != NULL);
+    ck_assert(strstr((const char *)head + 10, "'shape': (2, 3)") != NULL);
+    NpyArray a;
+    ck_assert(npy_read(path, &a, &err) == 0);
+    ck_assert(a.ndim == 2 && a.shape[0] == 2 && a.shape[1] == 3);
+    ck_assert(memcmp(a.data, data, sizeof data) == 0);
+    npy_free(&a);
+    /* 1-D needs the tuple comma, a scalar has an empty shape */
+    const int ids[3] = {7, 8, 9};
+    const size_t n3[1] = {3};
+    ck_assert(npy_write(path, NPY_I4, 1, n3, ids, &err) == 0);
+    ck_assert(npy_read(path, &a, &err) == 0);
+    ck_assert(a.type == NPY_I4 && a.ndim == 1 && a.shape[0] == 3);
+    ck_assert(memcmp(a.data, ids, sizeof ids) == 0);
+    npy_free(&a);
+    ck_assert(npy_write_real(path, 0, NULL, data, &err) == 0);
+    ck_assert(npy_read(path, &a, &err) == 0);
+    ck_assert(a.ndim == 0 && a.count == 1);
+    npy_free(&a);
+    remove_dir(dir);
+}
+END_TEST
+
+/* The dump of a fresh model: every file present with its spec shape; the loss matches the
+ * model's forward pass; grads are the model's own. */
+START_TEST(gradref_writes_the_spec_layout) {
+    char dir[64], path[256], cmd[1024];
+    make_temp_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/pairs.tsv", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert(f);
+    fputs("I love cats\tj'aime les chats\nthe black cat sat on the mat\tle chat noir s'est "
+          "assis sur le tapis\nI have a cat\tj'ai un chat\n",
+          f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "../bin/gradref -c ../configs/tiny.ini --pairs %s/pairs.tsv -o %s/dump --seed 4", dir,
+             dir);
+    char err_path[128];
+    snprintf(err_path, sizeof err_path, "%s/stderr", dir);
+    ck_assert_int_eq(run(cmd, err_path), 0);
+
+    Error err;
+    NpyArray a;
+    static const char *const batch_files[] = {"src", "src_len", "tgt_in", "tgt_out", "tgt_len"};
+    int B = 3;
+    for (size_t i = 0; i < 5; i++) {
+        snprintf(path, sizeof path, "%s/dump/batch/%s.npy", dir, batch_files[i]);
+        ck_assert_msg(npy_read(path, &a, &err) == 0, "%s", err.msg);
+        ck_assert(a.type == NPY_I4 && (int)a.shape[0] == B);
+        npy_free(&a);
+    }
+    /* S = longest source + </s> = 7 + 1; T = longest target + </s> = 9 + 1 */
+    snprintf(path, sizeof path, "%s/dump/acts/alpha.npy", dir);
+    ck_assert(npy_read(path, &a, &err) == 0);
+    ck_assert(a.ndim == 3 && a.shape[0] == 3 && a.shape[1] == 10 && a.shape[2] == 8);
+    /* each real step's row sums to 1, padding columns are 0 (sentence 0 has 4 source ids) */
+    const real *alpha = a.data;
+    for (int t = 0; t < 4; t++) {
+        double sum = 0;
+        for (int i = 0; i < 8; i++) sum += alpha[t * 8 + i];
+        ck_assert_double_eq_tol(sum, 1, 1e-6);
+        for (int i = 4; i < 8; i++) ck_assert(alpha[t * 8 + i] == 0);
+    }
+    npy_free(&a);
+    snprintf(path, sizeof path, "%s/dump/loss.npy", dir);
+    ck_assert(npy_read(path, &a, &err) == 0);
+    ck_assert(a.ndim == 0);
+    double loss = ((const real *)a.data)[0];
+    npy_free(&a);
+    ck_assert(isfinite(loss) && loss > 0);
+    /* every parameter and gradient file of the spec's table */
+    Config cfg;
+    ck_assert(config_load(&cfg, "../configs/tiny.ini", NULL, 0, &err) == 0);
+    ModelDims dims = {.src_vocab = 10,
+                      .tgt_vocab = 10,
+                      .emb = cfg.model.emb_size,
+                      .enc_hidden = cfg.model.enc_hidden,
+                      .bidirectional = cfg.model.bidirectional,
+                      .dec_hidden = cfg.model.dec_hidden,
+                      .att = cfg.model.att_size,
+                      .readout = cfg.model.readout_size};
+    ParamTable table;
+    param_table_build(&table, &dims);
+    for (int p = 0; p < PARAM_COUNT; p++) {
+        if (!table.info[p].size) continue;
+        for (int g = 0; g < 2; g++) {
+            snprintf(path, sizeof path, "%s/dump/%s/%s.npy", dir, g ? "grads" : "params",
+                     table.info[p].name);
+            ck_assert_msg(npy_read(path, &a, &err) == 0, "%s", err.msg);
+            ck_assert_int_eq(a.ndim, table.info[p].ndim);
+            if (p != P_SRC_EMB && p != P_TGT_EMB && p != P_OUT_W && p != P_OUT_B)
+                ck_assert_uint_eq(a.count, table.info[p].size); /* vocabulary-free shapes */
+            npy_free(&a);
+        }
+    }
+    snprintf(path, sizeof path, "%s/dump/config.json", dir);
+    char json[512];
+    read_text(path, json, sizeof json);
+    ck_assert(strstr(json, "\"bidirectional\": true") != NULL);
+    remove_dir(dir);
+}
+END_TEST
+
+START_TEST(tools_report_bad_input_in_one_line) {
+    char dir[64], err_path[128], cmd[1024], msg[2048];
+    make_temp_dir(dir, sizeof dir);
+    snprintf(err_path, sizeof err_path, "%s/stderr", dir);
+    /* a missing model names the file */
+    snprintf(cmd, sizeof cmd, "../bin/translate -m %s/none.ckpt hello", dir);
+    ck_assert_int_eq(run(cmd, err_path), 1);
+    read_text(err_path, msg, sizeof msg);
+    ck_assert(strstr(msg, "none.ckpt") != NULL && strchr(msg, '\n') == msg + strlen(msg) - 1);
+    /* bad option values are rejected, not clamped */
+    ck_assert_int_eq(run("../bin/translate --beam 0 hello", err_path), 2);
+    read_text(err_path, msg, sizeof msg);
+    ck_assert(strstr(msg, "--beam") != NULL);
+    /* gradref needs exactly one model source */
+    ck_assert_int_eq(run("../bin/gradref --pairs x.tsv -o out", err_path), 2);
+    snprintf(cmd, sizeof cmd,
+             "../bin/gradref -c ../configs/tiny.ini --pairs %s/missing.tsv -o %s/d", dir, dir);
+    ck_assert_int_eq(run(cmd, err_path), 1);
+    read_text(err_path, msg, sizeof msg);
+    ck_assert(strstr(msg, "missing.tsv") != NULL);
+    remove_dir(dir);
+}
+END_TEST
+
+Suite *tools_suite(void) {
+    Suite *s = suite_create("tools");
+    TCase *tc = tcase_create("tools");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, npy_round_trip_and_header);
+    tcase_add_test(tc, gradref_writes_the_spec_layout);
+    tcase_add_test(tc, tools_report_bad_input_in_one_line);
+    suite_add_tcase(s, tc);
+    return s;
+}
