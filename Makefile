@@ -76,10 +76,19 @@ bin/run_tests: $(TEST_OBJ) $(LIB_OBJ) | check-lib
 test: check-lib $(BINS) bin/run_tests
 	@cd tests && ../bin/run_tests
 
+# The benchmark (not a test): figures only. THREADS sets the OpenMP thread count.
+THREADS ?= $(shell nproc 2>/dev/null || echo 2)
+bin/bench: $(BUILD)/bench/bench.o $(BUILD)/bench/peak.o $(LIB_OBJ)
+	@mkdir -p bin
+	$(CC) $^ -o $@ $(LDLIBS)
+
+bench: bin/bench bin/translate
+	OMP_NUM_THREADS=$(THREADS) bin/bench
+
 clean:
 	rm -rf $(BUILD) bin
 
 format:
 	clang-format -i $(wildcard */*.c */*.h)
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/bench/bench.d $(BUILD)/bench/peak.d

@@ -112,8 +112,8 @@ static void keep_best(Candidate *list, int *n, int cap, Candidate c) {
 }
 
 /* Rebuilds an ended hypothesis by following the parent pointers back to step 0. */
-static int backtrack(const Searcher *s, const Ended *e, int R, int S, int src_len, double len_norm,
-                     Hypothesis *h, Error *err) {
+static int backtrack(const Searcher *s, const Ended *e, int R, int S, int src_len, Hypothesis *h,
+                     Error *err) {
     int len = e->step, rows = len + e->complete;
     memset(h, 0, sizeof *h);
     h->tokens = checked_calloc((size_t)len + 1, sizeof(int), "hypothesis", err);
@@ -129,7 +129,6 @@ static int backtrack(const Searcher *s, const Ended *e, int R, int S, int src_le
         memcpy(h->energy + (size_t)len * src_len, s->hist_energy + at, sizeof(real) * src_len);
         h->prob[len] = e->eos_prob;
     }
-    (void)len_norm;
     int row = e->row;
     for (int t = len - 1; t >= 0; t--) {
         size_t sel = (size_t)t * R + row;
@@ -190,9 +189,10 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
 
     Ended *ended = checked_calloc((size_t)n * 2 * beam, sizeof(Ended), "search results", err);
     int *n_ended = checked_calloc((size_t)n, sizeof(int), "search results", err);
+    char *done = checked_calloc((size_t)n, 1, "search results", err);
     Candidate *cand = checked_calloc((size_t)2 * beam, sizeof(Candidate), "search", err);
-    if (!ended || !n_ended || !cand) {
-        free(ended), free(n_ended), free(cand);
+    if (!ended || !n_ended || !done || !cand) {
+        free(ended), free(n_ended), free(done), free(cand);
         return -1;
     }
     double *next_score = s->score + R;
@@ -227,7 +227,7 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
         for (int i = 0; i < n; i++) {
             int base = i * beam, live = 0, ncand = 0;
             for (int k = 0; k < beam; k++) next_score[base + k] = -INFINITY;
-            if (n_ended[i] < 0) continue; /* finished sentence (marked by a negative count) */
+            if (done[i]) continue;
             for (int k = 0; k < beam; k++) {
                 int r = base + k;
                 if (s->score[r] == -INFINITY) continue;
@@ -265,8 +265,8 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
                 size_t sel = (size_t)t * R + base + k;
                 s->sel_parent[sel] = base, s->sel_token[sel] = TOK_EOS, s->sel_prob[sel] = 0;
             }
-            int done = n_ended[i] >= beam || live == 0;
-            if (!done && t == L - 1) { /* out of steps: the open hypotheses end here */
+            int finished = n_ended[i] >= beam || live == 0;
+            if (!finished && t == L - 1) { /* out of steps: the open hypotheses end here */
                 for (int k = 0; k < live && n_ended[i] < 2 * beam; k++)
                     ended[(size_t)base * 2 + n_ended[i]++] =
                         (Ended){.step = L,
@@ -274,10 +274,10 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
                                 .complete = 0,
                                 .logprob = next_score[base + k],
                                 .score = next_score[base + k] / pow(L, opt->len_norm)};
-                done = 1;
+                finished = 1;
             }
-            if (done) {
-                n_ended[i] = -n_ended[i] - 1;
+            if (finished) {
+                done[i] = 1;
                 remaining--;
                 for (int k = 0; k < beam; k++) next_score[base + k] = -INFINITY;
             }
@@ -294,7 +294,7 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
 
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
-        int count = n_ended[i] < 0 ? -n_ended[i] - 1 : n_ended[i];
+        int count = n_ended[i];
         Ended *mine = ended + (size_t)i * 2 * beam;
         qsort(mine, (size_t)count, sizeof *mine, compare_ended);
         int keep = count < opt->nbest ? count : opt->nbest;
@@ -305,10 +305,10 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
         }
         for (int h = 0; h < keep && rc == 0; h++) {
             out[i].count = h + 1;
-            rc = backtrack(s, &mine[h], R, S, src_len[i], opt->len_norm, &out[i].hyps[h], err);
+            rc = backtrack(s, &mine[h], R, S, src_len[i], &out[i].hyps[h], err);
         }
     }
-    free(ended), free(n_ended), free(cand);
+    free(ended), free(n_ended), free(done), free(cand);
     if (rc)
         for (int i = 0; i < n; i++) translation_free(&out[i]);
     return rc;

@@ -1,0 +1,321 @@
+/*
+ * bench.c: the performance benchmark behind `make bench` (a benchmark, not a test: it reports
+ * figures and asserts nothing).
+ *
+ * For the toy and medium configurations of the performance issue it trains on random token
+ * batches (full-length sentences, teacher forcing, Adam with clipping) and reports target
+ * tokens/s, the median ms/step, FLOPs/step (formula below), GFLOP/s, the share of the
+ * machine's FP32 peak (measured here with a register-only FMA loop) and peak RSS (each
+ * configuration runs in its own child process, so its RSS is its own). Then greedy and beam-5
+ * decoding speed at batch 1 and 32, the wall time of `bin/translate` for one sentence as a
+ * whole process, and ms/step for growing lengths and batch sizes. Each figure is also printed
+ * as one `BENCH key=value ...` line for scripts. Threads: OMP_NUM_THREADS (make bench THREADS=N).
+ */
+#define _DEFAULT_SOURCE /* wait4: the peak RSS of one child */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/peak.h"
+#include "model/fdcheck.h"
+#include "model/search.h"
+#include "train/adam.h"
+#include "train/pipeline.h"
+
+typedef struct {
+    const char *name;
+    ModelDims dims;
+    int B, S, T;
+    int steps; /* measured steps after warm-up */
+} BenchConfig;
+
+static const BenchConfig TOY = {"toy", {1000, 1000, 64, 128, 1, 128, 128, 128}, 32, 12, 12, 60};
+static const BenchConfig MEDIUM = {"medium", {8000, 8000, 256, 256, 1, 512, 256, 256}, 64, 30, 30,
+                                   8};
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int compare_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *x, int n) {
+    qsort(x, (size_t)n, sizeof *x, compare_double);
+    return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+}
+
+/* FLOPs of one training step: 2 per multiply-add of every matrix product and of attention's
+ * per-position work, forward; the backward pass costs two forward passes (an input gradient
+ * and a weight gradient for every product), so a step is 3 x forward. Padding is counted:
+ * the bench's sentences are full length. */
+static double train_flops(const ModelDims *d, int B, int S, int T) {
+    double E = d->emb, H = d->enc_hidden, K = dims_enc_state(d), D = d->dec_hidden, A = d->att,
+           O = d->readout, V = d->tgt_vocab, dirs = d->bidirectional ? 2 : 1;
+    double src = (double)B * S, tgt = (double)B * T;
+    double encoder = dirs * src * (E * 3 * H + H * 3 * H) + src * K * A + B * K * D;
+    double decoder = tgt * ((E + K) * 3 * D + D * 3 * D + D * A) + tgt * S * (A + K);
+    double readout = tgt * ((D + K + E) * O + O * V);
+    return 3 * 2 * (encoder + decoder + readout);
+}
+
+typedef struct {
+    double ms_per_step, tok_per_s, gflops;
+} TrainFigures;
+
+/* Trains cfg on a fixed random batch: warm-up steps, then `steps` timed ones. */
+static int time_training(const ModelDims *dims, int B, int S, int T, int steps, TrainFigures *out) {
+    Model m;
+    Acts acts;
+    RandomBatch rb;
+    Adam adam;
+    Error err;
+    if (model_init(&m, dims, &err) || acts_init(&acts, dims, B, S, T, &err) ||
+        random_batch_make(&rb, dims, B, S, T, 1, &err) ||
+        adam_init(&adam, m.table.total, 0.9, 0.999, 1e-8, &err)) {
+        fprintf(stderr, "bench: %s\n", err.msg);
+        return -1;
+    }
+    params_init(m.params, &m.table, 1);
+    /* full-length sentences, as the reference figures were measured */
+    BatchArrays arr = batch_arrays(rb.ids, B, S, T);
+    Rng rng;
+    rng_seed(&rng, 5, 0);
+    for (int b = 0; b < B; b++) {
+        arr.src_len[b] = S, arr.tgt_len[b] = T;
+        for (int i = 0; i < S; i++)
+            arr.src[b * S + i] =
+                i == S - 1 ? TOK_EOS : 4 + (int)rng_below(&rng, dims->src_vocab - 4);
+        for (int t = 0; t < T; t++) {
+            arr.tgt_out[b * T + t] =
+                t == T - 1 ? TOK_EOS : 4 + (int)rng_below(&rng, dims->tgt_vocab - 4);
+            arr.tgt_in[b * T + t] = t == 0 ? TOK_BOS : arr.tgt_out[b * T + t - 1];
+        }
+    }
+    int warmup = steps < 10 ? 2 : 5;
+    double *ms = calloc((size_t)steps, sizeof(double));
+    if (!ms) return -1;
+    ForwardOptions opt = {0};
+    for (int s = 0; s < warmup + steps; s++) {
+        double t0 = now(), loss;
+        if (model_forward(&m, &acts, &arr.batch, &opt, &loss, &err)) {
+            fprintf(stderr, "bench: %s\n", err.msg);
+            return -1;
+        }
+        model_zero_grad(&m);
+        model_backward(&m, &acts);
+        clip_grad_norm(m.grads, m.table.total, 1.0);
+        adam_step(&adam, m.params, m.grads, 1e-4);
+        if (s >= warmup) ms[s - warmup] = (now() - t0) * 1e3;
+    }
+    out->ms_per_step = median(ms, steps);
+    out->tok_per_s = B * T / (out->ms_per_step / 1e3);
+    out->gflops = train_flops(dims, B, S, T) / (out->ms_per_step / 1e3) / 1e9;
+    free(ms);
+    adam_free(&adam);
+    random_batch_free(&rb);
+    acts_free(&acts);
+    model_free(&m);
+    return 0;
+}
+
+/* Runs fn in a child process and returns the child's peak RSS in MB (or -1). */
+static double in_child(int (*fn)(const void *), const void *arg) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) _exit(fn(arg) ? 1 : 0);
+    int status;
+    struct rusage ru;
+    if (wait4(pid, &status, 0, &ru) < 0 || !WIFEXITED(status) || WEXITSTATUS(status)) return -1;
+    return ru.ru_maxrss / 1024.0;
+}
+
+static double machine_peak;
+
+static int train_report(const void *arg) {
+    const BenchConfig *c = arg;
+    TrainFigures f;
+    if (time_training(&c->dims, c->B, c->S, c->T, c->steps, &f)) return -1;
+    printf("  %-8s %10.0f tok/s %9.1f ms/step %8.2f GFLOP/step %7.1f GFLOP/s %5.1f%% of peak",
+           c->name, f.tok_per_s, f.ms_per_step, train_flops(&c->dims, c->B, c->S, c->T) / 1e9,
+           f.gflops, 100 * f.gflops / machine_peak);
+    /* the BENCH line is completed by the parent, which knows the RSS */
+    printf("\nBENCH name=%s threads=%d tok_per_s=%.0f ms_per_step=%.2f gflops=%.1f peak_pct=%.1f",
+           c->name, omp_get_max_threads(), f.tok_per_s, f.ms_per_step, f.gflops,
+           100 * f.gflops / machine_peak);
+    fflush(stdout);
+    return 0;
+}
+
+/* ---- decoding ----------------------------------------------------------------------- */
+
+typedef struct {
+    const BenchConfig *cfg;
+    int batch, beam;
+} DecodeCase;
+
+/* Sentences/s of decoding exactly 30 steps (</s> is made impossible) from random sources. */
+static int decode_report(const void *arg) {
+    const DecodeCase *dc = arg;
+    const ModelDims *d = &dc->cfg->dims;
+    int S = dc->cfg->S, steps = 30;
+    Model m;
+    Searcher s;
+    Error err;
+    if (model_init(&m, d, &err) || search_init(&s, d, dc->batch, S, dc->beam, steps, &err)) {
+        fprintf(stderr, "bench: %s\n", err.msg);
+        return -1;
+    }
+    params_init(m.params, &m.table, 2);
+    m.w.out_b[TOK_EOS] = -1e9f;
+    int *ids = calloc((size_t)dc->batch * S, sizeof(int)),
+        *lens = calloc((size_t)dc->batch, sizeof(int));
+    const int **src = calloc((size_t)dc->batch, sizeof(int *));
+    Translation *tr = calloc((size_t)dc->batch, sizeof(Translation));
+    if (!ids || !lens || !src || !tr) return -1;
+    Rng rng;
+    rng_seed(&rng, 9, 0);
+    for (int b = 0; b < dc->batch; b++) {
+        for (int i = 0; i < S; i++)
+            ids[b * S + i] = i == S - 1 ? TOK_EOS : 4 + (int)rng_below(&rng, d->src_vocab - 4);
+        src[b] = ids + b * S;
+        lens[b] = S;
+    }
+    SearchOptions opt = {.beam = dc->beam, .nbest = 1, .max_len = steps, .len_norm = 1};
+    double t0 = now(), elapsed;
+    long sentences = 0;
+    do {
+        if (search_translate(&s, &m, src, lens, dc->batch, &opt, tr, &err)) {
+            fprintf(stderr, "bench: %s\n", err.msg);
+            return -1;
+        }
+        for (int b = 0; b < dc->batch; b++) translation_free(&tr[b]);
+        sentences += dc->batch;
+        elapsed = now() - t0;
+    } while (elapsed < 1.0);
+    double rate = sentences / elapsed;
+    printf("  %-8s %-6s batch %-3d %9.1f sentences/s\n", dc->cfg->name,
+           dc->beam == 1 ? "greedy" : "beam5", dc->batch, rate);
+    printf("BENCH name=%s-decode-%s-b%d sent_per_s=%.1f\n", dc->cfg->name,
+           dc->beam == 1 ? "greedy" : "beam5", dc->batch, rate);
+    fflush(stdout);
+    free(ids), free(lens), free(src), free(tr);
+    search_free(&s);
+    model_free(&m);
+    return 0;
+}
+
+/* ---- whole-process translation ------------------------------------------------------ */
+
+/* Median wall time of `bin/translate -m MODEL "I love machine learning"`, with the toy model
+ * if trained, else a toy-sized model made from the toy config. */
+static void translate_process_report(void) {
+    const char *model = "runs/toy/best.ckpt";
+    char made[] = "/tmp/nmt-bench-XXXXXX";
+    char made_path[64] = "";
+    if (access(model, R_OK) != 0) {
+        Config cfg;
+        Corpus corpus;
+        TokenizedCorpus tokens;
+        NmtModel nm;
+        Error err;
+        if (!mkdtemp(made) || config_load(&cfg, "configs/toy.ini", NULL, 0, &err) ||
+            corpus_load(cfg.data.train, cfg.data.lowercase, &corpus, &tokens, &err) ||
+            nmt_model_from_config(&nm, &cfg, &tokens, 1, &err)) {
+            printf("  translate process: skipped (no model and none could be made)\n");
+            return;
+        }
+        snprintf(made_path, sizeof made_path, "%s/toy.ckpt", made);
+        if (checkpoint_save(made_path, &nm, NULL, NULL, &err)) return;
+        nmt_model_free(&nm);
+        tokenized_corpus_free(&tokens);
+        corpus_free(&corpus);
+        model = made_path;
+    }
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "bin/translate -m %s \"I love machine learning\" >/dev/null", model);
+    double ms[21];
+    for (int i = 0; i < 21; i++) {
+        double t0 = now();
+        if (system(cmd) != 0) {
+            printf("  translate process: bin/translate failed\n");
+            return;
+        }
+        ms[i] = (now() - t0) * 1e3;
+    }
+    double med = median(ms, 21);
+    printf("  bin/translate, one sentence, whole process: %.1f ms (median of 21; %s)\n", med,
+           made_path[0] ? "untrained toy-sized model" : "the trained toy model");
+    printf("BENCH name=translate-process ms=%.2f\n", med);
+    if (made_path[0]) {
+        unlink(made_path);
+        rmdir(made);
+    }
+}
+
+int main(int argc, char **argv) {
+    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    if (argc > 1 && !quick) {
+        fprintf(stderr, "usage: bench [--quick]\n(run from the repository root; threads: "
+                        "OMP_NUM_THREADS)\n");
+        return 2;
+    }
+    int threads = omp_get_max_threads();
+    double peak1 = fma_peak_gflops(1);
+    machine_peak = fma_peak_gflops(threads);
+    printf("machine: %d thread(s), FP32 FMA peak %.1f GFLOP/s (%.1f per thread), %s build\n",
+           threads, machine_peak, peak1, REAL_NAME);
+    printf("BENCH name=peak threads=%d gflops=%.1f\n", threads, machine_peak);
+
+    printf("\ntraining (random batches, Adam, clipping 1.0):\n");
+    const BenchConfig *configs[2] = {&TOY, &MEDIUM};
+    for (int i = 0; i < 2; i++) {
+        BenchConfig c = *configs[i];
+        if (quick) c.steps = c.steps / 4 + 1;
+        double rss = in_child(train_report, &c);
+        printf(" rss_mb=%.0f\n", rss);
+        printf("  %-8s peak RSS %.0f MB\n", "", rss);
+    }
+
+    printf("\ndecoding, 30 steps, random sources (S = 12 toy, 30 medium):\n");
+    for (int i = 0; i < 2; i++)
+        for (int beam = 1; beam <= 5; beam += 4)
+            for (int batch = 1; batch <= 32; batch += 31) {
+                DecodeCase dc = {configs[i], batch, beam};
+                if (in_child(decode_report, &dc) < 0) printf("  decode failed\n");
+            }
+
+    printf("\n");
+    translate_process_report();
+
+    printf("\nscaling (toy sizes): ms/step\n");
+    const int lengths[4] = {10, 20, 40, 80}, batches[4] = {1, 8, 32, 128};
+    for (int i = 0; i < 4; i++) {
+        TrainFigures f;
+        if (time_training(&TOY.dims, 32, lengths[i], lengths[i], quick ? 3 : 10, &f)) return 1;
+        printf("  B=32  S=T=%-3d %8.2f ms/step %8.0f tok/s\n", lengths[i], f.ms_per_step,
+               f.tok_per_s);
+        printf("BENCH name=toy-len%d threads=%d ms_per_step=%.2f tok_per_s=%.0f\n", lengths[i],
+               threads, f.ms_per_step, f.tok_per_s);
+    }
+    for (int i = 0; i < 4; i++) {
+        TrainFigures f;
+        if (time_training(&TOY.dims, batches[i], 20, 20, quick ? 3 : 10, &f)) return 1;
+        printf("  B=%-3d S=T=20  %8.2f ms/step %8.0f tok/s\n", batches[i], f.ms_per_step,
+               f.tok_per_s);
+        printf("BENCH name=toy-batch%d threads=%d ms_per_step=%.2f tok_per_s=%.0f\n", batches[i],
+               threads, f.ms_per_step, f.tok_per_s);
+    }
+    return 0;
+}

@@ -1,0 +1,77 @@
+/*
+ * peak.c: FP32 FMA peak (see peak.h). Independent accumulators hide the FMA latency: with a
+ * 4-cycle latency and two FMA ports, at least 8 chains must be in flight.
+ */
+#include "peak.h"
+
+#include <omp.h>
+#include <time.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+__attribute__((target("avx512f"))) static float fma_avx512(long iters) {
+    __m512 acc[16], x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-7f);
+    for (int i = 0; i < 16; i++) acc[i] = _mm512_set1_ps((float)i);
+    for (long it = 0; it < iters; it++)
+        for (int i = 0; i < 16; i++) acc[i] = _mm512_fmadd_ps(acc[i], x, y);
+    __m512 s = acc[0];
+    for (int i = 1; i < 16; i++) s = _mm512_add_ps(s, acc[i]);
+    return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx2,fma"))) static float fma_avx2(long iters) {
+    __m256 acc[12], x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-7f);
+    for (int i = 0; i < 12; i++) acc[i] = _mm256_set1_ps((float)i);
+    for (long it = 0; it < iters; it++)
+        for (int i = 0; i < 12; i++) acc[i] = _mm256_fmadd_ps(acc[i], x, y);
+    __m256 s = acc[0];
+    for (int i = 1; i < 12; i++) s = _mm256_add_ps(s, acc[i]);
+    float out[8];
+    _mm256_storeu_ps(out, s);
+    return out[0] + out[7];
+}
+#endif
+
+static float fma_plain(long iters) {
+    float acc[64], x = 0.999999f, y = 1e-7f;
+    for (int i = 0; i < 64; i++) acc[i] = (float)i;
+    for (long it = 0; it < iters; it++)
+        for (int i = 0; i < 64; i++) acc[i] = acc[i] * x + y;
+    float s = 0;
+    for (int i = 0; i < 64; i++) s += acc[i];
+    return s;
+}
+
+/* FLOPs per iteration and the loop for this CPU. */
+static float run_loop(long iters, double *flops_per_iter) {
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx512f")) {
+        *flops_per_iter = 16 * 16 * 2;
+        return fma_avx512(iters);
+    }
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        *flops_per_iter = 12 * 8 * 2;
+        return fma_avx2(iters);
+    }
+#endif
+    *flops_per_iter = 64 * 2;
+    return fma_plain(iters);
+}
+
+double fma_peak_gflops(int threads) {
+    const long iters = 20000000;
+    double flops_per_iter = 0, best = 0;
+    volatile float sink = 0;
+    for (int repeat = 0; repeat < 3; repeat++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+        sink += run_loop(iters, &flops_per_iter);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double seconds = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+        double gflops = flops_per_iter * iters * threads / seconds / 1e9;
+        if (gflops > best) best = gflops;
+    }
+    return best;
+}
