@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "suites.h"
@@ -185,6 +188,83 @@ START_TEST(tools_report_bad_input_in_one_line) {
 }
 END_TEST
 
+/* Column `col` (0-based) of the TSV log's rows, concatenated. */
+static void log_column(const char *path, int col, char *out, size_t size) {
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "no %s", path);
+    char line[512];
+    size_t used = 0;
+    out[0] = '\0';
+    while (fgets(line, sizeof line, f)) {
+        char *field = line;
+        for (int c = 0; c < col && field; c++)
+            field = strchr(field, '\t') ? strchr(field, '\t') + 1 : NULL;
+        if (!field) continue;
+        size_t n = strcspn(field, "\t\n");
+        if (used + n + 2 >= size) break;
+        memcpy(out + used, field, n);
+        used += n;
+        out[used++] = ',';
+        out[used] = '\0';
+    }
+    fclose(f);
+}
+
+START_TEST(training_resumes_exactly) {
+    /* 40 steps in one go, and 20 + 20 with --resume, give the same losses bit for bit */
+    char dir[64], cmd[1024], err_path[128], whole[4096], split[4096], path[160];
+    make_temp_dir(dir, sizeof dir);
+    snprintf(err_path, sizeof err_path, "%s/stderr", dir);
+    const char *common = "../bin/train ../configs/tiny.ini --set train.valid_every=20 "
+                         "--set train.log_every=5 --set train.threads=2";
+    snprintf(cmd, sizeof cmd, "%s --set train.max_steps=40 --set train.out_dir=%s/a", common, dir);
+    ck_assert_int_eq(run(cmd, err_path), 0);
+    snprintf(cmd, sizeof cmd, "%s --set train.max_steps=20 --set train.out_dir=%s/b", common, dir);
+    ck_assert_int_eq(run(cmd, err_path), 0);
+    snprintf(cmd, sizeof cmd, "%s --set train.max_steps=40 --set train.out_dir=%s/b --resume",
+             common, dir);
+    ck_assert_int_eq(run(cmd, err_path), 0);
+    snprintf(path, sizeof path, "%s/a/train_log.tsv", dir);
+    log_column(path, 2, whole, sizeof whole);
+    snprintf(path, sizeof path, "%s/b/train_log.tsv", dir);
+    log_column(path, 2, split, sizeof split);
+    ck_assert_str_eq(whole, split);
+    ck_assert(strlen(whole) > 40); /* there were losses to compare */
+    remove_dir(dir);
+}
+END_TEST
+
+START_TEST(interrupted_training_saves_a_resumable_checkpoint) {
+    char dir[64], out[128], ckpt[160];
+    make_temp_dir(dir, sizeof dir);
+    snprintf(out, sizeof out, "train.out_dir=%s/run", dir);
+    pid_t pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        freopen("/dev/null", "w", stdout);
+        execl("../bin/train", "train", "../configs/tiny.ini", "--set", out, "--set",
+              "train.valid_every=100000", "--set", "train.epochs=50", (char *)NULL);
+        _exit(127);
+    }
+    nanosleep(&(struct timespec){.tv_sec = 1, .tv_nsec = 500000000}, NULL);
+    kill(pid, SIGINT);
+    int status;
+    ck_assert(waitpid(pid, &status, 0) == pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGINT, "status %d", status);
+    snprintf(ckpt, sizeof ckpt, "%s/run/last.ckpt", dir);
+    NmtModel nm;
+    Adam adam = {0};
+    TrainState state;
+    bool has_state;
+    Error err;
+    ck_assert_msg(checkpoint_load(ckpt, &nm, &adam, &state, &has_state, &err) == 0, "%s", err.msg);
+    ck_assert(has_state && state.step > 0);
+    nmt_model_free(&nm);
+    adam_free(&adam);
+    remove_dir(dir);
+}
+END_TEST
+
 Suite *tools_suite(void) {
     Suite *s = suite_create("tools");
     TCase *tc = tcase_create("tools");
@@ -192,6 +272,8 @@ Suite *tools_suite(void) {
     tcase_add_test(tc, npy_round_trip_and_header);
     tcase_add_test(tc, gradref_writes_the_spec_layout);
     tcase_add_test(tc, tools_report_bad_input_in_one_line);
+    tcase_add_test(tc, training_resumes_exactly);
+    tcase_add_test(tc, interrupted_training_saves_a_resumable_checkpoint);
     suite_add_tcase(s, tc);
     return s;
 }
