@@ -41,6 +41,8 @@ FLAVOUR  = $(REAL)-san$(SANITIZE)
 STAMP    = $(BUILD)/flavour-$(FLAVOUR)
 
 .PHONY: all test check-lib bench clean format
+# Keep every object (pattern-rule intermediates included): no rebuilds, no "rm" lines after tests.
+.SECONDARY:
 all: $(BINS)
 
 $(STAMP):

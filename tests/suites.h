@@ -13,6 +13,7 @@ Suite *corpus_suite(void);
 Suite *vocab_suite(void);
 Suite *config_suite(void);
 Suite *metrics_suite(void);
+Suite *align_suite(void);
 Suite *train_suite(void);
 Suite *tools_suite(void);
 

@@ -3,7 +3,8 @@
  * standard input when there is none, one translation per line (so it works in a pipe on a
  * whole file). Greedy search by default, beam search with length normalisation on request.
  * A bad input line gets a one-line error naming it and an empty output line (so output lines
- * stay aligned with input lines); the exit status then is 1.
+ * stay aligned with input lines); the exit status then is 1. --align FILE also writes each
+ * best translation's attention alignment to FILE (see tools/alignment.h for the formats).
  */
 #include <getopt.h>
 #include <limits.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "model/search.h"
+#include "tools/alignment.h"
 #include "tools/cli.h"
 #include "train/pipeline.h"
 
@@ -19,7 +21,8 @@ enum { CHUNK = 32, MAX_INPUT_TOKENS = 250 };
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: translate [-m MODEL] [--beam N] [--nbest N] [--max-len N] [TEXT ...]\n"
+            "usage: translate [-m MODEL] [--beam N] [--nbest N] [--max-len N] [--align FILE]\n"
+            "                 [--align-format F] [TEXT ...]\n"
             "Translates each TEXT argument, or each line of standard input when there is none.\n"
             "  -m, --model MODEL  checkpoint (default: the toy model, runs/toy/best.ckpt)\n"
             "  --beam N           beam size; 1 is greedy search (default 1)\n"
@@ -27,6 +30,10 @@ static void usage(FILE *out) {
             "                     (default 1: just the best, one line per input; N <= beam)\n"
             "  --max-len N        at most N output tokens (default: 2 x input length + 10)\n"
             "  --len-norm X       length-normalisation exponent of beam scores (default 1)\n"
+            "  --align FILE       also write the attention alignment of each input's best\n"
+            "                     translation to FILE (written whole, through FILE.tmp)\n"
+            "  --align-format F   pharaoh (word links i-j, default), marian (soft weights),\n"
+            "                     json, tsv or text; bin/align --help describes them\n"
             "  -h, --help         this text\n"
             "Inputs longer than %d tokens are cut to that length with a warning.\n",
             MAX_INPUT_TOKENS);
@@ -39,7 +46,26 @@ typedef struct {
     int fixed_max_len; /* 0: per batch, from the input lengths */
     int failures;
     size_t counter;    /* inputs seen, for messages and n-best numbering */
+    FILE *align_out;   /* --align: where alignments go; NULL without it */
+    AlignFormat align_format;
 } Translator;
+
+/* --align: the alignment of one input's best translation (or its placeholder). A problem
+ * with one sentence's alignment is reported like a bad input and does not stop the run. */
+static int write_alignment(Translator *t, const char *text, const Translation *x, const char *what,
+                           size_t number, Error *err) {
+    Alignment a;
+    Error e;
+    if (!x || x->count == 0) return alignment_write_missing(t->align_out, t->align_format, err);
+    if (alignment_from_hypothesis(&a, &t->nm, text, &x->hyps[0], &e)) {
+        fprintf(stderr, "translate: %s %zu: no alignment: %s\n", what, number, e.msg);
+        t->failures++;
+        return alignment_write_missing(t->align_out, t->align_format, err);
+    }
+    int rc = alignment_write(t->align_out, t->align_format, &a, err);
+    alignment_free(&a);
+    return rc;
+}
 
 /* Encodes, translates and prints one chunk of inputs. */
 static int translate_chunk(Translator *t, char **texts, int n, const char *what, Error *err) {
@@ -85,9 +111,11 @@ static int translate_chunk(Translator *t, char **texts, int n, const char *what,
         if (!ok[i]) {
             t->failures++;
             if (t->opt.nbest == 1) printf("\n");
+            if (t->align_out) rc = write_alignment(t, texts[i], NULL, what, number, err);
             continue;
         }
         const Translation *x = &tr[g++];
+        if (t->align_out && (rc = write_alignment(t, texts[i], x, what, number, err))) break;
         for (int h = 0; h < x->count && rc == 0; h++) {
             char *text = decode_target(&t->nm, x->hyps[h].tokens, x->hyps[h].len, err);
             if (!text) {
@@ -117,8 +145,12 @@ int main(int argc, char **argv) {
     static const struct option longs[] = {
         {"model", required_argument, 0, 'm'},   {"beam", required_argument, 0, 'b'},
         {"nbest", required_argument, 0, 'n'},   {"max-len", required_argument, 0, 'l'},
-        {"len-norm", required_argument, 0, 'a'}, {"help", no_argument, 0, 'h'},
+        {"len-norm", required_argument, 0, 'a'}, {"align", required_argument, 0, 'A'},
+        {"align-format", required_argument, 0, 'F'}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
+    const char *align_path = NULL;
+    AlignFormat align_format = ALIGN_PHARAOH;
+    bool align_format_given = false;
     Error err;
     int c;
     while ((c = getopt_long(argc, argv, "m:h", longs, NULL)) != -1) {
@@ -129,6 +161,11 @@ int main(int argc, char **argv) {
         case 'n': bad = parse_int_option("--nbest", optarg, 1, 100, &nbest, &err); break;
         case 'l': bad = parse_int_option("--max-len", optarg, 1, 1000, &max_len, &err); break;
         case 'a': bad = parse_double_option("--len-norm", optarg, 0, 10, &len_norm, &err); break;
+        case 'A': align_path = optarg; break;
+        case 'F':
+            bad = align_format_parse(optarg, &align_format, &err);
+            align_format_given = true;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -141,14 +178,34 @@ int main(int argc, char **argv) {
         fprintf(stderr, "translate: --nbest %ld needs --beam of at least %ld\n", nbest, nbest);
         return 2;
     }
+    if (align_format_given && !align_path) {
+        fprintf(stderr, "translate: --align-format needs --align FILE\n");
+        return 2;
+    }
+    if (!align_format_streams(align_format)) {
+        fprintf(stderr, "translate: --align-format %s needs every sentence first; use bin/align\n",
+                align_format == ALIGN_SVG ? "svg" : "npy");
+        return 2;
+    }
     Translator t = {.opt = {.beam = (int)beam, .nbest = (int)nbest, .len_norm = len_norm},
-                    .fixed_max_len = (int)max_len};
+                    .fixed_max_len = (int)max_len,
+                    .align_format = align_format};
+    OutputFile align_file = {0};
     if (load_model(model_path, &t.nm, &err) ||
         search_init(&t.searcher, &t.nm.model.dims, CHUNK, MAX_INPUT_TOKENS + 1, (int)beam,
                     max_len ? (int)max_len : 2 * (MAX_INPUT_TOKENS + 1) + 10, &err)) {
         fprintf(stderr, "translate: %s\n", err.msg);
         nmt_model_free(&t.nm);
         return 1;
+    }
+    if (align_path) {
+        if (output_file_open(&align_file, align_path, &err)) {
+            fprintf(stderr, "translate: %s\n", err.msg);
+            search_free(&t.searcher);
+            nmt_model_free(&t.nm);
+            return 1;
+        }
+        t.align_out = align_file.file;
     }
     int rc = 0;
     if (optind < argc) {
@@ -171,6 +228,8 @@ int main(int argc, char **argv) {
         }
         for (int i = 0; i < CHUNK; i++) free(lines[i]);
     }
+    if (align_path && rc == 0) rc = output_file_commit(&align_file, &err);
+    if (align_path && rc) output_file_abort(&align_file);
     if (rc) fprintf(stderr, "translate: %s\n", err.msg);
     search_free(&t.searcher);
     nmt_model_free(&t.nm);

@@ -1,0 +1,376 @@
+/*
+ * align.c: shows where the model looks. For each sentence (arguments, or lines of standard
+ * input) it prints the attention matrix of its translation (greedy or beam search) or of a
+ * given target (--ref, teacher forcing) in one of several formats, or walks through every
+ * decoding step as worked arithmetic (--explain). --eval-gold scores the model's word
+ * alignments against gold ones (precision, recall, AER).
+ * The work is done in tools/alignment.c; this file reads options and inputs and routes results.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tools/alignment.h"
+#include "tools/cli.h"
+#include "train/pipeline.h"
+
+enum { CHUNK = 16, MAX_INPUT_TOKENS = 250 };
+
+static void usage(FILE *out) {
+    fprintf(
+        out,
+        "usage: align [-m MODEL] [--ref TARGET] [--beam N] [--format F] [-o PATH] [--explain]"
+        " [TEXT ...]\n"
+        "       align --eval-gold GOLD.align --pairs PAIRS.tsv [-m MODEL]\n"
+        "Shows the attention (alignment) matrix of the translation of each TEXT, or of each\n"
+        "line of standard input when there is none: one row per output token, one column per\n"
+        "source token (both with </s>); row t holds the weights alpha_ti, which sum to 1.\n"
+        "  -m, --model MODEL  checkpoint (default: the toy model, runs/toy/best.ckpt)\n"
+        "  --ref TARGET       force-decode TARGET (teacher forcing) instead of searching;\n"
+        "                     needs exactly one TEXT\n"
+        "  --beam N           beam size; 1 is greedy search (default 1); the matrix is the\n"
+        "                     best hypothesis's\n"
+        "  --format F         tsv, npy, json, svg, text, marian or pharaoh (default: from the\n"
+        "                     extension of -o PATH, else text on a terminal, else tsv)\n"
+        "  -o, --output PATH  write to PATH (through PATH.tmp, renamed when complete)\n"
+        "                     instead of standard output; npy needs a file (default align.npy)\n"
+        "  --explain          print every decoding step as worked arithmetic (query, scores,\n"
+        "                     softmax by hand, context, chosen token) instead of the matrix;\n"
+        "                     with -o the matrix still goes to PATH\n"
+        "  --eval-gold GOLD   force-decode every pair of --pairs, link each target word to\n"
+        "                     its most attended source word, and score the links against\n"
+        "                     GOLD (Pharaoh i-j lines, source-target words, one per pair)\n"
+        "  --pairs PAIRS      the sentence pairs (source TAB target) for --eval-gold\n"
+        "  -h, --help         this text\n"
+        "Formats:\n"
+        "  tsv      a corner cell and the source tokens, then each output token and its\n"
+        "           weights (%%.9g); sentences separated by a blank line\n"
+        "  npy      float32 [rows, cols] in PATH, tokens one per line in PATH without .npy\n"
+        "           plus .src.txt and .tgt.txt; with several sentences, sentence k (0-based)\n"
+        "           goes to BASE.k.npy, BASE.k.src.txt and BASE.k.tgt.txt\n"
+        "  json     one object per line: source, translation, src_tokens, tgt_tokens, alpha\n"
+        "  svg      a labelled heatmap per sentence, stacked in one SVG document\n"
+        "  text     a shaded heatmap for the terminal, naming each row's strongest column\n"
+        "  marian   'translation ||| w,w,w w,w,w': one group of weights per output token\n"
+        "  pharaoh  word links 'i-j' (source-target, 0-based): each target word to its most\n"
+        "           attended source word (weights summed over a word's tokens, </s> left\n"
+        "           out)\n"
+        "An input that cannot be aligned gets a one-line error; line formats then print an\n"
+        "empty line (json: null) to stay in step with the input, and the exit status is 1.\n"
+        "Inputs longer than %d tokens are rejected.\n",
+        MAX_INPUT_TOKENS);
+}
+
+typedef struct {
+    const char *model_path, *ref, *output, *eval_gold, *pairs;
+    long beam;
+    AlignFormat format;
+    bool explain;
+} Options;
+
+/* What one run holds while it goes through the inputs. */
+typedef struct {
+    Options opt;
+    NmtModel nm;
+    Searcher searcher;
+    ForcedDecoder forced;
+    FILE *out; /* matrices of the streaming formats; NULL when none are written */
+    OutputFile file;
+    Alignment *kept; /* [n_inputs] for svg, written at the end */
+    int n_kept;
+    bool several; /* more than one input: npy files get an index */
+    int failures;
+} Run;
+
+/* Writes (or keeps, for svg) the matrix of input `index`, and its explanation. */
+static int deliver(Run *r, int index, Alignment *a, const Alignment *explained,
+                   const StepTrace *trace, Error *err) {
+    if (r->opt.explain && alignment_explain(stdout, explained, trace, err)) return -1;
+    if (r->opt.explain && !r->opt.output) return 0;
+    if (r->opt.format == ALIGN_NPY)
+        return alignment_write_npy(r->opt.output ? r->opt.output : "align.npy",
+                                   r->several ? index : -1, a, err);
+    if (r->opt.format == ALIGN_SVG) {
+        r->kept[r->n_kept++] = *a; /* the run owns it now */
+        memset(a, 0, sizeof *a);
+        return 0;
+    }
+    return alignment_write(r->out, r->opt.format, a, err);
+}
+
+static void report_bad_input(Run *r, const char *what, int index, const char *msg) {
+    fprintf(stderr, "align: %s %d: %s\n", what, index + 1, msg);
+    r->failures++;
+}
+
+/* Search, then alignment, of inputs [first, first + n). */
+static int align_chunk(Run *r, char *const *texts, int first, int n, const char *what, Error *err) {
+    int *ids[CHUNK] = {0}, lens[CHUNK], slot[CHUNK], good = 0, longest = 1, rc = 0;
+    const int *src[CHUNK];
+    for (int k = 0; k < n; k++) {
+        int unknown;
+        Error e;
+        slot[k] = -1;
+        if (encode_source(&r->nm, texts[first + k], &ids[k], &lens[k], &unknown, &e)) {
+            report_bad_input(r, what, first + k, e.msg);
+        } else if (lens[k] == 1) {
+            report_bad_input(r, what, first + k, "empty sentence, nothing to align");
+        } else if (lens[k] - 1 > MAX_INPUT_TOKENS) {
+            snprintf(e.msg, sizeof e.msg, "%d tokens, more than the %d this tool aligns",
+                     lens[k] - 1, MAX_INPUT_TOKENS);
+            report_bad_input(r, what, first + k, e.msg);
+        } else {
+            slot[k] = good;
+            src[good] = ids[k], lens[good] = lens[k];
+            if (lens[k] > longest) longest = lens[k];
+            good++;
+        }
+    }
+    Translation tr[CHUNK];
+    int searched = 0; /* translations to free */
+    if (good > 0) {
+        SearchOptions so = {
+            .beam = (int)r->opt.beam, .nbest = 1, .len_norm = 1.0, .max_len = 2 * longest + 10};
+        rc = search_translate(&r->searcher, &r->nm.model, src, lens, good, &so, tr, err);
+        if (rc == 0) searched = good;
+    }
+    for (int k = 0; k < n && rc == 0; k++) {
+        if (slot[k] < 0 || tr[slot[k]].count == 0) {
+            if (slot[k] >= 0) report_bad_input(r, what, first + k, "no translation found");
+            if (r->out) rc = alignment_write_missing(r->out, r->opt.format, err);
+            continue;
+        }
+        const Hypothesis *h = &tr[slot[k]].hyps[0];
+        Alignment a = {0}, forced = {0};
+        StepTrace trace = {0};
+        rc = alignment_from_hypothesis(&a, &r->nm, texts[first + k], h, err);
+        /* --explain recomputes the steps by feeding the chosen tokens back in */
+        if (rc == 0 && r->opt.explain)
+            rc = force_align_ids(&r->forced, texts[first + k], h->tokens, h->len, h->complete,
+                                 &forced, &trace, err);
+        if (rc == 0) rc = deliver(r, first + k, &a, &forced, &trace, err);
+        alignment_free(&a);
+        alignment_free(&forced);
+        step_trace_free(&trace);
+    }
+    for (int g = 0; g < searched; g++) translation_free(&tr[g]);
+    for (int k = 0; k < n; k++) free(ids[k]);
+    return rc;
+}
+
+/* --ref: the one input force-decoded against the given target. */
+static int align_reference(Run *r, const char *text, Error *err) {
+    Alignment a;
+    StepTrace trace = {0};
+    Error e;
+    if (force_align(&r->forced, text, r->opt.ref, &a, r->opt.explain ? &trace : NULL, &e)) {
+        report_bad_input(r, "argument", 0, e.msg);
+        return r->out ? alignment_write_missing(r->out, r->opt.format, err) : 0;
+    }
+    int rc = deliver(r, 0, &a, &a, &trace, err);
+    alignment_free(&a);
+    step_trace_free(&trace);
+    return rc;
+}
+
+static int run_eval(Run *r, Error *err) {
+    AerCounts c;
+    size_t pairs;
+    if (aer_evaluate(&r->forced, r->opt.pairs, r->opt.eval_gold, &c, &pairs, err)) return -1;
+    printf("word alignment of %zu force-decoded pairs of %s against %s\n", pairs, r->opt.pairs,
+           r->opt.eval_gold);
+    printf("links: predicted %zu, gold %zu, matched %zu\n", c.predicted, c.gold, c.matched);
+    printf("precision %.4f  recall %.4f  AER %.4f\n", aer_precision(&c), aer_recall(&c),
+           aer_error_rate(&c));
+    return 0;
+}
+
+/* Input sentences: the arguments, or every line of standard input. */
+typedef struct {
+    char **texts;
+    int count;
+    bool owned; /* lines read from standard input, freed at the end */
+} Inputs;
+
+static int read_inputs(Inputs *in, int argc, char **argv, Error *err) {
+    if (argc > 0) {
+        *in = (Inputs){.texts = argv, .count = argc};
+        return 0;
+    }
+    *in = (Inputs){.owned = true};
+    size_t cap = 0;
+    for (;;) {
+        char *line = NULL;
+        size_t line_cap = 0;
+        if (read_line(stdin, &line, &line_cap) < 0) {
+            free(line);
+            return ferror(stdin) ? error_set(err, "cannot read standard input") : 0;
+        }
+        if ((size_t)in->count == cap) {
+            cap = cap ? 2 * cap : 64;
+            char **grown = realloc(in->texts, cap * sizeof *grown);
+            if (!grown) {
+                free(line);
+                return error_set(err, "out of memory reading standard input");
+            }
+            in->texts = grown;
+        }
+        in->texts[in->count++] = line;
+    }
+}
+
+static void free_inputs(Inputs *in) {
+    if (in->owned) {
+        for (int i = 0; i < in->count; i++) free(in->texts[i]);
+        free(in->texts);
+    }
+}
+
+/* The format -o PATH implies by its extension, when it names one. */
+static bool format_from_path(const char *path, AlignFormat *format) {
+    static const struct {
+        const char *ext;
+        AlignFormat format;
+    } known[] = {{".tsv", ALIGN_TSV},    {".npy", ALIGN_NPY}, {".json", ALIGN_JSON},
+                 {".jsonl", ALIGN_JSON}, {".svg", ALIGN_SVG}, {".txt", ALIGN_TEXT}};
+    const char *dot = strrchr(path, '.');
+    for (size_t k = 0; dot && k < sizeof known / sizeof known[0]; k++)
+        if (strcmp(dot, known[k].ext) == 0) return *format = known[k].format, true;
+    return false;
+}
+
+/* Parses the options; returns -1 to exit 0 (--help), 2 on a usage error, else 0. */
+static int parse_options(Options *o, int argc, char **argv) {
+    static const struct option longs[] = {{"model", required_argument, 0, 'm'},
+                                          {"ref", required_argument, 0, 'r'},
+                                          {"beam", required_argument, 0, 'b'},
+                                          {"format", required_argument, 0, 'f'},
+                                          {"output", required_argument, 0, 'o'},
+                                          {"explain", no_argument, 0, 'x'},
+                                          {"eval-gold", required_argument, 0, 'g'},
+                                          {"pairs", required_argument, 0, 'p'},
+                                          {"help", no_argument, 0, 'h'},
+                                          {0, 0, 0, 0}};
+    bool format_given = false;
+    Error err;
+    int c;
+    *o = (Options){.beam = 1};
+    while ((c = getopt_long(argc, argv, "m:o:h", longs, NULL)) != -1) {
+        int bad = 0;
+        switch (c) {
+        case 'm':
+            o->model_path = optarg;
+            break;
+        case 'r':
+            o->ref = optarg;
+            break;
+        case 'b':
+            bad = parse_int_option("--beam", optarg, 1, 100, &o->beam, &err);
+            break;
+        case 'f':
+            bad = align_format_parse(optarg, &o->format, &err);
+            format_given = true;
+            break;
+        case 'o':
+            o->output = optarg;
+            break;
+        case 'x':
+            o->explain = true;
+            break;
+        case 'g':
+            o->eval_gold = optarg;
+            break;
+        case 'p':
+            o->pairs = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return -1;
+        default:
+            usage(stderr);
+            return 2;
+        }
+        if (bad) {
+            fprintf(stderr, "align: %s\n", err.msg);
+            return 2;
+        }
+    }
+    int texts = argc - optind;
+    const char *problem = NULL;
+    if (o->eval_gold || o->pairs) {
+        if (!o->eval_gold || !o->pairs)
+            problem = "--eval-gold and --pairs go together";
+        else if (texts > 0 || o->ref || o->explain || o->output || format_given || o->beam != 1)
+            problem = "--eval-gold takes only --pairs and -m";
+    } else if (o->ref && texts != 1) {
+        problem = "--ref needs exactly one TEXT argument";
+    } else if (o->ref && o->beam != 1) {
+        problem = "--ref force-decodes; it does not search with --beam";
+    }
+    if (problem) {
+        fprintf(stderr, "align: %s (see align --help)\n", problem);
+        return 2;
+    }
+    if (!format_given && !(o->output && format_from_path(o->output, &o->format)))
+        o->format = !o->output && isatty(STDOUT_FILENO) ? ALIGN_TEXT : ALIGN_TSV;
+    return 0;
+}
+
+/* Aligns every input and writes the results; Err on failures that stop the run. */
+static int align_inputs(Run *r, const Inputs *in, Error *err) {
+    const char *what = in->owned ? "line" : "argument";
+    r->several = in->count > 1;
+    if (r->opt.format == ALIGN_SVG) {
+        r->kept = checked_calloc((size_t)in->count + 1, sizeof(Alignment), "alignments", err);
+        if (!r->kept) return -1;
+    }
+    /* --explain alone prints the explanation instead of the matrix */
+    bool matrices = !(r->opt.explain && !r->opt.output);
+    if (matrices && r->opt.format != ALIGN_NPY) {
+        if (r->opt.output && output_file_open(&r->file, r->opt.output, err)) return -1;
+        r->out = r->opt.output ? r->file.file : stdout;
+    }
+    int rc = 0;
+    if (r->opt.ref)
+        rc = align_reference(r, in->texts[0], err);
+    else
+        for (int first = 0; first < in->count && rc == 0; first += CHUNK)
+            rc = align_chunk(r, in->texts, first,
+                             in->count - first < CHUNK ? in->count - first : CHUNK, what, err);
+    if (rc == 0 && r->opt.format == ALIGN_SVG && r->out)
+        rc = alignment_write_svg(r->out, r->kept, r->n_kept, err);
+    if (rc == 0 && r->opt.output && r->out) rc = output_file_commit(&r->file, err);
+    if (rc && r->opt.output) output_file_abort(&r->file);
+    if (rc == 0 && r->out == stdout && (fflush(stdout) || ferror(stdout)))
+        rc = error_set(err, "cannot write to standard output");
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    Run r = {0};
+    int status = parse_options(&r.opt, argc, argv);
+    if (status) return status < 0 ? 0 : status;
+    Error err;
+    Inputs in = {0};
+    int rc = load_model(r.opt.model_path, &r.nm, &err);
+    if (rc == 0) forced_decoder_init(&r.forced, &r.nm);
+    if (rc == 0 && r.opt.eval_gold) {
+        rc = run_eval(&r, &err);
+    } else if (rc == 0) {
+        rc = read_inputs(&in, argc - optind, argv + optind, &err);
+        if (rc == 0 && !r.opt.ref)
+            rc = search_init(&r.searcher, &r.nm.model.dims, CHUNK, MAX_INPUT_TOKENS + 1,
+                             (int)r.opt.beam, 2 * (MAX_INPUT_TOKENS + 1) + 10, &err);
+        if (rc == 0) rc = align_inputs(&r, &in, &err);
+    }
+    if (rc) fprintf(stderr, "align: %s\n", err.msg);
+    for (int k = 0; k < r.n_kept; k++) alignment_free(&r.kept[k]);
+    free(r.kept);
+    free_inputs(&in);
+    search_free(&r.searcher);
+    forced_decoder_free(&r.forced);
+    nmt_model_free(&r.nm);
+    return rc || r.failures ? 1 : 0;
+}
