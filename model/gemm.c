@@ -1,35 +1,950 @@
 /*
- * gemm.c: a straightforward, cache-friendly matrix product (see gemm.h for the contract).
- * Rows of C are split across threads; within a row the k loop order is fixed.
+ * gemm.c: a blocked, register-tiled matrix product in the style of GotoBLAS/BLIS (see gemm.h
+ * for the contract): C = beta C + op(A) op(B), row-major, beta 0 or 1.
+ *
+ * From the inside out:
+ *
+ *  - Micro-kernel. Computes an MR x NR tile of C in vector registers: for each k it loads NR
+ *    values of op(B) (vectors along j), broadcasts MR values of op(A) and does MR x NR fused
+ *    multiply-adds, then stores the tile to C or adds it, with masks at the right edge and a
+ *    row count at the bottom. AVX-512 uses 8 x 32 (16 zmm accumulators), AVX2+FMA 6 x 16
+ *    (12 ymm), the portable C kernel 4 x 8 (vectorised by the compiler, no FMA).
+ *
+ *  - Packing. Panels of op(A) (MR rows) and op(B) (NR columns) are copied into contiguous,
+ *    64-byte aligned buffers in the order the kernel reads them ([k][MR], [k][NR]), zero-padded
+ *    to whole panels. All four transpose cases and any lda/ldb are resolved here, so the
+ *    kernel sees one layout. The AVX-512 packer transposes 8 x 16 blocks in registers.
+ *
+ *  - Cache blocking. K is cut into blocks of KC = 256. For each K block and each block of
+ *    NC = 1024 columns, that KC x NC block of op(B) is packed (1 MiB: it stays in the 2 MiB L2),
+ *    then op(A) is packed MC = 192 rows at a time, and each A micro-panel (8 x 256, 8 KiB)
+ *    stays in L1 while the kernel sweeps it across all the B panels.
+ *
+ *  - Small shapes. With few rows, each element of B is used too few times to repay a copy.
+ *    When op(B) is B itself, its rows are read in place. When B is transposed ([N,K], as in
+ *    the forward y = x W^T), up to 16 rows (decoding, beam search) are done as dot products
+ *    of rows of op(A) and B, in vector lanes along k, with B streamed through once; up to 128
+ *    rows (a training batch), as C^T = op(B)^T op(A)^T: rows of B are broadcast in place, only
+ *    the small op(A) is packed, and each tile is transposed on its way to C. M == 1 with B not
+ *    transposed is a vector-matrix loop; N == 1 is done as the transposed problem, with M == 1.
+ *
+ *  - Dispatch. The instruction set is chosen once, on the first call, with
+ *    __builtin_cpu_supports: AVX-512F, else AVX2+FMA, else portable C. The environment
+ *    variable NMT_GEMM_ISA=avx2|generic forces a lower one (to test those paths on an AVX-512
+ *    machine). The double build (-DREAL_DOUBLE) always uses the portable code.
+ *
+ *  - Threads. OpenMP splits C into disjoint ranges of whole tiles: columns when M <= N (each
+ *    thread then packs all of the smaller op(A)), rows otherwise. Each thread packs into its
+ *    own buffer, allocated on its first product and kept. Products below a work threshold
+ *    run on the calling thread alone.
+ *
+ * Determinism. K is never split across threads, and the K blocks depend only on K. Every
+ * element of C is: for each K block in order, a sum started at zero and taken over k in order
+ * (a fused multiply-add per term with AVX2/AVX-512, a multiply then an add in the portable
+ * code), then stored (first block, beta 0) or added to C. So results are bit-identical for
+ * any number of threads and from run to run, and a row of C does not depend on M or on which
+ * path computed it. The one exception is the dot-product path (B transposed and M <= 16 with
+ * AVX-512, M == 1 otherwise; N == 1 with A not transposed): there each element is summed in
+ * vector lanes over chunks of 1024 k, then reduced in a fixed tree, which is also the same for
+ * every thread count and every M that takes that path. A thread that cannot get its buffer
+ * falls back to a plain loop doing exactly the kernels' arithmetic, which leaves no trace in
+ * the results either.
  */
 #include "gemm.h"
 
+#include <math.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
-void gemm(int trans_a, int trans_b, int M, int N, int K, const real *A, int lda, const real *B,
-          int ldb, real beta, real *C, int ldc) {
-    long work = (long)M * N * K;
-#pragma omp parallel for schedule(static) if (work > 32768)
-    for (int i = 0; i < M; i++) {
-        real *c = C + (size_t)i * ldc;
-        if (beta == 0) memset(c, 0, sizeof(real) * (size_t)N);
-        if (trans_b) {
-            /* B stored [N,K]: each c[j] is a dot product of two rows. */
-            for (int j = 0; j < N; j++) {
-                const real *b = B + (size_t)j * ldb;
-                real sum = 0;
-                if (trans_a)
-                    for (int k = 0; k < K; k++) sum += A[(size_t)k * lda + i] * b[k];
-                else
-                    for (int k = 0; k < K; k++) sum += A[(size_t)i * lda + k] * b[k];
-                c[j] += sum;
+#if !defined(REAL_DOUBLE) && defined(__x86_64__) && defined(__GNUC__)
+#define GEMM_X86 1
+#include <immintrin.h>
+#else
+#define GEMM_X86 0
+#endif
+
+/* ---- blocking parameters and the per-instruction-set table ------------------------------ */
+
+/* K block: the unit of summation (see Determinism) and the depth of every packed panel. */
+#define KC 256
+/* Columns of the packed B block: KC x NC reals, 1 MiB in float, half the L2 of one core. */
+#define NC 1024
+/* Rows of op(A) packed at once (rounded down to a multiple of MR): 192 KiB in float. */
+#define MC 192
+/* Largest M for the C^T path (its packed op(A), KC x M, lives in the B block buffer). */
+#define SWAP_MAX_M 128
+/* Largest block of B (bytes) read in place instead of packed, for few rows. */
+#define IN_PLACE_MAX_BYTES (512 * 1024)
+/* The dot-product path (B transposed, few rows): K is summed in chunks of DOT_CHUNK, and
+ * rows of op(A) that are not contiguous are copied DOT_ROWS at a time to a stack buffer. */
+#define DOT_CHUNK 1024
+#define DOT_ROWS  4
+/* Below twice this many multiply-adds a second thread costs more than it brings. */
+#define WORK_PER_THREAD (1L << 16)
+/* Per-thread buffer: the packed B block, then the packed A block. */
+#define WS_B_ELEMS ((size_t)KC * NC)
+#define WS_ELEMS   (WS_B_ELEMS + (size_t)MC * KC)
+
+/* Computes an mr x nr (<= MR x NR) tile of C from kc steps of a packed A micro-panel
+ * (a[k*MR + i]) and of B rows b + k*ldb, each with NR readable values (a zero-padded packed
+ * panel with ldb = NR, or whole panels of B itself). `add`: C += tile, else C = tile. */
+typedef void (*Kernel)(int kc, const real *a, const real *b, ptrdiff_t ldb, real *c, ptrdiff_t ldc,
+                       int mr, int nr, int add);
+/* The C^T kernel: tile rows are 8 rows of B stored [N,K] (read in place at b + j*ldb + k),
+ * columns a packed panel of op(A)^T (a[k*NR + i]); writes C[i*ldc + j] for i < ni, j < nj. */
+typedef void (*KernelT)(int kc, const real *b, ptrdiff_t ldb, const real *a, real *c, ptrdiff_t ldc,
+                        int ni, int nj, int add);
+/* y[j*incy] (+)= sum_k x[k*incx] B[k*ldb + j] for j < n: vectors along j, K blocks of KC. */
+typedef void (*GemvN)(int n, int K, const real *x, ptrdiff_t incx, const real *B, ptrdiff_t ldb,
+                      int add, real *y, ptrdiff_t incy);
+/* C(i, j) (+)= sum_k a[i*lda + k] b[j*ldb + k] for i < m, j < n, with C(i, j) at
+ * c[i*rsc + j*csc]: dot products, vectors along k. Each element gets the same arithmetic
+ * whatever m, n and its position (groups of rows repeat their last row to fill up). */
+typedef void (*Dot)(int m, int n, int kc, const real *a, ptrdiff_t lda, const real *b,
+                    ptrdiff_t ldb, int add, real *c, ptrdiff_t rsc, ptrdiff_t csc);
+/* Packs panels exactly as pack_panels does, or returns 0 to leave the job to it. */
+typedef int (*Pack)(int trans, int kc, int n, const real *x, ptrdiff_t ldx, int w, real *dst);
+
+typedef struct {
+    const char *name;
+    int mr, nr;     /* micro-tile */
+    int fma;        /* the kernels use fused multiply-add (so must the fallback loop) */
+    int in_place_m; /* up to this many rows, a non-transposed B is read in place */
+    Kernel kernel;
+    KernelT kernel_t; /* NULL: no C^T path */
+    GemvN gemv_n;
+    Dot dot;
+    int dot_max_m; /* the dot-product path is used for B transposed and up to this M */
+    Pack pack;     /* NULL: portable packing */
+} Isa;
+
+static inline int imin(int a, int b) {
+    return a < b ? a : b;
+}
+
+/* ---- portable kernels (any compiler and CPU; the only ones in the double build) ---------- */
+
+#define G_MR 4
+#define G_NR 8
+
+static void kernel_generic(int kc, const real *restrict a, const real *restrict b, ptrdiff_t ldb,
+                           real *restrict c, ptrdiff_t ldc, int mr, int nr, int add) {
+    real acc[G_MR][G_NR] = {{0}};
+    for (int k = 0; k < kc; k++, a += G_MR, b += ldb)
+        for (int i = 0; i < G_MR; i++)
+            for (int j = 0; j < G_NR; j++) acc[i][j] += a[i] * b[j];
+    for (int i = 0; i < mr; i++) {
+        real *ci = c + i * ldc;
+        if (add)
+            for (int j = 0; j < nr; j++) ci[j] += acc[i][j];
+        else
+            for (int j = 0; j < nr; j++) ci[j] = acc[i][j];
+    }
+}
+
+static void gemv_n_generic(int n, int K, const real *x, ptrdiff_t incx, const real *B,
+                           ptrdiff_t ldb, int add, real *y, ptrdiff_t incy) {
+    enum { W = 64 };
+    for (int j0 = 0; j0 < n; j0 += W) {
+        int w = imin(W, n - j0);
+        for (int p = 0; p < K; p += KC) {
+            real acc[W] = {0};
+            for (int k = p; k < imin(p + KC, K); k++) {
+                real xk = x[k * incx];
+                const real *bk = B + k * ldb + j0;
+                for (int j = 0; j < w; j++) acc[j] += xk * bk[j];
             }
+            real *yj = y + j0 * incy;
+            for (int j = 0; j < w; j++)
+                yj[j * incy] = add || p > 0 ? yj[j * incy] + acc[j] : acc[j];
+        }
+    }
+}
+
+static void dot_generic(int m, int n, int kc, const real *a, ptrdiff_t lda, const real *b,
+                        ptrdiff_t ldb, int add, real *c, ptrdiff_t rsc, ptrdiff_t csc) {
+    enum { L = 8 }; /* partial sums in L lanes (k mod L), then a fixed tree */
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            const real *ai = a + i * lda, *bj = b + j * ldb;
+            real s[L] = {0};
+            int k = 0;
+            for (; k + L <= kc; k += L)
+                for (int l = 0; l < L; l++) s[l] += ai[k + l] * bj[k + l];
+            for (int l = 0; k + l < kc; l++) s[l] += ai[k + l] * bj[k + l];
+            real sum = ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+            real *cij = c + i * rsc + j * csc;
+            *cij = add ? *cij + sum : sum;
+        }
+}
+
+static const Isa isa_generic = {.name = "generic",
+                                .mr = G_MR,
+                                .nr = G_NR,
+                                .kernel = kernel_generic,
+                                .gemv_n = gemv_n_generic,
+                                .dot = dot_generic,
+                                .dot_max_m = 1};
+
+#if GEMM_X86
+/* ---- AVX2 + FMA kernels (float) ---------------------------------------------------------- */
+
+#define AVX2_MR 6
+#define AVX2_NR 16
+
+/* All-ones in lanes j < n: the mask of maskload/maskstore. */
+__attribute__((target("avx2"))) static inline __m256i mask8(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+__attribute__((target("avx2,fma"))) static void kernel_avx2(int kc, const float *a, const float *b,
+                                                            ptrdiff_t ldb, float *c, ptrdiff_t ldc,
+                                                            int mr, int nr, int add) {
+    /* Every loop over the accumulators is fully unrolled (constant trip count, no break):
+     * with a run-time index the compiler keeps acc in memory, with stores in the k loop. */
+    __m256 acc[AVX2_MR][2];
+#pragma GCC unroll 6
+    for (int i = 0; i < AVX2_MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    for (int k = 0; k < kc; k++, a += AVX2_MR, b += ldb) {
+        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+#pragma GCC unroll 6
+        for (int i = 0; i < AVX2_MR; i++) {
+            __m256 ai = _mm256_broadcast_ss(a + i);
+            acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+        }
+    }
+    __m256i m0 = mask8(nr), m1 = mask8(nr - 8);
+#pragma GCC unroll 6
+    for (int i = 0; i < AVX2_MR; i++) {
+        if (i >= mr) continue;
+        float *ci = c + i * ldc;
+        __m256 c0 = acc[i][0], c1 = acc[i][1];
+        if (nr == AVX2_NR) {
+            if (add) {
+                c0 = _mm256_add_ps(_mm256_loadu_ps(ci), c0);
+                c1 = _mm256_add_ps(_mm256_loadu_ps(ci + 8), c1);
+            }
+            _mm256_storeu_ps(ci, c0);
+            _mm256_storeu_ps(ci + 8, c1);
         } else {
-            for (int k = 0; k < K; k++) {
-                real a = trans_a ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
-                const real *b = B + (size_t)k * ldb;
-                for (int j = 0; j < N; j++) c[j] += a * b[j];
+            if (add) {
+                c0 = _mm256_add_ps(_mm256_maskload_ps(ci, m0), c0);
+                c1 = _mm256_add_ps(_mm256_maskload_ps(ci + 8, m1), c1);
+            }
+            _mm256_maskstore_ps(ci, m0, c0);
+            _mm256_maskstore_ps(ci + 8, m1, c1);
+        }
+    }
+}
+
+/* Stores (or adds) lanes j < w of v to y[j*incy]. */
+__attribute__((target("avx2"))) static inline void store8(float *y, ptrdiff_t incy, __m256 v, int w,
+                                                          int add) {
+    if (incy == 1) {
+        __m256i m = mask8(w);
+        if (add) v = _mm256_add_ps(_mm256_maskload_ps(y, m), v);
+        _mm256_maskstore_ps(y, m, v);
+    } else {
+        float t[8];
+        _mm256_storeu_ps(t, v);
+        for (int j = 0; j < w; j++) y[j * incy] = add ? y[j * incy] + t[j] : t[j];
+    }
+}
+
+__attribute__((target("avx2,fma"))) static void gemv_n_avx2(int n, int K, const float *x,
+                                                            ptrdiff_t incx, const float *B,
+                                                            ptrdiff_t ldb, int add, float *y,
+                                                            ptrdiff_t incy) {
+    int j0 = 0;
+    for (; j0 + 64 <= n; j0 += 64) /* 8 accumulators: enough independent chains */
+        for (int p = 0; p < K; p += KC) {
+            __m256 acc[8];
+#pragma GCC unroll 8
+            for (int v = 0; v < 8; v++) acc[v] = _mm256_setzero_ps();
+            for (int k = p; k < imin(p + KC, K); k++) {
+                __m256 xk = _mm256_broadcast_ss(x + k * incx);
+                const float *bk = B + k * ldb + j0;
+#pragma GCC unroll 8
+                for (int v = 0; v < 8; v++)
+                    acc[v] = _mm256_fmadd_ps(xk, _mm256_loadu_ps(bk + 8 * v), acc[v]);
+            }
+#pragma GCC unroll 8
+            for (int v = 0; v < 8; v++)
+                store8(y + (j0 + 8 * v) * incy, incy, acc[v], 8, add || p > 0);
+        }
+    for (; j0 < n; j0 += 8) { /* the same arithmetic, one vector at a time */
+        int w = imin(8, n - j0);
+        __m256i m = mask8(w);
+        for (int p = 0; p < K; p += KC) {
+            __m256 acc = _mm256_setzero_ps();
+            for (int k = p; k < imin(p + KC, K); k++)
+                acc = _mm256_fmadd_ps(_mm256_broadcast_ss(x + k * incx),
+                                      _mm256_maskload_ps(B + k * ldb + j0, m), acc);
+            store8(y + j0 * incy, incy, acc, w, add || p > 0);
+        }
+    }
+}
+
+/* Horizontal sum in a fixed order. */
+__attribute__((target("avx2"))) static inline float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+__attribute__((target("avx2,fma"))) static void dot_avx2(int m, int n, int kc, const float *a,
+                                                         ptrdiff_t lda, const float *b,
+                                                         ptrdiff_t ldb, int add, float *c,
+                                                         ptrdiff_t rsc, ptrdiff_t csc) {
+    /* 4 rows of b at a time share each load of a row of a */
+    for (int i = 0; i < m; i++) {
+        const float *ai = a + i * lda;
+        for (int j = 0; j < n; j += 4) {
+            int rows = imin(4, n - j);
+            const float *bq[4];
+            for (int q = 0; q < 4; q++) bq[q] = b + (j + imin(q, rows - 1)) * ldb;
+            __m256 s[4];
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) s[q] = _mm256_setzero_ps();
+            int k = 0;
+            for (; k + 8 <= kc; k += 8) {
+                __m256 ak = _mm256_loadu_ps(ai + k);
+#pragma GCC unroll 4
+                for (int q = 0; q < 4; q++)
+                    s[q] = _mm256_fmadd_ps(ak, _mm256_loadu_ps(bq[q] + k), s[q]);
+            }
+            if (k < kc) {
+                __m256i mk = mask8(kc - k);
+                __m256 ak = _mm256_maskload_ps(ai + k, mk);
+#pragma GCC unroll 4
+                for (int q = 0; q < 4; q++)
+                    s[q] = _mm256_fmadd_ps(ak, _mm256_maskload_ps(bq[q] + k, mk), s[q]);
+            }
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) {
+                if (q >= rows) continue;
+                float r = hsum8(s[q]), *cq = c + i * rsc + (j + q) * csc;
+                *cq = add ? *cq + r : r;
             }
         }
     }
+}
+
+static const Isa isa_avx2 = {.name = "avx2",
+                             .mr = AVX2_MR,
+                             .nr = AVX2_NR,
+                             .fma = 1,
+                             .in_place_m = 16,
+                             .kernel = kernel_avx2,
+                             .gemv_n = gemv_n_avx2,
+                             .dot = dot_avx2,
+                             .dot_max_m = 1};
+
+/* ---- AVX-512 kernels (float) ------------------------------------------------------------- */
+
+#define A512_MR 8
+#define A512_NR 32
+
+/* Lanes j < n (n clamped to 0..16) of a zmm. */
+static inline __mmask16 mask16(int n) {
+    return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
+}
+
+__attribute__((target("avx512f"))) static void kernel_avx512(int kc, const float *a, const float *b,
+                                                             ptrdiff_t ldb, float *c, ptrdiff_t ldc,
+                                                             int mr, int nr, int add) {
+    /* As in kernel_avx2, the loops over acc are all fully unrolled to keep it in registers. */
+    __m512 acc[A512_MR][2];
+#pragma GCC unroll 8
+    for (int i = 0; i < A512_MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (int i = 0; i < mr; i++) _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+    for (int k = 0; k < kc; k++, a += A512_MR, b += ldb) {
+        __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 8
+        for (int i = 0; i < A512_MR; i++) {
+            __m512 ai = _mm512_set1_ps(a[i]);
+            acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+        }
+    }
+    __mmask16 m0 = mask16(nr), m1 = mask16(nr - 16);
+#pragma GCC unroll 8
+    for (int i = 0; i < A512_MR; i++) {
+        if (i >= mr) continue;
+        float *ci = c + i * ldc;
+        __m512 c0 = acc[i][0], c1 = acc[i][1];
+        if (add) {
+            c0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, ci), c0);
+            c1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, ci + 16), c1);
+        }
+        _mm512_mask_storeu_ps(ci, m0, c0);
+        _mm512_mask_storeu_ps(ci + 16, m1, c1);
+    }
+}
+
+/* The transpose of 8 vectors of 16: out[i][j] = v[j][i]. Unpacks build 4 x 4 blocks inside
+ * each 128-bit lane, then 128-bit shuffles join the two halves of each output row. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+transpose8x16(const __m512 v[8], __m256 out[16]) {
+    __m512 t[8], u[8];
+#pragma GCC unroll 4
+    for (int q = 0; q < 8; q += 2) {
+        t[q] = _mm512_unpacklo_ps(v[q], v[q + 1]);
+        t[q + 1] = _mm512_unpackhi_ps(v[q], v[q + 1]);
+    }
+#define PD(x) _mm512_castps_pd(x)
+#pragma GCC unroll 2
+    for (int h = 0; h < 8; h += 4) {
+        u[h] = _mm512_castpd_ps(_mm512_unpacklo_pd(PD(t[h]), PD(t[h + 2])));
+        u[h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(PD(t[h]), PD(t[h + 2])));
+        u[h + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(PD(t[h + 1]), PD(t[h + 3])));
+        u[h + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(PD(t[h + 1]), PD(t[h + 3])));
+    }
+    /* u[r] (r < 4), 128-bit lane L: elements 0..3 of output row 4L + r; u[4 + r]: 4..7 */
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) {
+        __m512 lo = _mm512_shuffle_f32x4(u[r], u[4 + r], _MM_SHUFFLE(1, 0, 1, 0));
+        __m512 hi = _mm512_shuffle_f32x4(u[r], u[4 + r], _MM_SHUFFLE(3, 2, 3, 2));
+        lo = _mm512_shuffle_f32x4(lo, lo, _MM_SHUFFLE(3, 1, 2, 0)); /* rows r, 4 + r */
+        hi = _mm512_shuffle_f32x4(hi, hi, _MM_SHUFFLE(3, 1, 2, 0)); /* rows 8 + r, 12 + r */
+        out[r] = _mm512_castps512_ps256(lo);
+        out[4 + r] = _mm256_castpd_ps(_mm512_extractf64x4_pd(PD(lo), 1));
+        out[8 + r] = _mm512_castps512_ps256(hi);
+        out[12 + r] = _mm256_castpd_ps(_mm512_extractf64x4_pd(PD(hi), 1));
+    }
+#undef PD
+}
+
+/* C[i*ldc + j] (+)= v[j][i] for i < ni, j < nj: a tile computed transposed. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+store_t8x16(const __m512 v[8], float *c, ptrdiff_t ldc, int ni, int nj, int add) {
+    __m256 rows[16];
+    transpose8x16(v, rows);
+    __mmask16 m = mask16(nj);
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++) {
+        if (i >= ni) continue;
+        float *ci = c + i * ldc;
+        __m512 x = _mm512_castps256_ps512(rows[i]); /* upper half undefined: masked off */
+        if (add) x = _mm512_maskz_add_ps(m, _mm512_maskz_loadu_ps(m, ci), x);
+        _mm512_mask_storeu_ps(ci, m, x);
+    }
+}
+
+__attribute__((target("avx512f"))) static void kernel_t_avx512(int kc, const float *b,
+                                                               ptrdiff_t ldb, const float *a,
+                                                               float *c, ptrdiff_t ldc, int ni,
+                                                               int nj, int add) {
+    __m512 acc[2][8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) acc[0][j] = acc[1][j] = _mm512_setzero_ps();
+    /* Rows past nj repeat the last valid one (computed, never stored) to stay in bounds. */
+    const float *bj[8];
+    for (int j = 0; j < 8; j++) bj[j] = b + imin(j, nj - 1) * ldb;
+    for (int k = 0; k < kc; k++, a += A512_NR) {
+        __m512 a0 = _mm512_load_ps(a), a1 = _mm512_load_ps(a + 16);
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            /* the same product B(k,j) A(i,k) as the normal kernel's A(i,k) B(k,j) */
+            __m512 bk = _mm512_set1_ps(bj[j][k]);
+            acc[0][j] = _mm512_fmadd_ps(bk, a0, acc[0][j]);
+            acc[1][j] = _mm512_fmadd_ps(bk, a1, acc[1][j]);
+        }
+    }
+    store_t8x16(acc[0], c, ldc, imin(ni, 16), nj, add);
+    if (ni > 16) store_t8x16(acc[1], c + 16 * ldc, ldc, ni - 16, nj, add);
+}
+
+/* Packs as pack_panels does, for w a multiple of 8. Rows of a non-transposed operand are
+ * copied with vector moves (masked for the last, zero-padded panel); short rows are prefetched
+ * a few rows ahead into L2, as with a large stride each is in a different page, where the
+ * hardware prefetchers do not reach. A transposed operand goes 8 rows x 16 k at a time through
+ * transpose8x16 (rows past n read as zero). */
+__attribute__((target("avx512f"))) static int pack_avx512(int trans, int kc, int n, const float *x,
+                                                          ptrdiff_t ldx, int w, float *dst) {
+    enum { AHEAD = 12 };
+    if (w % 8) return 0;
+    if (!trans) {
+        int whole = n - n % w; /* columns in whole panels */
+        for (int k = 0; k < kc; k++) {
+            const float *s = x + k * ldx;
+            if (n < 512 && k + AHEAD < kc) /* longer rows are left to the hardware */
+                for (int j = 0; j < n; j += 16)
+                    _mm_prefetch((const char *)(s + AHEAD * ldx + j), _MM_HINT_T1);
+            float *d = dst + k * w;
+            if (w == 8)
+                for (int p = 0; p < whole; p += 8)
+                    _mm256_store_ps(d + (ptrdiff_t)p * kc, _mm256_loadu_ps(s + p));
+            else if (w % 16 == 0)
+                for (int p = 0; p < whole; p += w)
+                    for (int j = 0; j < w; j += 16)
+                        _mm512_store_ps(d + (ptrdiff_t)p * kc + j, _mm512_loadu_ps(s + p + j));
+            else
+                whole = 0;
+            for (int p = whole; p < n; p += w) /* the last panel, zero-padded */
+                for (int j0 = 0; j0 < w; j0 += 16) {
+                    int lanes = imin(16, w - j0);
+                    __m512 v = _mm512_maskz_loadu_ps(mask16(imin(lanes, n - p - j0)), s + p + j0);
+                    _mm512_mask_storeu_ps(d + (ptrdiff_t)p * kc + j0, mask16(lanes), v);
+                }
+        }
+        return 1;
+    }
+    for (int p = 0; p < n; p += w, dst += w * kc)
+        for (int j0 = 0; j0 < w; j0 += 8) {
+            int rows = imin(8, n - p - j0);
+            const float *s = x + (p + j0) * ldx;
+            for (int k = 0; k < kc; k += 16) {
+                __mmask16 m = mask16(kc - k);
+                __m512 v[8];
+                __m256 out[16];
+#pragma GCC unroll 8
+                for (int j = 0; j < 8; j++)
+                    v[j] =
+                        j < rows ? _mm512_maskz_loadu_ps(m, s + j * ldx + k) : _mm512_setzero_ps();
+                transpose8x16(v, out);
+                float *d = dst + k * w + j0;
+#pragma GCC unroll 16
+                for (int q = 0; q < 16; q++)
+                    if (k + q < kc) _mm256_store_ps(d + q * w, out[q]);
+            }
+        }
+    return 1;
+}
+
+/* Stores (or adds) lanes j < w of v to y[j*incy]. */
+__attribute__((target("avx512f"))) static inline void store16(float *y, ptrdiff_t incy, __m512 v,
+                                                              int w, int add) {
+    __mmask16 m = mask16(w);
+    if (incy == 1) {
+        if (add) v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, y), v);
+        _mm512_mask_storeu_ps(y, m, v);
+    } else {
+        float t[16];
+        _mm512_storeu_ps(t, v);
+        for (int j = 0; j < w; j++) y[j * incy] = add ? y[j * incy] + t[j] : t[j];
+    }
+}
+
+__attribute__((target("avx512f"))) static void gemv_n_avx512(int n, int K, const float *x,
+                                                             ptrdiff_t incx, const float *B,
+                                                             ptrdiff_t ldb, int add, float *y,
+                                                             ptrdiff_t incy) {
+    int j0 = 0;
+    for (; j0 + 128 <= n; j0 += 128) /* 8 accumulators: enough independent chains */
+        for (int p = 0; p < K; p += KC) {
+            __m512 acc[8];
+#pragma GCC unroll 8
+            for (int v = 0; v < 8; v++) acc[v] = _mm512_setzero_ps();
+            for (int k = p; k < imin(p + KC, K); k++) {
+                __m512 xk = _mm512_set1_ps(x[k * incx]);
+                const float *bk = B + k * ldb + j0;
+#pragma GCC unroll 8
+                for (int v = 0; v < 8; v++)
+                    acc[v] = _mm512_fmadd_ps(xk, _mm512_loadu_ps(bk + 16 * v), acc[v]);
+            }
+#pragma GCC unroll 8
+            for (int v = 0; v < 8; v++)
+                store16(y + (j0 + 16 * v) * incy, incy, acc[v], 16, add || p > 0);
+        }
+    for (; j0 < n; j0 += 16) { /* the same arithmetic, one vector at a time */
+        int w = imin(16, n - j0);
+        __mmask16 m = mask16(w);
+        for (int p = 0; p < K; p += KC) {
+            __m512 acc = _mm512_setzero_ps();
+            for (int k = p; k < imin(p + KC, K); k++)
+                acc = _mm512_fmadd_ps(_mm512_set1_ps(x[k * incx]),
+                                      _mm512_maskz_loadu_ps(m, B + k * ldb + j0), acc);
+            store16(y + j0 * incy, incy, acc, w, add || p > 0);
+        }
+    }
+}
+
+/* The sums of v0..v3, each in one fixed order: lanes l + 8, then + 4, + 2, + 1 (a tree), with
+ * the shuffles shared between the four. */
+__attribute__((target("avx512f"), always_inline)) static inline __m128
+reduce4(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
+    /* 128-bit lanes of t01: v0 lanes 0..3 + 8..11, 4..7 + 12..15, then the same for v1 */
+    __m512 t01 = _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, _MM_SHUFFLE(1, 0, 1, 0)),
+                               _mm512_shuffle_f32x4(v0, v1, _MM_SHUFFLE(3, 2, 3, 2)));
+    __m512 t23 = _mm512_add_ps(_mm512_shuffle_f32x4(v2, v3, _MM_SHUFFLE(1, 0, 1, 0)),
+                               _mm512_shuffle_f32x4(v2, v3, _MM_SHUFFLE(3, 2, 3, 2)));
+    /* 128-bit lane q of u: 4 partial sums of v_q */
+    __m512 u = _mm512_add_ps(_mm512_shuffle_f32x4(t01, t23, _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(t01, t23, _MM_SHUFFLE(3, 1, 3, 1)));
+    u = _mm512_add_ps(u, _mm512_shuffle_ps(u, u, _MM_SHUFFLE(1, 0, 3, 2)));
+    u = _mm512_add_ps(u, _mm512_shuffle_ps(u, u, _MM_SHUFFLE(2, 3, 0, 1)));
+    __m512i first = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm512_castps512_ps128(_mm512_permutexvar_ps(first, u));
+}
+
+__attribute__((target("avx512f"))) static void dot_avx512(int m, int n, int kc, const float *a,
+                                                          ptrdiff_t lda, const float *b,
+                                                          ptrdiff_t ldb, int add, float *c,
+                                                          ptrdiff_t rsc, ptrdiff_t csc) {
+    float r[8];
+    if (m == 1) { /* a vector: 8 rows of b at a time, 8 chains sharing each load of a */
+        for (int j = 0; j < n; j += 8) {
+            int rows = imin(8, n - j);
+            const float *bq[8];
+            for (int q = 0; q < 8; q++) bq[q] = b + (j + imin(q, rows - 1)) * ldb;
+            __m512 s[8];
+#pragma GCC unroll 8
+            for (int q = 0; q < 8; q++) s[q] = _mm512_setzero_ps();
+            for (int k = 0; k < kc; k += 16) {
+                __mmask16 mk = mask16(kc - k);
+                __m512 ak = _mm512_maskz_loadu_ps(mk, a + k);
+#pragma GCC unroll 8
+                for (int q = 0; q < 8; q++)
+                    s[q] = _mm512_fmadd_ps(ak, _mm512_maskz_loadu_ps(mk, bq[q] + k), s[q]);
+            }
+            _mm_storeu_ps(r, reduce4(s[0], s[1], s[2], s[3]));
+            _mm_storeu_ps(r + 4, reduce4(s[4], s[5], s[6], s[7]));
+            for (int q = 0; q < rows; q++) {
+                float *cq = c + (j + q) * csc;
+                *cq = add ? *cq + r[q] : r[q];
+            }
+        }
+        return;
+    }
+    /* 4 x 4 tiles of 16 chains; 4 rows of b stay in L1 while all the rows of a pass by */
+    for (int j = 0; j < n; j += 4) {
+        int nj = imin(4, n - j);
+        const float *bq[4];
+        for (int q = 0; q < 4; q++) bq[q] = b + (j + imin(q, nj - 1)) * ldb;
+        for (int i = 0; i < m; i += 4) {
+            int mi = imin(4, m - i);
+            const float *ap[4];
+            for (int q = 0; q < 4; q++) ap[q] = a + (i + imin(q, mi - 1)) * lda;
+            __m512 s[4][4];
+#pragma GCC unroll 4
+            for (int p = 0; p < 4; p++)
+#pragma GCC unroll 4
+                for (int q = 0; q < 4; q++) s[p][q] = _mm512_setzero_ps();
+            for (int k = 0; k < kc; k += 16) {
+                __mmask16 mk = mask16(kc - k);
+                __m512 av[4], bv[4];
+#pragma GCC unroll 4
+                for (int q = 0; q < 4; q++) {
+                    av[q] = _mm512_maskz_loadu_ps(mk, ap[q] + k);
+                    bv[q] = _mm512_maskz_loadu_ps(mk, bq[q] + k);
+                }
+#pragma GCC unroll 4
+                for (int p = 0; p < 4; p++)
+#pragma GCC unroll 4
+                    for (int q = 0; q < 4; q++) s[p][q] = _mm512_fmadd_ps(av[p], bv[q], s[p][q]);
+            }
+#pragma GCC unroll 4
+            for (int p = 0; p < 4; p++) {
+                if (p >= mi) continue;
+                _mm_storeu_ps(r, reduce4(s[p][0], s[p][1], s[p][2], s[p][3]));
+                for (int q = 0; q < nj; q++) {
+                    float *cpq = c + (i + p) * rsc + (j + q) * csc;
+                    *cpq = add ? *cpq + r[q] : r[q];
+                }
+            }
+        }
+    }
+}
+
+static const Isa isa_avx512 = {.name = "avx512",
+                               .mr = A512_MR,
+                               .nr = A512_NR,
+                               .fma = 1,
+                               .in_place_m = 64,
+                               .kernel = kernel_avx512,
+                               .kernel_t = kernel_t_avx512,
+                               .gemv_n = gemv_n_avx512,
+                               .dot = dot_avx512,
+                               .dot_max_m = 16,
+                               .pack = pack_avx512};
+#endif /* GEMM_X86 */
+
+/* ---- dispatch ---------------------------------------------------------------------------- */
+
+static const Isa *isa_select(void) {
+    const Isa *isa = &isa_generic;
+#if GEMM_X86
+    /* NMT_GEMM_ISA=avx2 or generic caps the choice (any other value is ignored) */
+    const char *force = getenv("NMT_GEMM_ISA");
+    int cap = !force ? 2 : !strcmp(force, "generic") ? 0 : !strcmp(force, "avx2") ? 1 : 2;
+    __builtin_cpu_init();
+    if (cap >= 2 && __builtin_cpu_supports("avx512f"))
+        isa = &isa_avx512;
+    else if (cap >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        isa = &isa_avx2;
+#endif
+    return isa;
+}
+
+/* The one-time dispatch decision (racing first calls reach the same answer). */
+static const Isa *isa_get(void) {
+    static _Atomic(const Isa *) chosen;
+    const Isa *isa = atomic_load_explicit(&chosen, memory_order_acquire);
+    if (!isa) {
+        isa = isa_select();
+        atomic_store_explicit(&chosen, isa, memory_order_release);
+    }
+    return isa;
+}
+
+/* ---- packing ----------------------------------------------------------------------------- */
+
+/* Packs columns [0, n) of the kc x n matrix X(k, j) = trans ? x[j*ldx + k] : x[k*ldx + j] into
+ * panels of w columns, dst[p*kc + k*w + jj] for the panel starting at column p, zero-padding the
+ * last. X is op(B) for B panels, op(A)^T for A panels (X(k, i) = op(A)(i, k)). */
+static void pack_panels(const Isa *isa, int trans, int kc, int n, const real *x, ptrdiff_t ldx,
+                        int w, real *dst) {
+    if (isa->pack && isa->pack(trans, kc, n, x, ldx, w, dst)) return;
+    for (int p = 0; p < n; p += w) {
+        int nw = imin(w, n - p);
+        real *d = dst + (ptrdiff_t)p * kc;
+        if (trans) {
+            for (int jj = 0; jj < nw; jj++) {
+                const real *s = x + (p + jj) * ldx;
+                for (int k = 0; k < kc; k++) d[k * w + jj] = s[k];
+            }
+        } else {
+            for (int k = 0; k < kc; k++)
+                for (int jj = 0; jj < nw; jj++) d[k * w + jj] = x[k * ldx + p + jj];
+        }
+        for (int k = 0; k < kc && nw < w; k++)
+            for (int jj = nw; jj < w; jj++) d[k * w + jj] = 0;
+    }
+}
+
+/* ---- per-thread buffer ------------------------------------------------------------------- */
+
+/* One 64-byte aligned buffer per thread, allocated on its first product and reused by every
+ * later one. It is also registered under a thread-specific key whose destructor frees it when
+ * the thread ends (OpenMP ends pool threads when a team shrinks), so nothing leaks; the key is
+ * created once, like the dispatch decision. NULL when the allocation fails. */
+static pthread_key_t ws_key;
+static int ws_key_ok;
+
+static void ws_key_create(void) {
+    ws_key_ok = pthread_key_create(&ws_key, free) == 0;
+}
+
+static real *workspace(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    static _Thread_local real *ws;
+    if (!ws) {
+        pthread_once(&once, ws_key_create);
+        ws = aligned_alloc(64, WS_ELEMS * sizeof(real));
+        /* without the key the buffer still works; it is only not freed at thread exit */
+        if (ws && ws_key_ok) pthread_setspecific(ws_key, ws);
+    }
+    return ws;
+}
+
+/* ---- the parts of a product -------------------------------------------------------------- */
+
+typedef struct {
+    int ta, tb, K, add;
+    const real *A, *B;
+    ptrdiff_t lda, ldb, ldc;
+    real *C;
+} Problem;
+
+/* Pointers to op(A)(i, k) and op(B)(k, j). */
+static inline const real *at_a(const Problem *p, int i, int k) {
+    return p->ta ? p->A + k * p->lda + i : p->A + i * p->lda + k;
+}
+static inline const real *at_b(const Problem *p, int k, int j) {
+    return p->tb ? p->B + j * p->ldb + k : p->B + k * p->ldb + j;
+}
+
+/* Rows [m0, m1) x columns [n0, n1) of C without packing, with exactly the kernels' arithmetic
+ * (same K blocks, same order, FMA or not). Only for a thread that has no buffer. */
+static void part_fallback(const Isa *isa, const Problem *p, int m0, int m1, int n0, int n1) {
+    for (int i = m0; i < m1; i++)
+        for (int j = n0; j < n1; j++) {
+            real *c = p->C + i * p->ldc + j;
+            for (int pc = 0; pc < p->K; pc += KC) {
+                real s = 0;
+                for (int k = pc; k < imin(pc + KC, p->K); k++) {
+                    real a = *at_a(p, i, k), b = *at_b(p, k, j);
+#if GEMM_X86
+                    if (isa->fma) {
+                        s = fmaf(a, b, s);
+                        continue;
+                    }
+#endif
+                    s += a * b;
+                }
+                *c = p->add || pc > 0 ? *c + s : s;
+            }
+        }
+    (void)isa;
+}
+
+/* The blocked product for rows [m0, m1) x columns [n0, n1). */
+static void part_blocked(const Isa *isa, const Problem *p, int m0, int m1, int n0, int n1,
+                         real *ws) {
+    int MR = isa->mr, NR = isa->nr, mc_max = MC - MC % MR;
+    /* Few rows: B's elements are used too few times to repay a copy, at least while that
+     * part of B is small enough to be in cache (a large one is read faster by the packing
+     * loop's long sequential rows). Whole panels are then read in place, and only a narrower
+     * last one is packed. */
+    int in_place = !p->tb && m1 - m0 <= isa->in_place_m &&
+                   (double)imin(KC, p->K) * (n1 - n0) * sizeof(real) <= IN_PLACE_MAX_BYTES;
+    real *bbuf = ws, *abuf = ws + WS_B_ELEMS;
+    for (int pc = 0; pc < p->K; pc += KC) {
+        int kc = imin(KC, p->K - pc), add = p->add || pc > 0;
+        for (int jc = n0; jc < n1; jc += NC) {
+            int nc = imin(NC, n1 - jc), whole = in_place ? nc - nc % NR : 0;
+            pack_panels(isa, p->tb, kc, nc - whole, at_b(p, pc, jc + whole), p->ldb, NR,
+                        bbuf + (ptrdiff_t)whole * kc);
+            for (int ic = m0; ic < m1; ic += mc_max) {
+                int mc = imin(mc_max, m1 - ic);
+                pack_panels(isa, !p->ta, kc, mc, at_a(p, ic, pc), p->lda, MR, abuf);
+                for (int ir = 0; ir < mc; ir += MR) {
+                    /* this A micro-panel stays in L1 while the B panels stream from L2 */
+                    const real *a = abuf + (ptrdiff_t)ir * kc;
+                    real *c = p->C + (ic + ir) * p->ldc + jc;
+                    int mr = imin(MR, mc - ir);
+                    for (int jr = 0; jr < nc; jr += NR) {
+                        int nr = imin(NR, nc - jr);
+                        if (jr < whole)
+                            isa->kernel(kc, a, at_b(p, pc, jc + jr), p->ldb, c + jr, p->ldc, mr, nr,
+                                        add);
+                        else
+                            isa->kernel(kc, a, bbuf + (ptrdiff_t)jr * kc, NR, c + jr, p->ldc, mr,
+                                        nr, add);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* C^T = op(B)^T op(A)^T, for B transposed and at most SWAP_MAX_M rows: rows [m0, m1) x
+ * columns [n0, n1). op(A)^T is packed (it is small); the rows of B are read in place. */
+static void part_swapped(const Isa *isa, const Problem *p, int m0, int m1, int n0, int n1,
+                         real *ws) {
+    int NR = isa->nr, m = m1 - m0;
+    for (int pc = 0; pc < p->K; pc += KC) {
+        int kc = imin(KC, p->K - pc), add = p->add || pc > 0;
+        /* op(A)^T(k, i) = op(A)(i, k): stored transposed exactly when A is not */
+        pack_panels(isa, !p->ta, kc, m, at_a(p, m0, pc), p->lda, NR, ws);
+        for (int j = n0; j < n1; j += 8)
+            for (int i = 0; i < m; i += NR)
+                isa->kernel_t(kc, at_b(p, pc, j), p->ldb, ws + (ptrdiff_t)i * kc,
+                              p->C + (m0 + i) * p->ldc + j, p->ldc, imin(NR, m - i),
+                              imin(8, n1 - j), add);
+    }
+}
+
+/* Threads for `work` multiply-adds: one below the threshold, else all. Never a number in
+ * between: OpenMP ends pool threads when a team shrinks and starts new ones (each needing a
+ * new buffer) when it grows again. */
+static int threads_for(double work) {
+    return work < 2.0 * WORK_PER_THREAD ? 1 : omp_get_max_threads();
+}
+
+/* [lo, hi): part t of `parts` of [0, n), in whole units. */
+static void split(int n, int unit, int parts, int t, int *lo, int *hi) {
+    long units = (n + unit - 1) / unit;
+    *lo = imin((int)(units * t / parts) * unit, n);
+    *hi = imin((int)(units * (t + 1) / parts) * unit, n);
+}
+
+static void gemm_blocked(const Isa *isa, const Problem *p, int M, int N) {
+    int swapped = isa->kernel_t && p->tb && M <= SWAP_MAX_M;
+    /* Split the longer side of C: every thread packs all of the other side's operand. */
+    int split_n = swapped || M <= N;
+    int unit = swapped ? 8 : split_n ? isa->nr : isa->mr;
+    int nt = threads_for((double)M * N * p->K);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int m0 = 0, m1 = M, n0 = 0, n1 = N;
+        if (split_n)
+            split(N, unit, omp_get_num_threads(), omp_get_thread_num(), &n0, &n1);
+        else
+            split(M, unit, omp_get_num_threads(), omp_get_thread_num(), &m0, &m1);
+        real *ws = m0 < m1 && n0 < n1 ? workspace() : NULL;
+        if (m0 < m1 && n0 < n1) {
+            if (!ws)
+                part_fallback(isa, p, m0, m1, n0, n1);
+            else if (swapped)
+                part_swapped(isa, p, m0, m1, n0, n1, ws);
+            else
+                part_blocked(isa, p, m0, m1, n0, n1, ws);
+        }
+    }
+}
+
+/* y[j*incy] (+)= sum_k x[k*incx] B[k*ldb + j] for j < n: M == 1 with B not transposed, or
+ * N == 1 with A transposed. Threads take ranges of j. */
+static void gemv(const Isa *isa, int n, int K, const real *x, ptrdiff_t incx, const real *B,
+                 ptrdiff_t ldb, int add, real *y, ptrdiff_t incy) {
+    int nt = threads_for((double)n * K);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int j0, j1;
+        split(n, 16, omp_get_num_threads(), omp_get_thread_num(), &j0, &j1);
+        if (j0 < j1) isa->gemv_n(j1 - j0, K, x, incx, B + j0, ldb, add, y + j0 * incy, incy);
+    }
+}
+
+/* C(i, j) (+)= sum_k X(i, k) Y(j, k) for i < m, j < n: rows of Y are rows of B (or of A, for
+ * N == 1), X(i, k) = x[i*rsx + k*csx], C(i, j) = c[i*rsc + j*csc]. K goes in chunks of
+ * DOT_CHUNK; rows of X that are not contiguous are first copied. Threads take ranges of j. */
+static void gemm_dot(const Isa *isa, int m, int n, int K, const real *x, ptrdiff_t rsx,
+                     ptrdiff_t csx, const real *y, ptrdiff_t ldy, int add, real *c, ptrdiff_t rsc,
+                     ptrdiff_t csc) {
+    int nt = threads_for((double)m * n * K);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int j0, j1;
+        split(n, 8, omp_get_num_threads(), omp_get_thread_num(), &j0, &j1);
+        real rows[DOT_ROWS * DOT_CHUNK];
+        for (int k0 = 0; k0 < K && j0 < j1; k0 += DOT_CHUNK) {
+            int kc = imin(DOT_CHUNK, K - k0), addk = add || k0 > 0;
+            const real *yk = y + j0 * ldy + k0;
+            real *cj = c + j0 * csc;
+            if (csx == 1) {
+                isa->dot(m, j1 - j0, kc, x + k0, rsx, yk, ldy, addk, cj, rsc, csc);
+                continue;
+            }
+            for (int i0 = 0; i0 < m; i0 += DOT_ROWS) {
+                int mi = imin(DOT_ROWS, m - i0);
+                for (int i = 0; i < mi; i++)
+                    for (int k = 0; k < kc; k++)
+                        rows[i * DOT_CHUNK + k] = x[(i0 + i) * rsx + (k0 + k) * csx];
+                isa->dot(mi, j1 - j0, kc, rows, DOT_CHUNK, yk, ldy, addk, cj + i0 * rsc, rsc, csc);
+            }
+        }
+    }
+}
+
+void gemm(int trans_a, int trans_b, int M, int N, int K, const real *A, int lda, const real *B,
+          int ldb, real beta, real *C, int ldc) {
+    if (M <= 0 || N <= 0) return;
+    int add = beta != 0;
+    if (K <= 0) {
+        if (!add)
+            for (int i = 0; i < M; i++) memset(C + (ptrdiff_t)i * ldc, 0, sizeof(real) * N);
+        return;
+    }
+    const Isa *isa = isa_get();
+    /* op(A)(i, k) = A[i*rsa + k*csa] */
+    ptrdiff_t rsa = trans_a ? 1 : lda, csa = trans_a ? lda : 1;
+    ptrdiff_t rsb = trans_b ? 1 : ldb;  /* rows of op(B), used when N == 1 */
+    if (trans_b && M <= isa->dot_max_m) /* row(s) of op(A) dotted with rows of B */
+        gemm_dot(isa, M, N, K, A, rsa, csa, B, ldb, add, C, ldc, 1);
+    else if (M == 1) /* op(A) is a vector x: c = x op(B), vectors along the rows of B */
+        gemv(isa, N, K, A, csa, B, ldb, add, C, 1);
+    else if (N == 1 && !trans_a) /* c^T = x^T op(A)^T, x the column op(B): rows of A dotted */
+        gemm_dot(isa, 1, M, K, B, 0, rsb, A, lda, add, C, 0, ldc);
+    else if (N == 1) /* the same along the rows of A, which is stored [K,M] */
+        gemv(isa, M, K, B, rsb, A, lda, add, C, ldc);
+    else
+        gemm_blocked(isa, &(Problem){trans_a, trans_b, K, add, A, B, lda, ldb, ldc, C}, M, N);
 }

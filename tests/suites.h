@@ -16,5 +16,6 @@ Suite *metrics_suite(void);
 Suite *align_suite(void);
 Suite *train_suite(void);
 Suite *tools_suite(void);
+Suite *gemm_suite(void);
 
 #endif
