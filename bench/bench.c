@@ -5,19 +5,20 @@
  * For the toy and medium configurations of the performance issue it trains on random token
  * batches (full-length sentences, teacher forcing, Adam with clipping) and reports target
  * tokens/s, the median ms/step, FLOPs/step (formula below), GFLOP/s, the share of the
- * machine's FP32 peak (measured here with a register-only FMA loop) and peak RSS (each
- * configuration runs in its own child process, so its RSS is its own). Then greedy and beam-5
+ * machine's FP32 peak (measured here with a register-only FMA loop) and peak RSS. Every
+ * measurement runs in a fresh process (this program run again with --run), so each peak RSS
+ * is its own and no OpenMP state crosses a fork. Then greedy and beam-5
  * decoding speed at batch 1 and 32, the wall time of `bin/translate` for one sentence as a
  * whole process, and ms/step for growing lengths and batch sizes. Each figure is also printed
  * as one `BENCH key=value ...` line for scripts. Threads: OMP_NUM_THREADS (make bench THREADS=N).
  */
-#define _DEFAULT_SOURCE /* wait4: the peak RSS of one child */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -129,32 +130,25 @@ static int time_training(const ModelDims *dims, int B, int S, int T, int steps, 
     return 0;
 }
 
-/* Runs fn in a child process and returns the child's peak RSS in MB (or -1). */
-static double in_child(int (*fn)(const void *), const void *arg) {
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) return -1;
-    if (pid == 0) _exit(fn(arg) ? 1 : 0);
-    int status;
-    struct rusage ru;
-    if (wait4(pid, &status, 0, &ru) < 0 || !WIFEXITED(status) || WEXITSTATUS(status)) return -1;
-    return ru.ru_maxrss / 1024.0;
-}
-
 static double machine_peak;
 
-static int train_report(const void *arg) {
-    const BenchConfig *c = arg;
+/* Peak resident memory of this process so far, in MB. */
+static double peak_rss_mb(void) {
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss / 1024.0 : -1;
+}
+
+static int train_report(const BenchConfig *c) {
     TrainFigures f;
     if (time_training(&c->dims, c->B, c->S, c->T, c->steps, &f)) return -1;
-    printf("  %-8s %10.0f tok/s %9.1f ms/step %8.2f GFLOP/step %7.1f GFLOP/s %5.1f%% of peak",
+    double rss = peak_rss_mb(), pct = 100 * f.gflops / machine_peak;
+    printf("  %-8s %9.0f tok/s %8.1f ms/step %6.2f GFLOP/step %6.1f GFLOP/s %5.1f%% of peak "
+           "%6.0f MB RSS\n",
            c->name, f.tok_per_s, f.ms_per_step, train_flops(&c->dims, c->B, c->S, c->T) / 1e9,
-           f.gflops, 100 * f.gflops / machine_peak);
-    /* the BENCH line is completed by the parent, which knows the RSS */
-    printf("\nBENCH name=%s threads=%d tok_per_s=%.0f ms_per_step=%.2f gflops=%.1f peak_pct=%.1f",
-           c->name, omp_get_max_threads(), f.tok_per_s, f.ms_per_step, f.gflops,
-           100 * f.gflops / machine_peak);
-    fflush(stdout);
+           f.gflops, pct, rss);
+    printf("BENCH name=%s threads=%d tok_per_s=%.0f ms_per_step=%.2f gflops=%.1f peak_pct=%.1f "
+           "rss_mb=%.0f\n",
+           c->name, omp_get_max_threads(), f.tok_per_s, f.ms_per_step, f.gflops, pct, rss);
     return 0;
 }
 
@@ -166,8 +160,7 @@ typedef struct {
 } DecodeCase;
 
 /* Sentences/s of decoding exactly 30 steps (</s> is made impossible) from random sources. */
-static int decode_report(const void *arg) {
-    const DecodeCase *dc = arg;
+static int decode_report(const DecodeCase *dc) {
     const ModelDims *d = &dc->cfg->dims;
     int S = dc->cfg->S, steps = 30;
     Model m;
@@ -264,13 +257,78 @@ static void translate_process_report(void) {
     }
 }
 
+/* A positive whole number, or -1 (these arguments come from this program itself). */
+static int positive_int(const char *text) {
+    char *end;
+    long v = strtol(text, &end, 10);
+    return end != text && *end == '\0' && v > 0 && v < 100000 ? (int)v : -1;
+}
+
+/* One measurement, in this process: "train NAME", "decode NAME BEAM BATCH", "length L" or
+ * "batch B" (the scaling table, toy sizes). */
+static int run_one(int argc, char **argv, int quick) {
+    const BenchConfig *c = argc > 1 && strcmp(argv[1], "medium") == 0 ? &MEDIUM : &TOY;
+    if (strcmp(argv[0], "train") == 0 && argc == 2) {
+        BenchConfig copy = *c;
+        if (quick) copy.steps = copy.steps / 4 + 1;
+        return train_report(&copy);
+    }
+    if (strcmp(argv[0], "decode") == 0 && argc == 4) {
+        DecodeCase dc = {c, positive_int(argv[3]), positive_int(argv[2])};
+        return dc.batch > 0 && dc.beam > 0 ? decode_report(&dc) : -1;
+    }
+    if ((strcmp(argv[0], "length") == 0 || strcmp(argv[0], "batch") == 0) && argc == 2) {
+        int n = positive_int(argv[1]), by_length = argv[0][0] == 'l';
+        int B = by_length ? 32 : n, L = by_length ? n : 20;
+        TrainFigures f;
+        if (n < 1 || time_training(&TOY.dims, B, L, L, quick ? 3 : 10, &f)) return -1;
+        printf("  B=%-3d S=T=%-3d %8.2f ms/step %8.0f tok/s\n", B, L, f.ms_per_step, f.tok_per_s);
+        printf("BENCH name=toy-%s%d threads=%d ms_per_step=%.2f tok_per_s=%.0f\n",
+               by_length ? "len" : "batch", n, omp_get_max_threads(), f.ms_per_step, f.tok_per_s);
+        return 0;
+    }
+    return -1;
+}
+
+/* Runs this program again as `SELF [--quick] --run PEAK WHAT...` and waits for it. */
+static int spawn_run(const char *self, int quick, const char *const *what, int n) {
+    char peak[32];
+    snprintf(peak, sizeof peak, "%.3f", machine_peak);
+    const char *args[12] = {self};
+    int k = 1;
+    if (quick) args[k++] = "--quick";
+    args[k++] = "--run";
+    args[k++] = peak;
+    for (int i = 0; i < n && k < 11; i++) args[k++] = what[i];
+    args[k] = NULL;
+    fflush(stdout);
+    pid_t pid;
+    extern char **environ;
+    if (posix_spawn(&pid, self, NULL, NULL, (char *const *)args, environ) != 0) return -1;
+    int status;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        printf("  (%s %s failed)\n", what[0], n > 1 ? what[1] : "");
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-    if (argc > 1 && !quick) {
+    int at = 1 + quick;
+    if (argc > at + 2 && strcmp(argv[at], "--run") == 0) {
+        machine_peak = strtod(argv[at + 1], NULL);
+        return run_one(argc - at - 2, argv + at + 2, quick) ? 1 : 0;
+    }
+    if (argc > at) {
         fprintf(stderr, "usage: bench [--quick]\n(run from the repository root; threads: "
                         "OMP_NUM_THREADS)\n");
         return 2;
     }
+    const char *self = "/proc/self/exe";
+    char exe[4096];
+    ssize_t len = readlink(self, exe, sizeof exe - 1);
+    if (len > 0) exe[len] = '\0', self = exe;
     int threads = omp_get_max_threads();
     double peak1 = fma_peak_gflops(1);
     machine_peak = fma_peak_gflops(threads);
@@ -278,44 +336,24 @@ int main(int argc, char **argv) {
            threads, machine_peak, peak1, REAL_NAME);
     printf("BENCH name=peak threads=%d gflops=%.1f\n", threads, machine_peak);
 
-    printf("\ntraining (random batches, Adam, clipping 1.0):\n");
-    const BenchConfig *configs[2] = {&TOY, &MEDIUM};
-    for (int i = 0; i < 2; i++) {
-        BenchConfig c = *configs[i];
-        if (quick) c.steps = c.steps / 4 + 1;
-        double rss = in_child(train_report, &c);
-        printf(" rss_mb=%.0f\n", rss);
-        printf("  %-8s peak RSS %.0f MB\n", "", rss);
-    }
+    printf("\ntraining (random full-length batches, Adam, clipping 1.0; FLOPs = 3 x forward):\n");
+    spawn_run(self, quick, (const char *[]){"train", "toy"}, 2);
+    spawn_run(self, quick, (const char *[]){"train", "medium"}, 2);
 
     printf("\ndecoding, 30 steps, random sources (S = 12 toy, 30 medium):\n");
+    const char *names[2] = {"toy", "medium"}, *beams[2] = {"1", "5"}, *batches[2] = {"1", "32"};
     for (int i = 0; i < 2; i++)
-        for (int beam = 1; beam <= 5; beam += 4)
-            for (int batch = 1; batch <= 32; batch += 31) {
-                DecodeCase dc = {configs[i], batch, beam};
-                if (in_child(decode_report, &dc) < 0) printf("  decode failed\n");
-            }
+        for (int b = 0; b < 2; b++)
+            for (int n = 0; n < 2; n++)
+                spawn_run(self, quick, (const char *[]){"decode", names[i], beams[b], batches[n]},
+                          4);
 
     printf("\n");
     translate_process_report();
 
     printf("\nscaling (toy sizes): ms/step\n");
-    const int lengths[4] = {10, 20, 40, 80}, batches[4] = {1, 8, 32, 128};
-    for (int i = 0; i < 4; i++) {
-        TrainFigures f;
-        if (time_training(&TOY.dims, 32, lengths[i], lengths[i], quick ? 3 : 10, &f)) return 1;
-        printf("  B=32  S=T=%-3d %8.2f ms/step %8.0f tok/s\n", lengths[i], f.ms_per_step,
-               f.tok_per_s);
-        printf("BENCH name=toy-len%d threads=%d ms_per_step=%.2f tok_per_s=%.0f\n", lengths[i],
-               threads, f.ms_per_step, f.tok_per_s);
-    }
-    for (int i = 0; i < 4; i++) {
-        TrainFigures f;
-        if (time_training(&TOY.dims, batches[i], 20, 20, quick ? 3 : 10, &f)) return 1;
-        printf("  B=%-3d S=T=20  %8.2f ms/step %8.0f tok/s\n", batches[i], f.ms_per_step,
-               f.tok_per_s);
-        printf("BENCH name=toy-batch%d threads=%d ms_per_step=%.2f tok_per_s=%.0f\n", batches[i],
-               threads, f.ms_per_step, f.tok_per_s);
-    }
+    const char *lengths[4] = {"10", "20", "40", "80"}, *sizes[4] = {"1", "8", "32", "128"};
+    for (int i = 0; i < 4; i++) spawn_run(self, quick, (const char *[]){"length", lengths[i]}, 2);
+    for (int i = 0; i < 4; i++) spawn_run(self, quick, (const char *[]){"batch", sizes[i]}, 2);
     return 0;
 }
