@@ -5,8 +5,8 @@
 
 #include <math.h>
 #include <string.h>
-#include <tgmath.h>
 
+#include "fastmath.h"
 #include "loss.h"
 
 void attention_forward(real *context, real *alpha, real *energy, real *hidden, const real *query,
@@ -17,18 +17,19 @@ void attention_forward(real *context, real *alpha, real *energy, real *hidden, c
         const real *q = query + (size_t)b * A;
         real *a = alpha + (size_t)b * S, *c = context + (size_t)b * K;
         int L = src_len[b];
-        for (int i = 0; i < S; i++) {
-            real *hid = hidden + ((size_t)b * S + i) * A;
-            if (i >= L) {
-                memset(hid, 0, sizeof(real) * (size_t)A);
-                continue;
-            }
+        /* the whole sentence's pre-activations first, then one vector tanh over [L, A] */
+        real *hid_b = hidden + (size_t)b * S * A;
+        for (int i = 0; i < L; i++) {
             const real *k = keys + ((size_t)b * S + i) * A;
+            real *hid = hid_b + (size_t)i * A;
+            for (int j = 0; j < A; j++) hid[j] = q[j] + k[j];
+        }
+        memset(hid_b + (size_t)L * A, 0, sizeof(real) * (size_t)(S - L) * A);
+        vec_tanh(hid_b, (size_t)L * A);
+        for (int i = 0; i < L; i++) {
+            const real *hid = hid_b + (size_t)i * A;
             real e = 0;
-            for (int j = 0; j < A; j++) {
-                hid[j] = tanh(q[j] + k[j]);
-                e += v[j] * hid[j];
-            }
+            for (int j = 0; j < A; j++) e += v[j] * hid[j];
             a[i] = e;
         }
         if (energy)

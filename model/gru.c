@@ -3,13 +3,8 @@
  */
 #include "gru.h"
 
-#include <tgmath.h>
-
+#include "fastmath.h"
 #include "gemm.h"
-
-static real sigmoid(real x) {
-    return 1 / (1 + exp(-x));
-}
 
 void gru_step_forward(real *h_out, real *cache, real *scratch, const real *gi, const real *h_prev,
                       const real *w_hh, const real *b_hh, const int *len, int pos, int B, int N) {
@@ -21,12 +16,16 @@ void gru_step_forward(real *h_out, real *cache, real *scratch, const real *gi, c
         const real *hp = h_prev + (size_t)b * N;
         real *c = cache + (size_t)b * GRU_CACHE_WIDTH * N, *h = h_out + (size_t)b * N;
         int active = !len || pos < len[b];
+        /* r and z: sigmoid over their 2N pre-activations at once; then n: tanh over N */
+        for (int j = 0; j < 2 * N; j++) c[j] = gi_b[j] + gh_b[j] + b_hh[j];
+        vec_sigmoid(c, (size_t)2 * N);
         for (int j = 0; j < N; j++) {
-            real r = sigmoid(gi_b[j] + gh_b[j] + b_hh[j]);
-            real z = sigmoid(gi_b[N + j] + gh_b[N + j] + b_hh[N + j]);
-            real hn = gh_b[2 * N + j] + b_hh[2 * N + j];
-            real n = tanh(gi_b[2 * N + j] + r * hn);
-            c[j] = r, c[N + j] = z, c[2 * N + j] = n, c[3 * N + j] = hn;
+            c[3 * N + j] = gh_b[2 * N + j] + b_hh[2 * N + j]; /* hn */
+            c[2 * N + j] = gi_b[2 * N + j] + c[j] * c[3 * N + j];
+        }
+        vec_tanh(c + 2 * N, (size_t)N);
+        for (int j = 0; j < N; j++) {
+            real z = c[N + j], n = c[2 * N + j];
             h[j] = active ? (1 - z) * n + z * hp[j] : hp[j];
         }
     }

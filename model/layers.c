@@ -6,6 +6,7 @@
 #include <string.h>
 #include <tgmath.h>
 
+#include "fastmath.h"
 #include "gemm.h"
 
 void embedding_forward(real *out, const int *ids, const real *keep, const real *emb, int rows,
@@ -48,8 +49,14 @@ void linear_backward(real *dx, real *dw, real *db, const real *dy, const real *x
 }
 
 void tanh_forward(real *y, size_t n) {
-#pragma omp parallel for schedule(static) if (n > 65536)
-    for (size_t i = 0; i < n; i++) y[i] = tanh(y[i]);
+    /* contiguous chunks, one per thread: the vector loop stays whole */
+    enum { CHUNK = 16384 };
+    long chunks = (long)((n + CHUNK - 1) / CHUNK);
+#pragma omp parallel for schedule(static) if (chunks > 2)
+    for (long c = 0; c < chunks; c++) {
+        size_t first = (size_t)c * CHUNK, count = n - first < CHUNK ? n - first : CHUNK;
+        vec_tanh(y + first, count);
+    }
 }
 
 void tanh_backward(real *dy, const real *y, size_t n) {

@@ -5,15 +5,15 @@
 
 #include <tgmath.h>
 
+#include "fastmath.h"
+
 void softmax_inplace(real *x, int n) {
     real max = x[0];
     for (int i = 1; i < n; i++)
         if (x[i] > max) max = x[i];
+    vec_exp(x, x, (size_t)n, max, 1);
     real sum = 0;
-    for (int i = 0; i < n; i++) {
-        x[i] = exp(x[i] - max);
-        sum += x[i];
-    }
+    for (int i = 0; i < n; i++) sum += x[i];
     for (int i = 0; i < n; i++) x[i] /= sum;
 }
 
@@ -21,9 +21,7 @@ real log_sum_exp(const real *x, int n) {
     real max = x[0];
     for (int i = 1; i < n; i++)
         if (x[i] > max) max = x[i];
-    real sum = 0;
-    for (int i = 0; i < n; i++) sum += exp(x[i] - max);
-    return max + log(sum);
+    return max + log(vec_sum_exp(x, (size_t)n, max));
 }
 
 double xent_forward(real *lse, const real *logits, const int *targets, int rows, int V, real eps,
@@ -64,8 +62,11 @@ void xent_backward(real *logits, const real *lse, const int *targets, int rows, 
             continue;
         }
         /* d l / d z_j = p_j - (1 - eps) [j == y] - eps / V */
-        real smooth = eps / V;
-        for (int j = 0; j < V; j++) z[j] = scale * (exp(z[j] - lse[r]) - smooth);
+        vec_exp(z, z, (size_t)V, lse[r], scale);
+        if (eps > 0) {
+            real smooth = scale * eps / V;
+            for (int j = 0; j < V; j++) z[j] -= smooth;
+        }
         z[targets[r]] -= scale * (1 - eps);
     }
 }

@@ -1,0 +1,115 @@
+/*
+ * fastmath.c: vectorisable exp, tanh and sigmoid (see fastmath.h).
+ *
+ * exp(x): x = k ln2 + r with |r| <= ln2/2 (ln2 split in two parts so r is exact), exp(r) by
+ * its Taylor series to r^7 (truncation error below 5e-9), then scaled by 2^k built directly
+ * in the exponent bits. tanh(x): for |x| < 0.25 its odd Taylor series to x^11 (next term
+ * below 1e-10 relative); otherwise (1 - t) / (1 + t) with t = exp(-2|x|) <= e^-0.5, which
+ * has no cancellation there. Both branches are computed and one is selected, so loops have no
+ * branches and vectorise.
+ */
+#include "fastmath.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifndef REAL_DOUBLE
+
+/* Each array function is compiled for AVX-512, AVX2 and the baseline, and the loader picks the
+ * best the CPU has (GCC function multiversioning): no -march flag, one binary. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2,fma", "default")))
+#else
+#define VECTOR_CLONES
+#endif
+
+static inline float exp_poly(float x) {
+    /* clamp to the range where 2^k is a normal float; comparisons keep NaN as NaN */
+    float xc = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+    /* k = round(x / ln2) without floorf or a float-to-int conversion, which would stop the
+     * vectoriser under the default -ftrapping-math: adding 1.5 * 2^23 leaves k in the low
+     * mantissa bits */
+    const float magic = 12582912.0f;
+    float shifted = xc * 1.44269504f + magic;
+    float k = shifted - magic;
+    uint32_t k_bits;
+    memcpy(&k_bits, &shifted, sizeof k_bits);
+    float r = xc - k * 0.693359375f + k * 2.12194440e-4f;
+    float p = 1.0f / 5040;
+    p = p * r + 1.0f / 720;
+    p = p * r + 1.0f / 120;
+    p = p * r + 1.0f / 24;
+    p = p * r + 1.0f / 6;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    /* 2^k in the exponent field (unsigned: a NaN's bits may wrap, harmlessly) */
+    uint32_t bits = (k_bits - 0x4B400000u + 127u) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
+static inline float tanh_poly(float x) {
+    float ax = fabsf(x), x2 = x * x;
+    float small = -1382.0f / 155925;
+    small = small * x2 + 62.0f / 2835;
+    small = small * x2 - 17.0f / 315;
+    small = small * x2 + 2.0f / 15;
+    small = small * x2 - 1.0f / 3;
+    small = x + x * x2 * small;
+    float t = exp_poly(-2 * ax);
+    float big = copysignf((1 - t) / (1 + t), x);
+    return ax < 0.25f ? small : big;
+}
+
+VECTOR_CLONES void vec_tanh(real *x, size_t n) {
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) x[i] = tanh_poly(x[i]);
+}
+
+VECTOR_CLONES void vec_sigmoid(real *x, size_t n) {
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) x[i] = 1 / (1 + exp_poly(-x[i]));
+}
+
+VECTOR_CLONES void vec_exp(real *y, const real *x, size_t n, real shift, real scale) {
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) y[i] = scale * exp_poly(x[i] - shift);
+}
+
+VECTOR_CLONES real vec_sum_exp(const real *x, size_t n, real shift) {
+    /* 16 partial sums in a fixed pattern: vectorises, and the order never changes */
+    float part[16] = {0};
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+#pragma omp simd
+        for (int j = 0; j < 16; j++) part[j] += exp_poly(x[i + j] - shift);
+    for (int j = 0; i < n; i++, j++) part[j] += exp_poly(x[i] - shift);
+    float sum = 0;
+    for (int j = 0; j < 16; j++) sum += part[j];
+    return sum;
+}
+
+#else /* double build: libm, exactly */
+
+void vec_tanh(real *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = tanh(x[i]);
+}
+
+void vec_sigmoid(real *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = 1 / (1 + exp(-x[i]));
+}
+
+void vec_exp(real *y, const real *x, size_t n, real shift, real scale) {
+    for (size_t i = 0; i < n; i++) y[i] = scale * exp(x[i] - shift);
+}
+
+real vec_sum_exp(const real *x, size_t n, real shift) {
+    real sum = 0;
+    for (size_t i = 0; i < n; i++) sum += exp(x[i] - shift);
+    return sum;
+}
+
+#endif
