@@ -13,7 +13,8 @@ REAL     ?= float
 SANITIZE ?= 0
 OPT      ?= -O3
 
-CFLAGS   = -std=c17 $(OPT) -g -Wall -Wextra -fopenmp -D_POSIX_C_SOURCE=200809L -I.
+# -fno-math-errno lets sqrt vectorise; unlike -ffast-math it keeps IEEE semantics (NaN, inf).
+CFLAGS   = -std=c17 $(OPT) -g -Wall -Wextra -fopenmp -fno-math-errno -D_POSIX_C_SOURCE=200809L -I.
 LDLIBS   = -lm -fopenmp
 ifeq ($(REAL),double)
 CFLAGS  += -DREAL_DOUBLE
@@ -35,18 +36,20 @@ TEST_SRC = $(wildcard tests/*.c)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 BINS     = $(addprefix bin/,$(filter $(PROGRAMS),$(basename $(notdir $(wildcard $(MAIN_SRC))))))
 
-# A stamp that changes when the precision or sanitizer setting does, so no object built with
-# one setting is ever linked with another.
-FLAVOUR  = $(REAL)-san$(SANITIZE)
-STAMP    = $(BUILD)/flavour-$(FLAVOUR)
+# The compile command, recorded in a file that changes only when the command does (another
+# REAL, SANITIZE or flag): every object depends on it, so none built with one setting is ever
+# linked with another.
+STAMP    = $(BUILD)/compile-command
 
-.PHONY: all test check-lib bench clean format
+.PHONY: all test check-lib bench clean format FORCE
 # Keep every object (pattern-rule intermediates included): no rebuilds, no "rm" lines after tests.
 .SECONDARY:
 all: $(BINS)
 
-$(STAMP):
-	@rm -rf $(BUILD) && mkdir -p $(BUILD) && touch $@
+$(STAMP): FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(CC) $(CFLAGS)' | cmp -s - $@ || echo '$(CC) $(CFLAGS)' > $@
+FORCE:
 
 $(BUILD)/%.o: %.c $(STAMP)
 	@mkdir -p $(dir $@)

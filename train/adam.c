@@ -3,9 +3,9 @@
  */
 #include "adam.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <tgmath.h> /* sqrt of a float is sqrtf: the update stays in single precision */
 
 int adam_init(Adam *adam, size_t n, double beta1, double beta2, double eps, Error *err) {
     memset(adam, 0, sizeof *adam);
@@ -32,25 +32,38 @@ void adam_step(Adam *adam, real *params, const real *grads, double lr) {
     real step = (real)(lr / c1), inv_c2 = (real)(1 / c2);
     real *m = adam->m, *v = adam->v;
     long n = (long)adam->n;
-#pragma omp parallel for schedule(static) if (n > 100000)
+#pragma omp parallel for simd schedule(static) if (n > 100000)
     for (long i = 0; i < n; i++) {
         real g = grads[i];
         m[i] = b1 * m[i] + (1 - b1) * g;
         v[i] = b2 * v[i] + (1 - b2) * g * g;
-        params[i] -= step * m[i] / ((real)sqrt(v[i] * inv_c2) + eps);
+        params[i] -= step * m[i] / (sqrt(v[i] * inv_c2) + eps);
     }
 }
 
 double grad_norm(const real *grads, size_t n) {
-    double sum = 0;
-    for (size_t i = 0; i < n; i++) sum += (double)grads[i] * grads[i];
-    return sqrt(sum);
+    /* Fixed chunks summed in a fixed order: the same result for any number of threads. */
+    enum { CHUNKS = 64 };
+    double part[CHUNKS];
+    size_t per = (n + CHUNKS - 1) / CHUNKS;
+#pragma omp parallel for schedule(static) if (n > 100000)
+    for (int c = 0; c < CHUNKS; c++) {
+        size_t first = (size_t)c * per, last = first + per < n ? first + per : n;
+        double sum = 0;
+#pragma omp simd reduction(+ : sum)
+        for (size_t i = first; i < last; i++) sum += (double)grads[i] * grads[i];
+        part[c] = sum;
+    }
+    double total = 0;
+    for (int c = 0; c < CHUNKS; c++) total += part[c];
+    return sqrt(total);
 }
 
 double clip_grad_norm(real *grads, size_t n, double max_norm) {
     double norm = grad_norm(grads, n);
     if (max_norm > 0 && norm > max_norm) {
         real scale = (real)(max_norm / (norm + 1e-12));
+#pragma omp parallel for simd schedule(static) if (n > 100000)
         for (size_t i = 0; i < n; i++) grads[i] *= scale;
     }
     return norm;
