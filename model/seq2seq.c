@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <omp.h>
+
 #include "attention.h"
 #include "gemm.h"
 #include "gru.h"
@@ -177,6 +179,16 @@ void acts_free(Acts *a) {
     memset(a, 0, sizeof *a);
 }
 
+/* The batch rows [*first, *first + *count) of the calling thread. Sentences are independent,
+ * so in the recurrences each thread carries its own rows through every time step and the
+ * threads never wait for each other inside the time loop; products over all rows and steps
+ * (input projections, weight gradients) stay outside, parallel over their own tiles. */
+static void thread_rows(int B, int *first, int *count) {
+    int threads = omp_get_num_threads(), t = omp_get_thread_num();
+    *first = (int)((long)B * t / threads);
+    *count = (int)((long)B * (t + 1) / threads) - *first;
+}
+
 /* ---- encoder ------------------------------------------------------------------------ */
 
 /* Slot order of a direction's states [(S+1)*B, H]: the forward GRU starts from slot 0 and
@@ -198,16 +210,27 @@ static void encoder_forward(const Model *m, Acts *a, int B, int S) {
     embedding_forward(a->x, a->src_ids, a->dropout > 0 ? a->x_keep : NULL, w->src_emb, S * B, E);
     for (int dir = 0; dir < dirs; dir++) {
         const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
-        real *states = a->enc_state[dir];
         linear_forward(a->enc_gi[dir], a->x, E, gw->w_ih, E, gw->b_ih, S * B, E, 3 * H);
-        memset(state_slot(states, dir == 0 ? 0 : S, B, H), 0, sizeof(real) * (size_t)B * H);
-        for (int step = 0; step < S; step++) {
-            int i = dir == 0 ? step : S - 1 - step;
-            int from = dir == 0 ? i : i + 1, to = dir == 0 ? i + 1 : i;
-            gru_step_forward(state_slot(states, to, B, H),
-                             a->enc_cache[dir] + (size_t)i * B * 4 * H, a->scratch,
-                             a->enc_gi[dir] + (size_t)i * B * 3 * H, state_slot(states, from, B, H),
-                             gw->w_hh, gw->b_hh, a->src_len, i, B, H);
+        memset(state_slot(a->enc_state[dir], dir == 0 ? 0 : S, B, H), 0,
+               sizeof(real) * (size_t)B * H);
+    }
+#pragma omp parallel
+    {
+        int b0, nb;
+        thread_rows(B, &b0, &nb);
+        for (int dir = 0; dir < dirs && nb > 0; dir++) {
+            const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
+            real *states = a->enc_state[dir];
+            for (int step = 0; step < S; step++) {
+                int i = dir == 0 ? step : S - 1 - step;
+                int from = dir == 0 ? i : i + 1, to = dir == 0 ? i + 1 : i;
+                size_t row = (size_t)i * B + b0; /* row (i, b0) of [S*B, ...] */
+                gru_step_forward(state_slot(states, to, B, H) + (size_t)b0 * H,
+                                 a->enc_cache[dir] + row * 4 * H, a->scratch + (size_t)b0 * 3 * H,
+                                 a->enc_gi[dir] + row * 3 * H,
+                                 state_slot(states, from, B, H) + (size_t)b0 * H, gw->w_hh,
+                                 gw->b_hh, a->src_len + b0, i, nb, H);
+            }
         }
     }
     for (int b = 0; b < B; b++) {
@@ -254,20 +277,27 @@ static void encoder_backward(Model *m, Acts *a) {
         for (int b = 0; b < B; b++)
             memcpy(a->carry + (size_t)b * H, a->d_h_last + (size_t)b * K + dir * H,
                    sizeof(real) * (size_t)H);
-        for (int step = S - 1; step >= 0; step--) {
-            int i = dir == 0 ? step : S - 1 - step;
-            int from = dir == 0 ? i : i + 1;
-            /* the state is both the output h_i (through attention and keys) and the next
-             * step's input (the carry) */
-            for (int b = 0; b < B; b++)
-                for (int j = 0; j < H; j++)
-                    a->d_state[(size_t)b * H + j] =
-                        a->carry[(size_t)b * H + j] +
-                        a->d_enc_h[((size_t)b * S + i) * K + dir * H + j];
-            gru_step_backward(a->carry, dgi + (size_t)i * B * 3 * H,
-                              a->d_gh + (size_t)i * B * 3 * H, a->d_state,
-                              a->enc_cache[dir] + (size_t)i * B * 4 * H,
-                              state_slot(states, from, B, H), gw->w_hh, a->src_len, i, B, H);
+#pragma omp parallel
+        {
+            int b0, nb;
+            thread_rows(B, &b0, &nb);
+            real *carry = a->carry + (size_t)b0 * H, *d_state = a->d_state + (size_t)b0 * H;
+            for (int step = S - 1; step >= 0 && nb > 0; step--) {
+                int i = dir == 0 ? step : S - 1 - step;
+                int from = dir == 0 ? i : i + 1;
+                size_t row = (size_t)i * B + b0;
+                /* the state is both the output h_i (through attention and keys) and the next
+                 * step's input (the carry) */
+                for (int b = 0; b < nb; b++)
+                    for (int j = 0; j < H; j++)
+                        d_state[(size_t)b * H + j] =
+                            carry[(size_t)b * H + j] +
+                            a->d_enc_h[((size_t)(b0 + b) * S + i) * K + dir * H + j];
+                gru_step_backward(carry, dgi + row * 3 * H, a->d_gh + row * 3 * H, d_state,
+                                  a->enc_cache[dir] + row * 4 * H,
+                                  state_slot(states, from, B, H) + (size_t)b0 * H, gw->w_hh,
+                                  a->src_len + b0, i, nb, H);
+            }
         }
         /* weight gradients of all positions at once; position i started from slot i
          * (forward) or slot i+1 (backward), so the inputs of W_hh are rows of one slab */
@@ -280,9 +310,10 @@ static void encoder_backward(Model *m, Acts *a) {
 
 /* ---- decoder ------------------------------------------------------------------------ */
 
-/* The arrays of decoder step t (1..T): the one accessor both passes use. */
-static DecoderStep decoder_step(const Acts *a, const ModelDims *d, int t) {
-    size_t B = a->B, S = a->S, r = (size_t)(t - 1) * B;
+/* The arrays of decoder step t (1..T) from batch row b0 on: the one accessor both passes use
+ * (each thread passes the first of its rows). */
+static DecoderStep decoder_step(const Acts *a, const ModelDims *d, int t, int b0) {
+    size_t B = a->B, S = a->S, r = (size_t)(t - 1) * B + b0;
     size_t D = d->dec_hidden, A = d->att, K = dims_enc_state(d);
     return (DecoderStep){
         .s_prev = a->dec_state + r * D,
@@ -353,8 +384,8 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
     const ModelDims *d = &m->dims;
     const Weights *w = &m->w;
     int B = batch->B, S = batch->S, T = batch->T;
-    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, O = d->readout, V = d->tgt_vocab,
-        R = D + K + E;
+    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, O = d->readout, A = d->att,
+        V = d->tgt_vocab, R = D + K + E;
     if (B > a->max_B || S > a->max_S || T > a->max_T)
         return error_set(err, "batch %d x %d x %d exceeds the planned %d x %d x %d", B, S, T,
                          a->max_B, a->max_S, a->max_T);
@@ -385,9 +416,16 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
                           a->dropout > 0 ? a->u_keep + (size_t)r * E : NULL, w->tgt_emb, 1, E);
     linear_forward(a->dec_gi, u, R, dg->w_ih, E + K, dg->b_ih, T * B, E, 3 * D);
 
-    for (int t = 1; t <= T; t++) {
-        DecoderStep st = decoder_step(a, d, t);
-        decoder_step_forward(m, &st, a->keys, a->enc_h, a->src_len, a->scratch, B, S);
+#pragma omp parallel
+    {
+        int b0, nb;
+        thread_rows(B, &b0, &nb);
+        for (int t = 1; t <= T && nb > 0; t++) {
+            DecoderStep st = decoder_step(a, d, t, b0);
+            decoder_step_forward(m, &st, a->keys + (size_t)b0 * S * A,
+                                 a->enc_h + (size_t)b0 * S * K, a->src_len + b0,
+                                 a->scratch + (size_t)b0 * 3 * D, nb, S);
+        }
     }
 
     /* o_t = tanh(W_o [s_t ; c_t ; u_t] + b_o); z_t = W_out o_t + b_out, all steps at once */
@@ -440,25 +478,35 @@ void model_backward(Model *m, Acts *a) {
     memset(a->d_enc_h, 0, sizeof(real) * (size_t)B * S * K);
     memset(a->d_keys, 0, sizeof(real) * (size_t)B * S * A);
     memset(a->carry, 0, sizeof(real) * (size_t)B * D);
-    for (int t = T; t >= 1; t--) {
-        DecoderStep st = decoder_step(a, d, t);
-        const real *d_row = a->d_readout_in + (size_t)(t - 1) * B * R;
-        real *dgi = st.gi, *dgh = a->d_gh + (size_t)(t - 1) * B * 3 * D;
-        for (int b = 0; b < B; b++)
-            for (int j = 0; j < D; j++)
-                a->d_state[(size_t)b * D + j] =
-                    a->carry[(size_t)b * D + j] + d_row[(size_t)b * R + j];
-        gru_step_backward(a->carry, dgi, dgh, a->d_state, st.cache, st.s_prev, dg->w_hh, NULL, 0, B,
-                          D);
-        /* c_t feeds the readout and the GRU input: dc = d_readout[c] + dgi W_ih[:, E:] */
-        for (int b = 0; b < B; b++)
-            memcpy(a->d_context + (size_t)b * K, d_row + (size_t)b * R + D,
-                   sizeof(real) * (size_t)K);
-        gemm(0, 0, B, K, 3 * D, dgi, 3 * D, dg->w_ih + E, E + K, 1, a->d_context, K);
-        attention_backward(st.query, st.energy, a->d_keys, a->d_enc_h, a->d_context, st.alpha,
-                           st.hidden, a->enc_h, a->src_len, w->att_v, B, S, A, K);
-        /* query = W_q s_{t-1} */
-        gemm(0, 0, B, D, A, st.query, A, w->att_w_q, D, 1, a->carry, D);
+#pragma omp parallel
+    {
+        int b0, nb;
+        thread_rows(B, &b0, &nb);
+        real *carry = a->carry + (size_t)b0 * D, *d_state = a->d_state + (size_t)b0 * D;
+        real *d_context = a->d_context + (size_t)b0 * K;
+        for (int t = T; t >= 1 && nb > 0; t--) {
+            DecoderStep st = decoder_step(a, d, t, b0);
+            size_t row = (size_t)(t - 1) * B + b0;
+            const real *d_row = a->d_readout_in + row * R;
+            real *dgi = st.gi, *dgh = a->d_gh + row * 3 * D;
+            for (int b = 0; b < nb; b++)
+                for (int j = 0; j < D; j++)
+                    d_state[(size_t)b * D + j] =
+                        carry[(size_t)b * D + j] + d_row[(size_t)b * R + j];
+            gru_step_backward(carry, dgi, dgh, d_state, st.cache, st.s_prev, dg->w_hh, NULL, 0, nb,
+                              D);
+            /* c_t feeds the readout and the GRU input: dc = d_readout[c] + dgi W_ih[:, E:] */
+            for (int b = 0; b < nb; b++)
+                memcpy(d_context + (size_t)b * K, d_row + (size_t)b * R + D,
+                       sizeof(real) * (size_t)K);
+            gemm(0, 0, nb, K, 3 * D, dgi, 3 * D, dg->w_ih + E, E + K, 1, d_context, K);
+            attention_backward(st.query, st.energy, a->d_keys + (size_t)b0 * S * A,
+                               a->d_enc_h + (size_t)b0 * S * K, d_context, st.alpha, st.hidden,
+                               a->enc_h + (size_t)b0 * S * K, a->src_len + b0, w->att_v, nb, S, A,
+                               K);
+            /* query = W_q s_{t-1} */
+            gemm(0, 0, nb, D, A, st.query, A, w->att_w_q, D, 1, carry, D);
+        }
     }
 
     /* weight gradients of all decoder steps at once (dgi, dgh, dquery and de are stored per

@@ -1,6 +1,6 @@
 /*
  * test_model.c: the whole model: gradients against finite differences, padding that does not
- * leak, attention invariants, seeded initialisation and thread-count independence.
+ * leak, attention invariants, seeded initialisation, and what the thread count may change.
  */
 #include <math.h>
 #include <omp.h>
@@ -175,7 +175,10 @@ START_TEST(initialisation_is_seeded) {
 }
 END_TEST
 
-START_TEST(results_do_not_depend_on_thread_count) {
+/* The recurrences give each thread its own batch rows, so a row's products can take another
+ * matrix-product path with another thread count: results may differ by round-off across
+ * thread counts, but never more, and are bit-identical for the same thread count. */
+START_TEST(thread_count_changes_results_only_by_round_off) {
     /* big enough that the parallel loops really split */
     ModelDims dims = {.src_vocab = 300,
                       .tgt_vocab = 400,
@@ -188,18 +191,34 @@ START_TEST(results_do_not_depend_on_thread_count) {
     enum { B = 16, S = 12, T = 10 };
     Fixture f;
     fixture_make(&f, &dims, B, S, T, 8);
+    size_t P = f.model.table.total;
     int saved = omp_get_max_threads();
-    omp_set_num_threads(1);
-    double loss1 = forward_backward(&f, &f.rb.batch);
-    real *g1 = malloc(sizeof(real) * f.model.table.total);
-    ck_assert(g1);
-    memcpy(g1, f.model.grads, sizeof(real) * f.model.table.total);
-    omp_set_num_threads(4);
-    double loss4 = forward_backward(&f, &f.rb.batch);
+    real *grads[3];
+    double loss[3];
+    const int threads[3] = {1, 4, 4};
+    for (int run = 0; run < 3; run++) {
+        omp_set_num_threads(threads[run]);
+        loss[run] = forward_backward(&f, &f.rb.batch);
+        grads[run] = malloc(sizeof(real) * P);
+        ck_assert(grads[run]);
+        memcpy(grads[run], f.model.grads, sizeof(real) * P);
+    }
     omp_set_num_threads(saved);
-    ck_assert(loss1 == loss4);
-    ck_assert(memcmp(g1, f.model.grads, sizeof(real) * f.model.table.total) == 0);
-    free(g1);
+    ck_assert(loss[1] == loss[2]);
+    ck_assert(memcmp(grads[1], grads[2], sizeof(real) * P) == 0);
+    double tol = sizeof(real) == 8 ? 1e-12 : 1e-5;
+    ck_assert_double_eq_tol(loss[0], loss[1], tol * loss[0]);
+    for (int p = 0; p < PARAM_COUNT; p++) {
+        const ParamInfo *info = &f.model.table.info[p];
+        double max_abs = 0, max_diff = 0;
+        for (size_t i = info->offset; i < info->offset + info->size; i++) {
+            max_abs = fmax(max_abs, fabs(grads[0][i]));
+            max_diff = fmax(max_diff, fabs(grads[0][i] - grads[1][i]));
+        }
+        ck_assert_msg(max_diff <= 10 * tol * fmax(max_abs, 1e-6), "%s differs by %g (scale %g)",
+                      info->name, max_diff, max_abs);
+    }
+    for (int run = 0; run < 3; run++) free(grads[run]);
     fixture_free(&f);
 }
 END_TEST
@@ -234,7 +253,7 @@ Suite *model_suite(void) {
     tcase_add_test(tc, padding_does_not_leak);
     tcase_add_test(tc, attention_rows_sum_to_one_and_skip_padding);
     tcase_add_test(tc, initialisation_is_seeded);
-    tcase_add_test(tc, results_do_not_depend_on_thread_count);
+    tcase_add_test(tc, thread_count_changes_results_only_by_round_off);
     tcase_add_test(tc, bad_batches_are_rejected);
     suite_add_tcase(s, tc);
     return s;
