@@ -87,8 +87,14 @@ bin/bench: $(BUILD)/bench/bench.o $(BUILD)/bench/peak.o $(LIB_OBJ)
 	@mkdir -p bin
 	$(CC) $^ -o $@ $(LDLIBS)
 
-bench: bin/bench bin/translate
+bin/bench_gemm: $(BUILD)/bench/bench_gemm.o $(BUILD)/bench/peak.o $(LIB_OBJ)
+	@mkdir -p bin
+	$(CC) $^ -o $@ $(LDLIBS)
+
+bench: bin/bench bin/bench_gemm bin/translate
 	OMP_NUM_THREADS=$(THREADS) bin/bench
+	@echo
+	OMP_NUM_THREADS=$(THREADS) bin/bench_gemm -q
 
 clean:
 	rm -rf $(BUILD) bin
@@ -96,4 +102,4 @@ clean:
 format:
 	clang-format -i $(wildcard */*.c */*.h)
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/bench/bench.d $(BUILD)/bench/peak.d
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/bench/bench.d $(BUILD)/bench/peak.d $(BUILD)/bench/bench_gemm.d

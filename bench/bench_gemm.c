@@ -2,12 +2,10 @@
  * bench_gemm.c: times gemm() on the shapes the model uses and prints GFLOP/s, with one thread
  * and with two, next to the machine's FMA peak measured by a register-only loop.
  *
- * Standalone (its own main, not part of the Makefile's programs); build from the repo root:
- *   gcc -std=c17 -O3 -Wall -Wextra -fopenmp -D_POSIX_C_SOURCE=200809L -I. \
- *       bench/bench_gemm.c model/gemm.c model/common.c -lm -o bin/bench_gemm
- * Options: `-q` quick (shorter timing), `-t SECONDS` minimum timing per measurement, `-1` one
- * thread only. Timings are the best of repeated batches, which filters out some of the noise
- * of a shared machine (but not all: check the FMA peak line, measured the same way).
+ * `make bench` runs it after the model benchmark (bin/bench_gemm -q). Options: `-q` quick (shorter
+ * timing), `-t SECONDS` minimum timing per measurement, `-1` one thread only. Timings are the best
+ * of repeated batches, which filters out some of the noise of a shared machine (but not all: check
+ * the FMA peak line, measured the same way).
  */
 #include <omp.h>
 #include <stdio.h>
@@ -15,71 +13,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/peak.h"
 #include "model/gemm.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define HAVE_X86 1
-#else
-#define HAVE_X86 0
-#endif
 
 static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
-
-/* ---- FMA peak: independent chains of register-only FMAs, enough to cover the latency ---- */
-
-#if HAVE_X86
-/* 16 independent accumulators: 4-cycle latency x 2 FMA ports needs at least 8 in flight. */
-__attribute__((target("avx512f"))) static float fma_loop_avx512(long iters) {
-    __m512 acc[16], x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-7f);
-    for (int i = 0; i < 16; i++) acc[i] = _mm512_set1_ps((float)i);
-    for (long it = 0; it < iters; it++) {
-#pragma GCC unroll 16
-        for (int i = 0; i < 16; i++) acc[i] = _mm512_fmadd_ps(acc[i], x, y);
-    }
-    __m512 s = acc[0];
-    for (int i = 1; i < 16; i++) s = _mm512_add_ps(s, acc[i]);
-    return _mm512_reduce_add_ps(s);
-}
-
-__attribute__((target("avx2,fma"))) static float fma_loop_avx2(long iters) {
-    __m256 acc[12], x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-7f);
-    for (int i = 0; i < 12; i++) acc[i] = _mm256_set1_ps((float)i);
-    for (long it = 0; it < iters; it++) {
-#pragma GCC unroll 12
-        for (int i = 0; i < 12; i++) acc[i] = _mm256_fmadd_ps(acc[i], x, y);
-    }
-    __m256 s = acc[0];
-    for (int i = 1; i < 12; i++) s = _mm256_add_ps(s, acc[i]);
-    float out[8];
-    _mm256_storeu_ps(out, s);
-    return out[0] + out[7];
-}
-
-/* GFLOP/s of `threads` threads each running the loop; flops per iteration = chains*lanes*2. */
-static double fma_peak(int wide, int threads) {
-    long iters = 20000000;
-    double flops_per_iter = wide ? 16 * 16 * 2 : 12 * 8 * 2, best = 0;
-    volatile float sink = 0;
-    for (int trial = 0; trial < 3; trial++) {
-        double t0 = now();
-#pragma omp parallel num_threads(threads)
-        {
-            float r = wide ? fma_loop_avx512(iters) : fma_loop_avx2(iters);
-#pragma omp atomic
-            sink += r;
-        }
-        double g = flops_per_iter * iters * threads / (now() - t0) / 1e9;
-        if (g > best) best = g;
-    }
-    (void)sink;
-    return best;
-}
-#endif
 
 /* ---- gemm timing ------------------------------------------------------------------------ */
 
@@ -135,20 +76,14 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "-q"))
             min_time = 0.25;
         else if (!strcmp(argv[i], "-t") && i + 1 < argc)
-            min_time = atof(argv[++i]);
+            min_time = strtod(argv[++i], NULL) > 0 ? strtod(argv[i], NULL) : min_time;
         else if (!strcmp(argv[i], "-1"))
             max_threads = 1;
     }
     printf("gemm benchmark, real = %s, up to %d threads available\n", REAL_NAME,
            omp_get_max_threads());
-#if HAVE_X86
-    if (__builtin_cpu_supports("avx512f"))
-        printf("FMA peak (register-only loop), AVX-512: %.1f GFLOP/s 1 thread, %.1f 2 threads\n",
-               fma_peak(1, 1), fma_peak(1, 2));
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        printf("FMA peak (register-only loop), AVX2:    %.1f GFLOP/s 1 thread, %.1f 2 threads\n",
-               fma_peak(0, 1), fma_peak(0, 2));
-#endif
+    printf("FMA peak (register-only loop): %.1f GFLOP/s 1 thread, %.1f 2 threads\n",
+           fma_peak_gflops(1), fma_peak_gflops(2));
     printf("\n%-28s %5s %5s %5s %3s  %9s %9s  %9s %9s\n", "shape", "M", "N", "K", "op", "1T GF/s",
            "1T us", "2T GF/s", "2T us");
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
