@@ -265,6 +265,58 @@ START_TEST(interrupted_training_saves_a_resumable_checkpoint) {
 }
 END_TEST
 
+/* bin/align --ref on a pair gives exactly the acts/alpha.npy that bin/gradref writes for the
+ * same model and pair: both are the model's force-decoded attention. */
+START_TEST(align_matches_the_gradient_reference_dump) {
+    char dir[64], path[256], cmd[1024], err_path[128];
+    make_temp_dir(dir, sizeof dir);
+    snprintf(err_path, sizeof err_path, "%s/stderr", dir);
+    /* a small fresh model, saved as a checkpoint */
+    Config cfg;
+    Error err;
+    Corpus corpus;
+    TokenizedCorpus tokens;
+    NmtModel nm;
+    ck_assert(config_load(&cfg, "../configs/tiny.ini", NULL, 0, &err) == 0);
+    ck_assert(corpus_load(cfg.data.train, true, &corpus, &tokens, &err) == 0);
+    ck_assert(nmt_model_from_config(&nm, &cfg, &tokens, 11, &err) == 0);
+    snprintf(path, sizeof path, "%s/model.ckpt", dir);
+    ck_assert(checkpoint_save(path, &nm, NULL, NULL, &err) == 0);
+    nmt_model_free(&nm);
+    tokenized_corpus_free(&tokens);
+    corpus_free(&corpus);
+    snprintf(path, sizeof path, "%s/pair.tsv", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert(f);
+    fputs("the black cat sat on the mat\tle chat noir s'est assis sur le tapis\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "../bin/gradref -m %s/model.ckpt --pairs %s/pair.tsv -o %s/dump", dir,
+             dir, dir);
+    ck_assert_int_eq(run(cmd, err_path), 0);
+    snprintf(cmd, sizeof cmd,
+             "../bin/align -m %s/model.ckpt --format npy -o %s/align.npy --ref \"le chat noir "
+             "s'est assis sur le tapis\" \"the black cat sat on the mat\"",
+             dir, dir);
+    ck_assert_int_eq(run(cmd, err_path), 0);
+    NpyArray dump, align;
+    snprintf(path, sizeof path, "%s/dump/acts/alpha.npy", dir);
+    ck_assert_msg(npy_read(path, &dump, &err) == 0, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/align.npy", dir);
+    ck_assert_msg(npy_read(path, &align, &err) == 0, "%s", err.msg);
+    /* dump [1, T, S], align [T, S] (float32) */
+    ck_assert(dump.ndim == 3 && dump.shape[0] == 1 && align.ndim == 2);
+    ck_assert(dump.shape[1] == align.shape[0] && dump.shape[2] == align.shape[1]);
+    const real *a = dump.data;
+    const float *b = align.data;
+    for (size_t i = 0; i < align.count; i++)
+        ck_assert_msg((float)a[i] == b[i], "alpha[%zu]: dump %g, align %g", i, (double)a[i],
+                      (double)b[i]);
+    npy_free(&dump);
+    npy_free(&align);
+    remove_dir(dir);
+}
+END_TEST
+
 Suite *tools_suite(void) {
     Suite *s = suite_create("tools");
     TCase *tc = tcase_create("tools");
@@ -273,6 +325,7 @@ Suite *tools_suite(void) {
     tcase_add_test(tc, gradref_writes_the_spec_layout);
     tcase_add_test(tc, tools_report_bad_input_in_one_line);
     tcase_add_test(tc, training_resumes_exactly);
+    tcase_add_test(tc, align_matches_the_gradient_reference_dump);
     tcase_add_test(tc, interrupted_training_saves_a_resumable_checkpoint);
     suite_add_tcase(s, tc);
     return s;
