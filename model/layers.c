@@ -9,22 +9,22 @@
 #include "fastmath.h"
 #include "gemm.h"
 
-void embedding_forward(real *out, const int *ids, const real *keep, const real *emb, int rows,
-                       int dim) {
+void embedding_forward(real *out, int ld, const int *ids, const real *keep, const real *emb,
+                       int rows, int dim) {
     for (int r = 0; r < rows; r++) {
-        real *o = out + (size_t)r * dim;
+        real *o = out + (size_t)r * ld;
         memcpy(o, emb + (size_t)ids[r] * dim, sizeof(real) * (size_t)dim);
         if (keep) dropout_apply(o, keep + (size_t)r * dim, (size_t)dim);
     }
 }
 
-void embedding_backward(real *demb, const real *dout, const int *ids, const real *keep, int rows,
-                        int dim) {
+void embedding_backward(real *demb, const real *dout, int ld, const int *ids, const real *keep,
+                        int rows, int dim) {
     /* Serial on purpose: two rows with the same id add into the same gradient row, and a fixed
      * order keeps the sum bit-reproducible. */
     for (int r = 0; r < rows; r++) {
         real *d = demb + (size_t)ids[r] * dim;
-        const real *g = dout + (size_t)r * dim;
+        const real *g = dout + (size_t)r * ld;
         const real *k = keep ? keep + (size_t)r * dim : NULL;
         for (int j = 0; j < dim; j++) d[j] += k ? g[j] * k[j] : g[j];
     }

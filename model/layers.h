@@ -17,12 +17,12 @@
 #include "common.h"
 
 /* out_r = emb[ids_r] (* keep_r, the inverted-dropout scale, when keep is not NULL)
- * out [R, E], ids [R], keep [R, E] or NULL, emb [V, E] */
-void embedding_forward(real *out, const int *ids, const real *keep, const real *emb, int rows,
-                       int dim);
-/* demb[ids_r] += dout_r (* keep_r) */
-void embedding_backward(real *demb, const real *dout, const int *ids, const real *keep, int rows,
-                        int dim);
+ * out [R, E] with row stride ld, ids [R], keep [R, E] or NULL, emb [V, E] */
+void embedding_forward(real *out, int ld, const int *ids, const real *keep, const real *emb,
+                       int rows, int dim);
+/* demb[ids_r] += dout_r (* keep_r); dout has row stride ld */
+void embedding_backward(real *demb, const real *dout, int ld, const int *ids, const real *keep,
+                        int rows, int dim);
 
 /* y_r = W x_r + b   (b may be NULL)
  * y [R, out] contiguous, x [R, in] with row stride ldx, W [out, in] with row stride ldw */

@@ -199,9 +199,7 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
     int remaining = n;
     for (int t = 0; t < L && remaining > 0; t++) {
         /* u_t = tgt_emb[y_{t-1}] and its input projection, then the shared decoder step */
-        for (int r = 0; r < R; r++)
-            embedding_forward(s->readout_in + (size_t)r * RW + D + K, &s->y_prev[r], NULL,
-                              w->tgt_emb, 1, E);
+        embedding_forward(s->readout_in + D + K, RW, s->y_prev, NULL, w->tgt_emb, R, E);
         linear_forward(s->gi, s->readout_in + D + K, RW, w->dec_gru.w_ih, E + K, w->dec_gru.b_ih, R,
                        E, 3 * D);
         DecoderStep st = {.s_prev = s->s,

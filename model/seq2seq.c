@@ -207,7 +207,7 @@ static void encoder_forward(const Model *m, Acts *a, int B, int S) {
     const Weights *w = &m->w;
     int E = d->emb, H = d->enc_hidden, K = dims_enc_state(d), D = d->dec_hidden, A = d->att;
     int dirs = d->bidirectional ? 2 : 1;
-    embedding_forward(a->x, a->src_ids, a->dropout > 0 ? a->x_keep : NULL, w->src_emb, S * B, E);
+    embedding_forward(a->x, E, a->src_ids, a->dropout > 0 ? a->x_keep : NULL, w->src_emb, S * B, E);
     for (int dir = 0; dir < dirs; dir++) {
         const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
         linear_forward(a->enc_gi[dir], a->x, E, gw->w_ih, E, gw->b_ih, S * B, E, 3 * H);
@@ -305,7 +305,8 @@ static void encoder_backward(Model *m, Acts *a) {
         linear_backward(NULL, gg->w_hh, gg->b_hh, a->d_gh, state_slot(states, dir, B, H), H,
                         gw->w_hh, H, S * B, H, 3 * H);
     }
-    embedding_backward(g->src_emb, a->d_x, a->src_ids, a->dropout > 0 ? a->x_keep : NULL, S * B, E);
+    embedding_backward(g->src_emb, a->d_x, E, a->src_ids, a->dropout > 0 ? a->x_keep : NULL, S * B,
+                       E);
 }
 
 /* ---- decoder ------------------------------------------------------------------------ */
@@ -411,9 +412,7 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
      * of the decoder input projection, W_ih[:, :E] u_t + b_ih, for all steps at once */
     const GruWeights *dg = &w->dec_gru;
     real *u = a->readout_in + D + K;
-    for (int r = 0; r < T * B; r++)
-        embedding_forward(u + (size_t)r * R, a->tgt_in + r,
-                          a->dropout > 0 ? a->u_keep + (size_t)r * E : NULL, w->tgt_emb, 1, E);
+    embedding_forward(u, R, a->tgt_in, a->dropout > 0 ? a->u_keep : NULL, w->tgt_emb, T * B, E);
     linear_forward(a->dec_gi, u, R, dg->w_ih, E + K, dg->b_ih, T * B, E, 3 * D);
 
 #pragma omp parallel
@@ -521,9 +520,7 @@ void model_backward(Model *m, Acts *a) {
     linear_backward(NULL, g->att_w_q, NULL, a->query, a->dec_state, D, w->att_w_q, D, T * B, D, A);
     /* e_ti = v . hidden_ti: dv = sum over t, b, i of de_ti hidden_ti */
     gemm(1, 0, 1, A, T * B * S, a->energy, 1, a->att_hidden, A, 1, g->att_v, A);
-    for (int r = 0; r < T * B; r++)
-        embedding_backward(g->tgt_emb, du + (size_t)r * R, a->tgt_in + r,
-                           a->dropout > 0 ? a->u_keep + (size_t)r * E : NULL, 1, E);
+    embedding_backward(g->tgt_emb, du, R, a->tgt_in, a->dropout > 0 ? a->u_keep : NULL, T * B, E);
 
     encoder_backward(m, a);
 }

@@ -243,12 +243,12 @@ START_TEST(embedding_gathers_and_scatters) {
     const int ids[3] = {2, 0, 2};
     const real keep[6] = {1, 1, 0, 2, 1, 1};
     real out[6];
-    embedding_forward(out, ids, keep, emb, 3, 2);
+    embedding_forward(out, 2, ids, keep, emb, 3, 2);
     const real expected[6] = {5, 6, 0, 4, 5, 6};
     for (int i = 0; i < 6; i++) ck_assert(out[i] == expected[i]);
     real demb[6] = {0};
     const real dout[6] = {1, 1, 1, 1, 1, 1};
-    embedding_backward(demb, dout, ids, keep, 3, 2);
+    embedding_backward(demb, dout, 2, ids, keep, 3, 2);
     /* id 2 appears twice and both rows add up; id 1 is never used */
     const real dexp[6] = {0, 2, 0, 0, 2, 2};
     for (int i = 0; i < 6; i++) ck_assert(demb[i] == dexp[i]);
