@@ -91,6 +91,10 @@ static int add_line(Corpus *corpus, const char *line, size_t len, size_t line_nu
     if (problem)
         return error_set(err, "%s:%zu: invalid UTF-8 at column %zu: %s", name, line_number,
                          start + offset + 1, problem);
+    uint32_t control;
+    if (utf8_find_control(line + start, len - start, &offset, &control))
+        return error_set(err, "%s:%zu: control character U+%04X at column %zu", name, line_number,
+                         (unsigned)control, start + offset + 1);
     const char *src = line + start, *end = line + len;
     const char *tab = memchr(src, '\t', (size_t)(end - src));
     if (!tab) return error_set(err, "%s:%zu: no tab between source and target", name, line_number);

@@ -28,7 +28,8 @@ typedef struct {
  * set to one line naming the file: "cannot open x.tsv: No such file or directory",
  * "x.tsv:12: no tab between source and target", "x.tsv:3: invalid UTF-8 at column 7: ...".
  * Errors: unreadable file or directory, a line without a tab, an empty (or blank) source or
- * target, invalid UTF-8, a NUL byte, and an input without any pair. */
+ * target, invalid UTF-8, a NUL byte or another control character (tab and the other
+ * whitespace controls excepted: see utf8_find_control), and an input without any pair. */
 int corpus_read_file(const char *path, Corpus *out, Error *err);
 
 /* The same from an open stream (read to its end, not closed); name is used in messages. */

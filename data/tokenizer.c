@@ -10,6 +10,7 @@
 #include "data/tokenizer.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,6 +80,60 @@ int utf8_validate(const char *bytes, size_t len, Error *err) {
     const char *problem = utf8_find_error(bytes, len, &offset);
     if (problem) return error_set(err, "invalid UTF-8 at byte %zu: %s", offset, problem);
     return 0;
+}
+
+bool utf8_find_control(const char *bytes, size_t len, size_t *offset, uint32_t *code_point) {
+    const unsigned char *s = (const unsigned char *)bytes;
+    for (size_t at = 0; at < len; at++) {
+        uint32_t cp = s[at];
+        bool whitespace = cp == '\t' || cp == '\n' || cp == '\v' || cp == '\f' || cp == '\r';
+        /* C1 controls are U+0080..U+009F, encoded as C2 80..C2 9F */
+        if (cp == 0xC2 && at + 1 < len && s[at + 1] >= 0x80 && s[at + 1] <= 0x9F)
+            cp = s[at + 1], whitespace = cp == 0x85;
+        else if (!(cp < 0x20 || cp == 0x7F))
+            continue;
+        if (whitespace) continue;
+        *offset = at;
+        *code_point = cp;
+        return true;
+    }
+    return false;
+}
+
+const char *text_for_message(char *buf, size_t size, const char *text, size_t max_bytes) {
+    const unsigned char *s = (const unsigned char *)text;
+    size_t len = strnlen(text, max_bytes < SIZE_MAX ? max_bytes + 1 : SIZE_MAX), used = 0;
+    bool cut = len > max_bytes;
+    if (cut) len = max_bytes;
+    for (size_t at = 0; at < len;) {
+        char piece[8];
+        uint32_t cp;
+        const char *problem = NULL;
+        size_t length = utf8_decode(s + at, len - at, &cp, &problem), n;
+        if (length == 0) /* not UTF-8: the byte itself, escaped */
+            n = (size_t)snprintf(piece, sizeof piece, "\\x%02X", s[at]), length = 1;
+        else if (cp == '\n' || cp == '\r' || cp == '\t')
+            n = (size_t)snprintf(piece, sizeof piece, "\\%c",
+                                 cp == '\n'   ? 'n'
+                                 : cp == '\r' ? 'r'
+                                              : 't');
+        else if (cp < 0x20 || cp == 0x7F)
+            n = (size_t)snprintf(piece, sizeof piece, "\\x%02X", (unsigned)cp);
+        else if (cp >= 0x80 && cp <= 0x9F)
+            n = (size_t)snprintf(piece, sizeof piece, "\\u%04X", (unsigned)cp);
+        else
+            memcpy(piece, s + at, length), n = length;
+        if (used + n + 4 > size) { /* room for "..." and the NUL must remain */
+            cut = true;
+            break;
+        }
+        memcpy(buf + used, piece, n);
+        used += n;
+        at += length;
+    }
+    if (cut) memcpy(buf + used, "...", 3), used += 3;
+    buf[used] = '\0';
+    return buf;
 }
 
 /* Writes cp (a valid code point) as UTF-8 into out, unless out is NULL; returns the number of

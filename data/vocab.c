@@ -39,9 +39,11 @@ static int index_tokens(Vocab *vocab, Error *err) {
     vocab->slot_mask = slot_count - 1;
     for (size_t id = 0; id < vocab->size; id++) {
         size_t slot = find_slot(vocab, vocab->tokens[id]);
+        char quoted[128];
         if (vocab->slots[slot] != 0)
-            return error_set(err, "vocabulary: token %zu \"%.80s\" repeats token %u", id,
-                             vocab->tokens[id], vocab->slots[slot] - 1);
+            return error_set(err, "vocabulary: token %zu \"%s\" repeats token %u", id,
+                             text_for_message(quoted, sizeof quoted, vocab->tokens[id], 80),
+                             vocab->slots[slot] - 1);
         vocab->slots[slot] = (uint32_t)id + 1;
     }
     return 0;
@@ -221,6 +223,11 @@ static int read_token(Vocab *vocab, FILE *in, size_t id, size_t *budget, Error *
         return error_set(err, "vocabulary: token %zu holds a NUL byte", id);
     if (utf8_validate(token, len, err) != 0)
         return error_prefix(err, "vocabulary: token %zu: ", id);
+    /* the tokenizer splits at spaces, and the corpus reader refuses control characters */
+    size_t offset;
+    uint32_t control;
+    if (strpbrk(token, " \t\n\v\f\r") || utf8_find_control(token, len, &offset, &control))
+        return error_set(err, "vocabulary: token %zu holds a space or a control character", id);
     return 0;
 }
 
@@ -239,10 +246,12 @@ int vocab_read(Vocab *out, FILE *in, size_t max_bytes, Error *err) {
     int status = out->tokens ? 0 : -1;
     for (size_t id = 0; id < count && status == 0; id++)
         status = read_token(out, in, id, &budget, err);
+    char quoted[128];
     for (int id = 0; id < VOCAB_SPECIALS && status == 0; id++)
         if (strcmp(out->tokens[id], special_tokens[id]) != 0)
-            status = error_set(err, "vocabulary: id %d is \"%.80s\", not the reserved \"%s\"", id,
-                               out->tokens[id], special_tokens[id]);
+            status = error_set(err, "vocabulary: id %d is \"%s\", not the reserved \"%s\"", id,
+                               text_for_message(quoted, sizeof quoted, out->tokens[id], 80),
+                               special_tokens[id]);
     if (status == 0) status = index_tokens(out, err);
     if (status != 0) vocab_free(out);
     return status;

@@ -53,8 +53,9 @@ int vocab_write(const Vocab *vocab, FILE *out);
 /* Reads the layout above into *out (overwritten), consuming at most max_bytes bytes (e.g.
  * what is left of a checkpoint file). Trusts nothing: the count must lie in
  * VOCAB_SPECIALS..VOCAB_MAX_SIZE, every length must be non-zero and fit what is left of
- * max_bytes, tokens must be valid UTF-8 without NUL and distinct, and ids 0..3 must be the
- * specials. Returns 0, or -1 with *out empty and err saying what was wrong where. */
+ * max_bytes, tokens must be valid UTF-8 without NUL, spaces or control characters, and
+ * distinct, and ids 0..3 must be the specials. Returns 0, or -1 with *out empty and err saying
+ * what was wrong where. */
 int vocab_read(Vocab *out, FILE *in, size_t max_bytes, Error *err);
 
 /* Frees the vocabulary, leaving it empty; accepts an empty or half-built one. */

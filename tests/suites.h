@@ -17,5 +17,7 @@ Suite *align_suite(void);
 Suite *train_suite(void);
 Suite *tools_suite(void);
 Suite *gemm_suite(void);
+Suite *hostile_suite(void);
+Suite *faults_suite(void);
 
 #endif

@@ -6,6 +6,7 @@
  * alignments against gold ones (precision, recall, AER).
  * The work is done in tools/alignment.c; this file reads options and inputs and routes results.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,9 +205,11 @@ static int read_inputs(Inputs *in, int argc, char **argv, Error *err) {
     for (;;) {
         char *line = NULL;
         size_t line_cap = 0;
-        if (read_line(stdin, &line, &line_cap) < 0) {
+        long len = read_line(stdin, &line, &line_cap);
+        if (len < 0) {
             free(line);
-            return ferror(stdin) ? error_set(err, "cannot read standard input") : 0;
+            return len == -2 ? error_set(err, "cannot read standard input: %s", strerror(errno))
+                             : 0;
         }
         if ((size_t)in->count == cap) {
             cap = cap ? 2 * cap : 64;

@@ -216,6 +216,12 @@ static int forced_alignment(ForcedDecoder *fd, const char *source, const int *tg
         error_set(err, "empty sentence, nothing to align");
         goto done;
     }
+    if (S - 1 > FORCED_MAX_TOKENS || n > FORCED_MAX_TOKENS) {
+        error_set(err, "the %s has %d tokens, more than the %d force-decoding takes",
+                  S - 1 > FORCED_MAX_TOKENS ? "source" : "target",
+                  S - 1 > FORCED_MAX_TOKENS ? S - 1 : n, FORCED_MAX_TOKENS);
+        goto done;
+    }
     if (tokenize(source, nm->lowercase, &src, err) || forced_run(fd, ids, S, tgt, n, err) ||
         alignment_alloc(out, nm, source, &src, n + complete, err))
         goto done;
@@ -246,8 +252,21 @@ int force_align(ForcedDecoder *fd, const char *source, const char *target, Align
                 StepTrace *trace, Error *err) {
     TokenList tgt = {0};
     memset(out, 0, sizeof *out);
+    size_t offset;
+    uint32_t control;
     if (tokenize(target, fd->nm->lowercase, &tgt, err)) return error_prefix(err, "target: ");
+    if (utf8_find_control(target, strlen(target), &offset, &control)) {
+        token_list_free(&tgt);
+        return error_set(err, "target: control character U+%04X at byte %zu", (unsigned)control,
+                         offset);
+    }
     if (tgt.count == 0) return error_set(err, "empty target, nothing to force-decode");
+    if (tgt.count > FORCED_MAX_TOKENS) {
+        size_t count = tgt.count;
+        token_list_free(&tgt);
+        return error_set(err, "the target has %zu tokens, more than the %d force-decoding takes",
+                         count, FORCED_MAX_TOKENS);
+    }
     int *ids = checked_calloc(tgt.count, sizeof(int), "target ids", err);
     int rc = -1;
     if (ids) {
@@ -295,6 +314,7 @@ static int is_space(char c) {
 }
 
 int word_map_from_text(WordMap *map, const char *text, bool lowercase, Error *err) {
+    char quoted[96];
     TokenList whole = {0}, part = {0};
     memset(map, 0, sizeof *map);
     if (tokenize(text, lowercase, &whole, err)) return -1;
@@ -318,7 +338,7 @@ int word_map_from_text(WordMap *map, const char *text, bool lowercase, Error *er
         for (size_t j = 0; j < part.count && rc == 0; j++, k++) {
             if (k >= whole.count || strcmp(part.tokens[j], whole.tokens[k]) != 0)
                 rc = error_set(err, "word %d ('%s') does not split into the sentence's tokens",
-                               map->n_words, word);
+                               map->n_words, text_for_message(quoted, sizeof quoted, word, 60));
             else
                 map->word_of[k] = map->n_words;
         }
@@ -437,12 +457,14 @@ int pharaoh_parse(const char *line, WordLink **links, int *n, Error *err) {
         WordLink link;
         if (!dash || parse_index(p, (size_t)(dash - p), &link.src) ||
             parse_index(dash + 1, len - (size_t)(dash - p) - 1, &link.tgt)) {
+            char link_text[48], quoted[96];
+            snprintf(link_text, sizeof link_text, "%.*s", (int)(len < 40 ? len : 40), p);
             free(*links);
             *links = NULL, *n = 0;
             return error_set(err,
-                             "malformed link '%.*s' (expected i-j: source word index, "
+                             "malformed link '%s' (expected i-j: source word index, "
                              "dash, target word index)",
-                             (int)(len < 40 ? len : 40), p);
+                             text_for_message(quoted, sizeof quoted, link_text, 40));
         }
         (*links)[(*n)++] = link;
         p += len;
@@ -526,7 +548,12 @@ int aer_evaluate(ForcedDecoder *fd, const char *pairs_path, const char *gold_pat
     size_t cap = 0;
     int rc = 0;
     for (size_t k = 0; k < corpus.count && rc == 0; k++) {
-        if (read_line(gold, &line, &cap) < 0) {
+        long len = read_line(gold, &line, &cap);
+        if (len == -2) {
+            rc = error_set(err, "cannot read %s: %s", gold_path, strerror(errno));
+            break;
+        }
+        if (len < 0) {
             rc = error_set(err, "%s:%zu: missing: the file ends after %zu lines, %s has %zu pairs",
                            gold_path, k + 1, k, pairs_path, corpus.count);
             break;
@@ -573,10 +600,11 @@ int align_format_parse(const char *name, AlignFormat *out, Error *err) {
             *out = (AlignFormat)f;
             return 0;
         }
+    char quoted[96];
     return error_set(err,
                      "unknown format '%s' (expected tsv, npy, json, svg, text, marian or "
                      "pharaoh)",
-                     name);
+                     text_for_message(quoted, sizeof quoted, name, 60));
 }
 
 bool align_format_streams(AlignFormat format) {

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "data/tokenizer.h"
+
 void default_model_path(char *buf, size_t size) {
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -39,9 +41,10 @@ int parse_int_option(const char *option, const char *text, long lo, long hi, lon
     char *end;
     errno = 0;
     long v = strtol(text, &end, 10);
+    char quoted[96];
     if (errno || end == text || *end || v < lo || v > hi)
         return error_set(err, "invalid %s '%s' (expected a whole number from %ld to %ld)", option,
-                         text, lo, hi);
+                         text_for_message(quoted, sizeof quoted, text, 60), lo, hi);
     *out = v;
     return 0;
 }
@@ -51,16 +54,19 @@ int parse_double_option(const char *option, const char *text, double lo, double 
     char *end;
     errno = 0;
     double v = strtod(text, &end);
+    char quoted[96];
     if (errno || end == text || *end || !(v >= lo && v <= hi))
-        return error_set(err, "invalid %s '%s' (expected a number from %g to %g)", option, text,
-                         lo, hi);
+        return error_set(err, "invalid %s '%s' (expected a number from %g to %g)", option,
+                         text_for_message(quoted, sizeof quoted, text, 60), lo, hi);
     *out = v;
     return 0;
 }
 
 long read_line(FILE *in, char **line, size_t *cap) {
+    errno = 0;
     ssize_t n = getline(line, cap, in);
-    if (n < 0) return -1;
+    /* getline reports a failed allocation with ENOMEM but without the stream's error flag */
+    if (n < 0) return ferror(in) || errno == ENOMEM ? -2 : -1;
     if (n > 0 && (*line)[n - 1] == '\n') (*line)[--n] = '\0';
     if (n > 0 && (*line)[n - 1] == '\r') (*line)[--n] = '\0';
     return (long)n;

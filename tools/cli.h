@@ -23,8 +23,10 @@ int parse_int_option(const char *option, const char *text, long lo, long hi, lon
 int parse_double_option(const char *option, const char *text, double lo, double hi, double *out,
                         Error *err);
 
-/* Reads one line of any length without its line end (\n or \r\n); returns its length, or -1
- * at end of input. *line is reused and grown (free it when done). */
+/* Reads one line of any length without its line end (\n or \r\n); returns its length, -1 at
+ * end of input, or -2 when reading fails (a read error, or no memory for the line; errno says
+ * which), so a failure is never mistaken for the end. *line is reused and grown (free it when
+ * done). */
 long read_line(FILE *in, char **line, size_t *cap);
 
 #endif

@@ -3,9 +3,11 @@
  * as sacreBLEU computes them by default (13a tokenisation, exp smoothing; chrF2), and the
  * perplexity of the references under the model (teacher forcing).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tools/cli.h"
 #include "train/pipeline.h"
@@ -73,12 +75,16 @@ int main(int argc, char **argv) {
         fprintf(stderr, "evaluate: %s\n", err.msg);
         goto done;
     }
-    int longest = 1;
+    if (score_check_lengths(&corpus, &tokens, test_path, &err)) {
+        fprintf(stderr, "evaluate: %s\n", err.msg);
+        goto done;
+    }
+    int longest = 1; /* at most SCORE_MAX_TOKENS now */
     for (size_t i = 0; i < tokens.count; i++)
         if ((int)tokens.src[i].count > longest) longest = (int)tokens.src[i].count;
     ShowSink sink = {.show = n_show};
-    if (score_corpus(&nm, &corpus, &tokens, 64, (int)beam, 2 * longest + 10, &sc, show, &sink,
-                     &err)) {
+    if (score_corpus(&nm, &corpus, &tokens, test_path, 64, (int)beam, 2 * longest + 10, &sc, show,
+                     &sink, &err)) {
         fprintf(stderr, "evaluate: %s\n", err.msg);
         goto done;
     }
@@ -90,6 +96,10 @@ int main(int argc, char **argv) {
     printf("perplexity = %.4f (loss %.4f over %zu target tokens)\n", sc.perplexity, sc.loss,
            sc.tokens);
     printf("sentences = %zu, beam = %ld, signature: %s\n", sc.sentences, beam, BLEU_SIGNATURE);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "evaluate: cannot write to standard output: %s\n", strerror(errno));
+        goto done;
+    }
     rc = 0;
 done:
     tokenized_corpus_free(&tokens);

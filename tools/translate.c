@@ -6,6 +6,7 @@
  * stay aligned with input lines); the exit status then is 1. --align FILE also writes each
  * best translation's attention alignment to FILE (see tools/alignment.h for the formats).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -219,15 +220,20 @@ int main(int argc, char **argv) {
         int n = 0;
         for (;;) {
             long len = read_line(stdin, &lines[n], &caps[n]);
+            int read_errno = errno;
             if (len >= 0) n++;
-            if ((len < 0 || n == CHUNK) && n > 0) {
+            if ((len < 0 || n == CHUNK) && n > 0) { /* lines before a read error still count */
                 rc = translate_chunk(&t, lines, n, "line", &err);
                 n = 0;
             }
+            if (rc == 0 && len == -2)
+                rc = error_set(&err, "cannot read standard input: %s", strerror(read_errno));
             if (len < 0 || rc) break;
         }
         for (int i = 0; i < CHUNK; i++) free(lines[i]);
     }
+    if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout)))
+        rc = error_set(&err, "cannot write to standard output: %s", strerror(errno));
     if (align_path && rc == 0) rc = output_file_commit(&align_file, &err);
     if (align_path && rc) output_file_abort(&align_file);
     if (rc) fprintf(stderr, "translate: %s\n", err.msg);

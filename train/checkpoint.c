@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,10 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
     return h;
 }
 static const uint64_t FNV_START = 0xcbf29ce484222325ull;
+
+uint64_t checkpoint_checksum(const void *data, size_t size) {
+    return fnv1a(FNV_START, data, size);
+}
 
 /* ---- saving ------------------------------------------------------------------------- */
 
@@ -74,7 +79,11 @@ int checkpoint_save(const char *path, const NmtModel *nm, const Adam *adam, cons
     if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
         return error_set(err, "%s: path too long", path);
     FILE *f = fopen(tmp, "wb");
-    if (!f) return error_set(err, "cannot create %s: %s", tmp, strerror(errno));
+    if (!f)
+        return error_set(err,
+                         "cannot save %s: cannot create %s: %s (the previous checkpoint, if "
+                         "any, is intact)",
+                         path, tmp, strerror(errno));
     const ModelDims *d = &nm->model.dims;
     const Model *m = &nm->model;
     Writer w = {.f = f, .hash = FNV_START};
@@ -168,12 +177,49 @@ static int take_vocab(Reader *r, Vocab *v, const char *which, const char *path, 
     uint64_t len;
     if (take(r, &len, 8) || len > r->size - r->pos)
         return error_set(err, "%s: truncated %s vocabulary", path, which);
+    /* fmemopen refuses a zero-sized buffer; an empty vocabulary is malformed anyway */
+    if (len == 0) return error_set(err, "%s: the %s vocabulary is empty", path, which);
     FILE *mem = fmemopen((void *)(r->data + r->pos), len, "rb");
-    if (!mem) return error_set(err, "%s: out of memory reading the %s vocabulary", path, which);
+    if (!mem)
+        return error_set(err, "%s: cannot read the %s vocabulary: %s", path, which,
+                         strerror(errno));
     int rc = vocab_read(v, mem, len, err);
     fclose(mem);
     if (rc) return error_prefix(err, "%s: %s vocabulary: ", path, which);
     r->pos += len;
+    return 0;
+}
+
+/* Names the first non-finite value of block (laid out by table) in err, if there is one;
+ * `what` says whose values they are ("parameter", "Adam first moment of", ...). With
+ * non_negative set, negative values are refused too (Adam's second moments are averages of
+ * squares). Training stops before it would save such values, so they mean damage. */
+static int check_values(const real *block, const ParamTable *table, const char *what,
+                        bool non_negative, const char *path, Error *err) {
+    for (int p = 0; p < PARAM_COUNT; p++) {
+        const ParamInfo *info = &table->info[p];
+        for (size_t i = 0; i < info->size; i++) {
+            real x = block[info->offset + i];
+            if (!isfinite(x) || (non_negative && x < 0))
+                return error_set(err, "%s: %s %s[%zu] is %g: the checkpoint is damaged", path, what,
+                                 info->name, i, (double)x);
+        }
+    }
+    return 0;
+}
+
+/* The training state's own fields, which resuming uses as they are. */
+static int check_state(const TrainState *s, const char *path, Error *err) {
+    if (!(isfinite(s->lr_scale) && s->lr_scale >= 0)) /* plateau reductions may reach 0 */
+        return error_set(err, "%s: learning-rate scale %g is not a number >= 0", path, s->lr_scale);
+    if (!isfinite(s->best_bleu) || isnan(s->best_dev_loss))
+        return error_set(err, "%s: best dev scores %g / %g are not numbers", path, s->best_bleu,
+                         s->best_dev_loss);
+    if (s->bad_validations < 0 || s->plateau_bad < 0)
+        return error_set(err, "%s: negative validation counters %d / %d", path,
+                         (int)s->bad_validations, (int)s->plateau_bad);
+    if ((s->dropout_rng[0] | s->dropout_rng[1] | s->dropout_rng[2] | s->dropout_rng[3]) == 0)
+        return error_set(err, "%s: the dropout stream's state is all zero", path);
     return 0;
 }
 
@@ -197,7 +243,8 @@ static unsigned char *read_file(const char *path, size_t *size, Error *err) {
     }
     unsigned char *data = checked_calloc((size_t)st.st_size, 1, path, err);
     if (data && fread(data, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
-        error_set(err, "%s: read error: %s", path, strerror(errno));
+        error_set(err, "%s: read error: %s", path,
+                  ferror(f) ? strerror(errno) : "the file shrank while being read");
         free(data);
         data = NULL;
     }
@@ -221,8 +268,9 @@ static int parse(Reader *r, const char *path, NmtModel *nm, Adam *adam, TrainSta
         return error_set(err, "%s: format version %u is not supported (this program reads %d)",
                          path, version, VERSION);
     if (width != 4 && width != 8) return error_set(err, "%s: invalid real size %u", path, width);
-    if (flags & ~(uint32_t)(FLAG_LOWERCASE | FLAG_TRAIN_STATE) || reserved != 0)
+    if (flags & ~(uint32_t)(FLAG_LOWERCASE | FLAG_TRAIN_STATE))
         return error_set(err, "%s: unknown flags %#x", path, flags);
+    if (reserved != 0) return error_set(err, "%s: reserved field is %u, not 0", path, reserved);
     ModelDims dims = {.src_vocab = sizes[0],
                       .tgt_vocab = sizes[1],
                       .emb = sizes[2],
@@ -234,10 +282,14 @@ static int parse(Reader *r, const char *path, NmtModel *nm, Adam *adam, TrainSta
     if (sizes[4] != 0 && sizes[4] != 1)
         return error_set(err, "%s: invalid bidirectional flag %d", path, sizes[4]);
     if (dims_validate(&dims, err)) return error_prefix(err, "%s: ", path);
-    if (model_init(&nm->model, &dims, err)) return error_prefix(err, "%s: ", path);
-    if (count != nm->model.table.total)
+    /* The sizes decide how much model_init allocates: check them against the parameter count
+     * and that count against the bytes actually present first, so a forged header cannot make
+     * a small file claim gigabytes. */
+    ParamTable table;
+    param_table_build(&table, &dims);
+    if (count != table.total)
         return error_set(err, "%s: %llu parameters stored, but the sizes need %zu", path,
-                         (unsigned long long)count, nm->model.table.total);
+                         (unsigned long long)count, table.total);
     nm->lowercase = flags & FLAG_LOWERCASE;
     if (take_vocab(r, &nm->src_vocab, "source", path, err) ||
         take_vocab(r, &nm->tgt_vocab, "target", path, err))
@@ -247,8 +299,15 @@ static int parse(Reader *r, const char *path, NmtModel *nm, Adam *adam, TrainSta
         return error_set(err, "%s: vocabularies have %zu/%zu tokens but the model expects %d/%d",
                          path, nm->src_vocab.size, nm->tgt_vocab.size, dims.src_vocab,
                          dims.tgt_vocab);
+    if (count > (r->size - r->pos) / width)
+        return error_set(err,
+                         "%s: truncated: %llu parameters of %u bytes do not fit in the %zu "
+                         "bytes left",
+                         path, (unsigned long long)count, width, r->size - r->pos);
+    if (model_init(&nm->model, &dims, err)) return error_prefix(err, "%s: ", path);
     if (take_reals(r, nm->model.params, count, width))
         return error_set(err, "%s: truncated parameters", path);
+    if (check_values(nm->model.params, &table, "parameter", false, path, err)) return -1;
     *has_state = false;
     if (flags & FLAG_TRAIN_STATE) {
         TrainState s;
@@ -258,6 +317,9 @@ static int parse(Reader *r, const char *path, NmtModel *nm, Adam *adam, TrainSta
             take(r, &s.best_dev_loss, 8) || take(r, &s.bad_validations, 4) ||
             take(r, &s.plateau_bad, 4) || take(r, s.dropout_rng, sizeof s.dropout_rng))
             return error_set(err, "%s: truncated training state", path);
+        if (check_state(&s, path, err)) return -1;
+        if (count > (r->size - r->pos) / (2 * (size_t)width))
+            return error_set(err, "%s: truncated optimiser state", path);
         if (adam) {
             /* an unallocated optimiser is sized here; the caller sets its betas and eps */
             if (!adam->m && adam_init(adam, count, 0.9, 0.999, 1e-8, err))
@@ -267,11 +329,12 @@ static int parse(Reader *r, const char *path, NmtModel *nm, Adam *adam, TrainSta
                                  (unsigned long long)count, adam->n);
             if (take_reals(r, adam->m, count, width) || take_reals(r, adam->v, count, width))
                 return error_set(err, "%s: truncated optimiser state", path);
+            if (check_values(adam->m, &table, "Adam first moment of", false, path, err) ||
+                check_values(adam->v, &table, "Adam second moment of", true, path, err))
+                return -1;
             adam->t = adam_t;
             if (state) *state = s;
             *has_state = true;
-        } else if (count > (r->size - r->pos) / (2 * (size_t)width)) {
-            return error_set(err, "%s: truncated optimiser state", path);
         } else {
             r->pos += 2 * (size_t)width * count;
         }
@@ -281,26 +344,37 @@ static int parse(Reader *r, const char *path, NmtModel *nm, Adam *adam, TrainSta
     return 0;
 }
 
-int checkpoint_load(const char *path, NmtModel *nm, Adam *adam, TrainState *state, bool *has_state,
-                    Error *err) {
+int checkpoint_load_memory(const void *data, size_t size, const char *name, NmtModel *nm,
+                           Adam *adam, TrainState *state, bool *has_state, Error *err) {
     memset(nm, 0, sizeof *nm);
     bool state_flag = false;
     if (!has_state) has_state = &state_flag;
+    *has_state = false;
+    const unsigned char *bytes = data;
+    uint64_t stored;
+    if (size < sizeof MAGIC + 8 || memcmp(bytes, MAGIC, sizeof MAGIC) != 0)
+        return error_set(err, "%s: not a checkpoint (%s)", name,
+                         size < sizeof MAGIC + 8 ? "file too short" : "bad magic");
+    memcpy(&stored, bytes + size - 8, 8);
+    if (stored != checkpoint_checksum(bytes, size - 8))
+        return error_set(err, "%s: checksum mismatch: the file is corrupt or truncated", name);
+    Reader r = {.data = bytes, .size = size - 8, .pos = 0}; /* the checksum is not data */
+    int rc = parse(&r, name, nm, adam, state, has_state, err);
+    if (rc) {
+        nmt_model_free(nm);
+        *has_state = false;
+    }
+    return rc;
+}
+
+int checkpoint_load(const char *path, NmtModel *nm, Adam *adam, TrainState *state, bool *has_state,
+                    Error *err) {
+    memset(nm, 0, sizeof *nm);
+    if (has_state) *has_state = false;
     size_t size;
     unsigned char *data = read_file(path, &size, err);
     if (!data) return -1;
-    int rc = -1;
-    uint64_t stored;
-    if (size < sizeof MAGIC + 8 || memcmp(data, MAGIC, sizeof MAGIC) != 0) {
-        error_set(err, "%s: not a checkpoint (%s)", path,
-                  size < sizeof MAGIC + 8 ? "file too short" : "bad magic");
-    } else if (memcpy(&stored, data + size - 8, 8), stored != fnv1a(FNV_START, data, size - 8)) {
-        error_set(err, "%s: checksum mismatch: the file is corrupt or truncated", path);
-    } else {
-        Reader r = {.data = data, .size = size - 8, .pos = 0}; /* the checksum is not data */
-        rc = parse(&r, path, nm, adam, state, has_state, err);
-    }
+    int rc = checkpoint_load_memory(data, size, path, nm, adam, state, has_state, err);
     free(data);
-    if (rc) nmt_model_free(nm);
     return rc;
 }

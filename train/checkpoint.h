@@ -18,6 +18,8 @@
  * Saving writes PATH.tmp, flushes and syncs it, then renames it over PATH: a crash or a full
  * disk never leaves a broken file in place of a good one. Loading checks the size, checksum
  * and every field before using any of it, and converts between float and double builds.
+ * A file is untrusted input: no field is used to size an allocation before the bytes it
+ * implies are known to be there, and non-finite parameters or optimiser moments are refused.
  */
 #ifndef NMT_CHECKPOINT_H
 #define NMT_CHECKPOINT_H
@@ -61,5 +63,14 @@ int checkpoint_save(const char *path, const NmtModel *nm, const Adam *adam, cons
  * filled and *has_state set; otherwise *has_state is false. */
 int checkpoint_load(const char *path, NmtModel *nm, Adam *adam, TrainState *state, bool *has_state,
                     Error *err);
+
+/* The same from the bytes of a whole checkpoint file, data[0..size) (checksum included); name
+ * is used in messages. The file reader, the fuzzer and tests share it. */
+int checkpoint_load_memory(const void *data, size_t size, const char *name, NmtModel *nm,
+                           Adam *adam, TrainState *state, bool *has_state, Error *err);
+
+/* The 64-bit FNV-1a hash of data[0..size): a file's last 8 bytes hold this hash of the bytes
+ * before them (little-endian). */
+uint64_t checkpoint_checksum(const void *data, size_t size);
 
 #endif

@@ -8,6 +8,7 @@
  */
 #include "train/config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "data/tokenizer.h"
 #include "train/ini.h"
 
 typedef enum {
@@ -54,6 +56,8 @@ typedef struct {
 /* Enum fields are written as int; this holds for every enum with small non-negative values on
  * the platforms we build for, and is checked here rather than assumed. */
 _Static_assert(sizeof(LrSchedule) == sizeof(int), "enum keys are stored as int");
+/* config_print writes "key = value" lines that config_load must be able to read back. */
+_Static_assert(INI_MAX_LINE >= CONFIG_PATH_MAX + 64, "a printed path fits on an INI line");
 
 /* One row per key, in the order config_print and config_help list them: section, key, type,
  * default, min, max, which ends are allowed, where the field is, what it does (and, for an
@@ -251,16 +255,35 @@ static void describe_expected(const ConfigKey *key, char *buf, size_t size) {
 
 /* Sets err to "[section] key = 'text': why (expected ...)" and returns -1. */
 static int reject(const ConfigKey *key, const char *text, const char *why, Error *err) {
-    char expected[160];
+    char expected[160], quoted[128];
     describe_expected(key, expected, sizeof expected);
-    return error_set(err, "[%s] %s = '%.100s': %s (expected %s)", key->section, key->key, text, why,
-                     expected);
+    return error_set(err, "[%s] %s = '%s': %s (expected %s)", key->section, key->key,
+                     text_for_message(quoted, sizeof quoted, text, 100), why, expected);
+}
+
+/* Why text could not be written to a config file and read back as it is (NULL when it can):
+ * config_print must record every setting faithfully, and only --set can supply such text (the
+ * INI reader trims values, cuts comments and splits lines before any value is seen). */
+static const char *unwritable(const char *text) {
+    size_t len = strlen(text), offset;
+    uint32_t control;
+    if (strpbrk(text, "\t\n\v\f\r") || utf8_find_control(text, len, &offset, &control))
+        return "holds a control character";
+    if (isspace((unsigned char)text[0]) || isspace((unsigned char)text[len - 1]))
+        return "starts or ends with a space, which a config file cannot keep";
+    for (size_t i = 1; i < len; i++)
+        if (text[i] == '#' && isspace((unsigned char)text[i - 1]))
+            return "holds ' #', which starts a comment in a config file";
+    return NULL;
 }
 
 /* Stores a string, or a path prefixed with base unless it is absolute, into a
- * char[CONFIG_PATH_MAX] field; refuses rather than truncates. */
+ * char[CONFIG_PATH_MAX] field; refuses rather than truncates, and refuses text a config file
+ * could not hold. */
 static int store_text(const ConfigKey *key, char *field, const char *text, const char *base,
                       Error *err) {
+    const char *problem = unwritable(text);
+    if (problem) return reject(key, text, problem, err);
     const char *prefix = (text[0] == '/' || key->type == KEY_STRING) ? "" : base;
     size_t prefix_length = strlen(prefix), text_length = strlen(text);
     if (prefix_length + text_length >= CONFIG_PATH_MAX) return reject(key, text, "too long", err);
@@ -401,16 +424,19 @@ typedef struct {
 
 static int handle_ini_entry(void *user, const IniEntry *entry, Error *err) {
     LoadState *state = user;
+    char quoted[96];
     if (!entry->key) {
         if (is_known_section(entry->section)) return 0;
         char sections[128];
         list_sections(sections, sizeof sections);
-        return error_set(err, "unknown section [%.60s] (expected one of %s)", entry->section,
-                         sections);
+        return error_set(err, "unknown section [%s] (expected one of %s)",
+                         text_for_message(quoted, sizeof quoted, entry->section, 60), sections);
     }
     const ConfigKey *key =
         find_key(entry->section, strlen(entry->section), entry->key, strlen(entry->key));
-    if (!key) return error_set(err, "unknown key [%s] %.60s", entry->section, entry->key);
+    if (!key)
+        return error_set(err, "unknown key [%s] %s", entry->section,
+                         text_for_message(quoted, sizeof quoted, entry->key, 60));
     size_t index = (size_t)(key - config_keys);
     if (state->file_line[index] != 0)
         return error_set(err, "duplicate key [%s] %s (first set on line %d)", key->section,
@@ -423,21 +449,27 @@ static int handle_ini_entry(void *user, const IniEntry *entry, Error *err) {
 /* Applies one "section.key=value" override; relative paths stay relative to the current
  * directory, since that is where the user typed them. */
 static int apply_override(LoadState *state, const char *override, Error *err) {
+    char quoted[256];
+    text_for_message(quoted, sizeof quoted, override, 200);
     const char *equals = strchr(override, '=');
     const char *dot = equals ? memchr(override, '.', (size_t)(equals - override)) : NULL;
-    if (!dot) return error_set(err, "--set %.200s: expected section.key=value", override);
+    if (!dot) return error_set(err, "--set %s: expected section.key=value", quoted);
     const char *name = dot + 1;
     const ConfigKey *key =
         find_key(override, (size_t)(dot - override), name, (size_t)(equals - name));
     if (!key) {
-        int section_length = (int)(dot - override < 60 ? dot - override : 60);
-        int name_length = (int)(equals - name < 60 ? equals - name : 60);
-        return error_set(err, "--set %.200s: unknown key [%.*s] %.*s", override, section_length,
-                         override, name_length, name);
+        char section[64], key_name[64], quoted_section[96], quoted_key[96];
+        snprintf(section, sizeof section, "%.*s", (int)(dot - override < 60 ? dot - override : 60),
+                 override);
+        snprintf(key_name, sizeof key_name, "%.*s", (int)(equals - name < 60 ? equals - name : 60),
+                 name);
+        return error_set(err, "--set %s: unknown key [%s] %s", quoted,
+                         text_for_message(quoted_section, sizeof quoted_section, section, 60),
+                         text_for_message(quoted_key, sizeof quoted_key, key_name, 60));
     }
     state->is_set[key - config_keys] = true;
     if (set_value(state->cfg, key, equals + 1, "", err) != 0)
-        return error_prefix(err, "--set %.200s: ", override);
+        return error_prefix(err, "--set %s: ", quoted);
     return 0;
 }
 

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "data/tokenizer.h"
+
 typedef enum {
     LINE_READ,        /* a line is in the buffer */
     LINE_END_OF_FILE, /* nothing left */
@@ -105,16 +107,22 @@ static void cut_inline_comment(char *s) {
 /* Parses "[name]" (already trimmed, starting with '[') into section. Returns 0, or -1 with err
  * saying what is wrong (without location). */
 static int parse_section_header(char *text, char *section, size_t section_size, Error *err) {
+    char quoted[96];
     cut_inline_comment(text);
     text = trim(text);
     char *close = strchr(text, ']');
-    if (!close) return error_set(err, "bad section header '%.60s': no closing ']'", text);
-    if (close[1] != '\0') return error_set(err, "bad section header '%.60s': text after ']'", text);
+    if (!close)
+        return error_set(err, "bad section header '%s': no closing ']'",
+                         text_for_message(quoted, sizeof quoted, text, 60));
+    if (close[1] != '\0')
+        return error_set(err, "bad section header '%s': text after ']'",
+                         text_for_message(quoted, sizeof quoted, text, 60));
     *close = '\0';
     char *name = trim(text + 1);
     if (*name == '\0') return error_set(err, "bad section header '[]': the name is empty");
     if (strchr(name, '['))
-        return error_set(err, "bad section header '[%.60s]': '[' inside the name", name);
+        return error_set(err, "bad section header '[%s]': '[' inside the name",
+                         text_for_message(quoted, sizeof quoted, name, 60));
     if (strlen(name) >= section_size) /* cannot happen: a name is shorter than its line */
         return error_set(err, "bad section header: the name is too long");
     memcpy(section, name, strlen(name) + 1);
@@ -163,9 +171,10 @@ int ini_parse_stream(FILE *in, const char *name, IniHandler handler, void *user,
             have_section = true;
         } else {
             char *equals = strchr(text, '=');
+            char quoted[96];
             if (!equals)
-                return error_set(err, "%s:%d: '%.60s' has no '=' (expected key = value)", name,
-                                 line_no, text);
+                return error_set(err, "%s:%d: '%s' has no '=' (expected key = value)", name,
+                                 line_no, text_for_message(quoted, sizeof quoted, text, 60));
             *equals = '\0';
             char *key = trim(text);
             char *value = equals + 1;
@@ -173,8 +182,8 @@ int ini_parse_stream(FILE *in, const char *name, IniHandler handler, void *user,
             value = trim(value);
             if (*key == '\0') return error_set(err, "%s:%d: empty key before '='", name, line_no);
             if (!have_section)
-                return error_set(err, "%s:%d: key '%.60s' comes before any [section]", name,
-                                 line_no, key);
+                return error_set(err, "%s:%d: key '%s' comes before any [section]", name, line_no,
+                                 text_for_message(quoted, sizeof quoted, key, 60));
             entry.key = key;
             entry.value = value;
         }

@@ -14,8 +14,10 @@
 
 #include "model/common.h"
 
-/* The longest line accepted, in bytes, not counting the line end ("\n" or "\r\n"). */
-#define INI_MAX_LINE 1024
+/* The longest line accepted, in bytes, not counting the line end ("\n" or "\r\n"): room for
+ * a key and the longest path a config holds, so every setting that can be written can be read
+ * back (train/config.c checks this at compile time). */
+#define INI_MAX_LINE 8192
 
 /* One event from the reader: a section header (key == NULL, value == NULL) or a key/value
  * pair inside the current section. All strings are trimmed and live only during the call. */

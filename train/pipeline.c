@@ -4,8 +4,12 @@
  */
 #include "pipeline.h"
 
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 int corpus_load(const char *path, bool lowercase, Corpus *corpus, TokenizedCorpus *tokens,
                 Error *err) {
@@ -36,12 +40,40 @@ int nmt_model_from_config(NmtModel *nm, const Config *cfg, const TokenizedCorpus
                       .dec_hidden = cfg->model.dec_hidden,
                       .att = cfg->model.att_size,
                       .readout = cfg->model.readout_size};
-    if (model_init(&nm->model, &dims, err)) {
+    ParamTable table;
+    if (dims_validate(&dims, err)) {
+        nmt_model_free(nm);
+        return -1;
+    }
+    param_table_build(&table, &dims);
+    if (memory_check(2.0 * sizeof(real) * (double)table.total,
+                     "the model's parameters and gradients", err) ||
+        model_init(&nm->model, &dims, err)) {
         nmt_model_free(nm);
         return -1;
     }
     params_init(nm->model.params, &nm->model.table, seed);
     return 0;
+}
+
+/* The soft limit of resource, in bytes; infinity when there is none. */
+static double soft_limit(int resource) {
+    struct rlimit limit;
+    if (getrlimit(resource, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return INFINITY;
+    return (double)limit.rlim_cur;
+}
+
+int memory_check(double bytes, const char *what, Error *err) {
+    long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+    double physical = pages > 0 && page_size > 0 ? (double)pages * (double)page_size : INFINITY;
+    double address_space = soft_limit(RLIMIT_AS), data = soft_limit(RLIMIT_DATA);
+    double available = fmin(physical, fmin(address_space, data));
+    if (bytes <= available) return 0;
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    return error_set(err, "too large: %s need %.3g GiB, more than the %.3g GiB of memory %s", what,
+                     bytes / gib, available / gib,
+                     available < physical ? "the process limit (ulimit) allows"
+                                          : "this machine has");
 }
 
 int nmt_dataset(Dataset *ds, const NmtModel *nm, const TokenizedCorpus *tc, const Corpus *corpus,
@@ -53,7 +85,16 @@ int encode_source(const NmtModel *nm, const char *text, int **ids, int *n, int *
                   Error *err) {
     TokenList tokens = {0};
     *ids = NULL;
+    size_t offset;
+    uint32_t control;
+    if (utf8_validate(text, strlen(text), err)) return -1;
+    if (utf8_find_control(text, strlen(text), &offset, &control))
+        return error_set(err, "control character U+%04X at byte %zu", (unsigned)control, offset);
     if (tokenize(text, nm->lowercase, &tokens, err)) return -1;
+    if (tokens.count >= INT_MAX) {
+        token_list_free(&tokens);
+        return error_set(err, "%zu tokens are more than any sentence can have", tokens.count);
+    }
     *ids = checked_calloc(tokens.count + 1, sizeof(int), "source ids", err);
     if (!*ids) {
         token_list_free(&tokens);

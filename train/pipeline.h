@@ -15,16 +15,26 @@ int corpus_load(const char *path, bool lowercase, Corpus *corpus, TokenizedCorpu
                 Error *err);
 
 /* A new model for cfg: vocabularies built from the tokenized training corpus (sizes and
- * min_count from [data]), sizes from [model], parameters initialised with seed. */
+ * min_count from [data]), sizes from [model], parameters initialised with seed. Sizes whose
+ * parameters and gradients would not fit in memory are refused before anything is allocated
+ * (see memory_check). */
 int nmt_model_from_config(NmtModel *nm, const Config *cfg, const TokenizedCorpus *train,
                           uint64_t seed, Error *err);
+
+/* Refuses, with an error naming `what`, to go on when `bytes` exceed the memory this process
+ * can have: the physical memory, or the address-space or data-segment limit (ulimit -v / -d)
+ * when lower. Checked before big allocations, because with Linux's overcommit an allocation
+ * larger than the machine can succeed and the process is killed later, when it touches the
+ * pages. */
+int memory_check(double bytes, const char *what, Error *err);
 
 /* Encodes a dataset of tc with the model's vocabularies. */
 int nmt_dataset(Dataset *ds, const NmtModel *nm, const TokenizedCorpus *tc, const Corpus *corpus,
                 int max_len, Error *err);
 
 /* The source ids of one sentence, ending in </s>: *ids is malloc'd, *n its length (>= 1),
- * *unknown the number of <unk> tokens. */
+ * *unknown the number of <unk> tokens. Refuses invalid UTF-8 and control characters (see
+ * utf8_find_control), naming the byte offset. */
 int encode_source(const NmtModel *nm, const char *text, int **ids, int *n, int *unknown,
                   Error *err);
 

@@ -5,7 +5,10 @@
  * step -> log; every valid_every steps the dev split is scored (loss, perplexity, greedy
  * BLEU and chrF), the best model by dev BLEU is saved as OUT/best.ckpt and the resumable state
  * as OUT/last.ckpt. SIGINT/SIGTERM save a resumable checkpoint and exit; a second signal exits
- * at once. The same seed and thread count reproduce the same losses bit for bit.
+ * at once, leaving the last checkpoint as it was. A non-finite loss, gradient or parameter
+ * stops training with the step and tensor named, before anything non-finite is saved; a
+ * failed save (full disk, unwritable folder) stops it too, the previous checkpoint intact.
+ * The same seed and thread count reproduce the same losses bit for bit.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -31,15 +34,17 @@ static void on_signal(int sig) {
 }
 
 static void usage(FILE *out) {
-    fprintf(out, "usage: train CONFIG [--set section.key=value ...] [--resume[=CHECKPOINT]]\n"
-                 "Trains a GRU encoder / Bahdanau attention / GRU decoder translator.\n"
-                 "  CONFIG                   INI file (see configs/toy.ini); its keys are below\n"
-                 "  --set section.key=value  override one key (may be repeated)\n"
-                 "  --resume[=CHECKPOINT]    continue from a checkpoint with its optimiser state\n"
-                 "                           (default: OUT_DIR/last.ckpt)\n"
-                 "  -h, --help               this text\n"
-                 "Writes OUT_DIR/best.ckpt (best dev BLEU), OUT_DIR/last.ckpt (resumable),\n"
-                 "OUT_DIR/train_log.tsv and OUT_DIR/config.ini.\n\nConfiguration keys:\n");
+    fprintf(out,
+            "usage: train CONFIG [--set section.key=value ...] [--resume[=CHECKPOINT]]\n"
+            "Trains a GRU encoder / Bahdanau attention / GRU decoder translator.\n"
+            "  CONFIG                   INI file (see configs/toy.ini); its keys are below\n"
+            "  --set section.key=value  override one key (may be repeated)\n"
+            "  --resume[=CHECKPOINT]    continue from a checkpoint with its optimiser state\n"
+            "                           (default: OUT_DIR/last.ckpt)\n"
+            "  -h, --help               this text\n"
+            "Writes OUT_DIR/best.ckpt (best dev BLEU), OUT_DIR/last.ckpt (resumable),\n"
+            "OUT_DIR/train_log.tsv and OUT_DIR/config.ini; when [data] test is set, scores the\n"
+            "best model on it at the end.\n\n");
     config_help(out);
 }
 
@@ -86,14 +91,31 @@ static double learning_rate(const ConfigOptim *o, const TrainState *st) {
     return fmax(o->min_lr, o->lr * factor) * warm;
 }
 
-/* Names the first tensor whose gradient is not finite. */
-static const char *non_finite_tensor(const Model *m) {
-    for (int p = 0; p < PARAM_COUNT; p++) {
-        const ParamInfo *info = &m->table.info[p];
-        for (size_t i = 0; i < info->size; i++)
-            if (!isfinite(m->grads[info->offset + i])) return info->name;
-    }
-    return "(none)";
+/* True when every x[0..n) is finite. Written without an early exit so it vectorises: it runs
+ * over the parameters after every step. */
+static bool all_finite(const real *x, size_t n) {
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) bad |= !isfinite(x[i]);
+    return !bad;
+}
+
+/* Writes into buf where the first non-finite value is: a parameter ("parameter out.w[12] =
+ * inf"), else a gradient, else that there is none. */
+static void describe_non_finite(const Model *m, char *buf, size_t size) {
+    const real *blocks[2] = {m->params, m->grads};
+    const char *names[2] = {"parameter", "gradient of"};
+    for (int k = 0; k < 2; k++)
+        for (int p = 0; p < PARAM_COUNT; p++) {
+            const ParamInfo *info = &m->table.info[p];
+            for (size_t i = 0; i < info->size; i++) {
+                real x = blocks[k][info->offset + i];
+                if (!isfinite(x)) {
+                    snprintf(buf, size, "%s %s[%zu] = %g", names[k], info->name, i, (double)x);
+                    return;
+                }
+            }
+        }
+    snprintf(buf, size, "every parameter and gradient is finite");
 }
 
 typedef struct {
@@ -108,14 +130,43 @@ typedef struct {
     BatchBuffer batches;
     Acts acts;
     FILE *log;
+    char log_path[CONFIG_PATH_MAX + 32];
     char best_path[CONFIG_PATH_MAX + 16], last_path[CONFIG_PATH_MAX + 16];
+    /* the newest resumable checkpoint known to be good: saved by this run or resumed from */
+    char good_path[CONFIG_PATH_MAX + 16];
+    uint64_t good_step;
     int dev_max_len;
     double start_time;
 } Trainer;
 
 static int save_last(Trainer *tr, Error *err) {
     memcpy(tr->state.dropout_rng, tr->dropout_rng.s, sizeof tr->state.dropout_rng);
-    return checkpoint_save(tr->last_path, &tr->nm, &tr->adam, &tr->state, err);
+    if (checkpoint_save(tr->last_path, &tr->nm, &tr->adam, &tr->state, err)) return -1;
+    snprintf(tr->good_path, sizeof tr->good_path, "%s", tr->last_path);
+    tr->good_step = tr->state.step;
+    return 0;
+}
+
+/* Flushes the log; a full disk shows up here first, and is an error like a failed save. */
+static int flush_log(Trainer *tr, Error *err) {
+    errno = 0;
+    if (fflush(tr->log) != 0 || ferror(tr->log))
+        return error_set(err, "cannot write %s: %s", tr->log_path, strerror(errno ? errno : EIO));
+    return 0;
+}
+
+/* Stops training on a non-finite value: says at which step, what was not finite and where,
+ * and which checkpoint to go back to. Nothing is saved, so no checkpoint holds the damage. */
+static int diverged(const Trainer *tr, const char *what, Error *err) {
+    char where[256], good[CONFIG_PATH_MAX + 64];
+    describe_non_finite(&tr->nm.model, where, sizeof where);
+    if (tr->good_path[0])
+        snprintf(good, sizeof good, "the last good checkpoint is %s (step %llu)", tr->good_path,
+                 (unsigned long long)tr->good_step);
+    else
+        snprintf(good, sizeof good, "no checkpoint was saved yet");
+    return error_set(err, "step %llu: %s (%s); training stopped, %s",
+                     (unsigned long long)tr->state.step + 1, what, where, good);
 }
 
 /* Scores dev, keeps the best model, adjusts the plateau schedule; sets *stop for early
@@ -124,8 +175,8 @@ static int validate(Trainer *tr, double train_loss, double tok_per_s, double lr,
                     Error *err) {
     const Config *cfg = tr->cfg;
     Scores sc;
-    if (score_corpus(&tr->nm, &tr->dev_corpus, &tr->dev_tokens, 64, 1, tr->dev_max_len, &sc, NULL,
-                     NULL, err))
+    if (score_corpus(&tr->nm, &tr->dev_corpus, &tr->dev_tokens, cfg->data.dev, 64, 1,
+                     tr->dev_max_len, &sc, NULL, NULL, err))
         return error_prefix(err, "validation: ");
     TrainState *st = &tr->state;
     int improved = sc.bleu.score > st->best_bleu;
@@ -156,13 +207,71 @@ static int validate(Trainer *tr, double train_loss, double tok_per_s, double lr,
             (unsigned long long)st->step, (unsigned long long)st->epoch + 1, train_loss, lr,
             sc.loss, sc.perplexity, sc.bleu.score, sc.chrf.score, tok_per_s,
             now() - tr->start_time);
-    fflush(tr->log);
-    if (save_last(tr, err)) return -1;
+    if (flush_log(tr, err) || save_last(tr, err)) return -1;
     if (cfg->train.patience > 0 && st->bad_validations >= cfg->train.patience) {
         printf("early stop: dev BLEU has not improved for %d validations\n", cfg->train.patience);
         *stop = 1;
     }
     return 0;
+}
+
+/* A checkpoint to resume must be the model the config describes: the same [model] sizes,
+ * the same lower-casing, and vocabularies no larger than [data] allows. Each mismatch is named
+ * with both values, since either side may be the one to fix. */
+static int check_resume_matches(const NmtModel *nm, const Config *cfg, const char *resume,
+                                Error *err) {
+    const ModelDims *d = &nm->model.dims;
+    const struct {
+        const char *key;
+        int stored, configured;
+    } sizes[] = {{"[model] emb_size", d->emb, cfg->model.emb_size},
+                 {"[model] enc_hidden", d->enc_hidden, cfg->model.enc_hidden},
+                 {"[model] bidirectional", d->bidirectional, cfg->model.bidirectional},
+                 {"[model] dec_hidden", d->dec_hidden, cfg->model.dec_hidden},
+                 {"[model] att_size", d->att, cfg->model.att_size},
+                 {"[model] readout_size", d->readout, cfg->model.readout_size},
+                 {"[data] lowercase", nm->lowercase, cfg->data.lowercase}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (sizes[i].stored != sizes[i].configured)
+            return error_set(err, "cannot resume %s: it has %s = %d, the config %d", resume,
+                             sizes[i].key, sizes[i].stored, sizes[i].configured);
+    if (d->src_vocab > cfg->data.src_vocab_size || d->tgt_vocab > cfg->data.tgt_vocab_size)
+        return error_set(err,
+                         "cannot resume %s: its vocabularies have %d/%d tokens, more than "
+                         "[data] src_vocab_size/tgt_vocab_size = %d/%d",
+                         resume, d->src_vocab, d->tgt_vocab, cfg->data.src_vocab_size,
+                         cfg->data.tgt_vocab_size);
+    return 0;
+}
+
+/* Writes the resolved settings to path through path.tmp, so a full disk cannot leave a
+ * truncated record of a run in place of a complete one. */
+static int write_config(const Config *cfg, const char *path, Error *err) {
+    char tmp[CONFIG_PATH_MAX + 64];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *out = fopen(tmp, "w");
+    if (!out) return error_set(err, "cannot write %s: %s", tmp, strerror(errno));
+    config_print(cfg, out);
+    errno = 0;
+    bool failed = fflush(out) != 0 || ferror(out);
+    int saved_errno = errno;
+    if (fclose(out) != 0 && !failed) failed = true, saved_errno = errno;
+    if (!failed && rename(tmp, path) != 0) failed = true, saved_errno = errno;
+    if (!failed) return 0;
+    remove(tmp);
+    return error_set(err, "cannot write %s: %s", path, strerror(saved_errno ? saved_errno : EIO));
+}
+
+/* The memory training will touch, checked before it is allocated: the Adam moments (unless a
+ * resumed checkpoint brought them) and a lower bound of the activations of the largest batch,
+ * its logits [B*T, Vt] and the attention's hidden layer [T, B, S, A]. */
+static int check_training_memory(const Trainer *tr, bool have_adam, Error *err) {
+    const ModelDims *d = &tr->nm.model.dims;
+    double B = tr->cfg->train.batch_size, S = tr->train.max_src + 1, T = tr->train.max_tgt + 1;
+    double reals = (have_adam ? 0 : 2.0 * (double)tr->nm.model.table.total) +
+                   B * T * ((double)d->tgt_vocab + S * d->att);
+    return memory_check(sizeof(real) * reals,
+                        "the optimiser state and the activations of a training batch", err);
 }
 
 static int setup(Trainer *tr, const char *resume, Error *err) {
@@ -185,21 +294,14 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
                              "%s has no optimiser state to resume from (it is a model "
                              "for translation only)",
                              resume);
-        const ModelDims *d = &tr->nm.model.dims;
-        if (d->emb != cfg->model.emb_size || d->enc_hidden != cfg->model.enc_hidden ||
-            d->bidirectional != cfg->model.bidirectional ||
-            d->dec_hidden != cfg->model.dec_hidden || d->att != cfg->model.att_size ||
-            d->readout != cfg->model.readout_size)
-            return error_set(err, "%s was trained with other [model] sizes than the config's",
-                             resume);
+        if (check_resume_matches(&tr->nm, cfg, resume, err)) return -1;
+        snprintf(tr->good_path, sizeof tr->good_path, "%s", resume);
+        tr->good_step = st->step;
         tr->adam.beta1 = cfg->optim.beta1, tr->adam.beta2 = cfg->optim.beta2;
         tr->adam.eps = cfg->optim.eps;
         memcpy(tr->dropout_rng.s, st->dropout_rng, sizeof tr->dropout_rng.s);
-    } else {
-        if (nmt_model_from_config(&tr->nm, cfg, &tr->train_tokens, cfg->train.seed, err) ||
-            adam_init(&tr->adam, tr->nm.model.table.total, cfg->optim.beta1, cfg->optim.beta2,
-                      cfg->optim.eps, err))
-            return -1;
+    } else if (nmt_model_from_config(&tr->nm, cfg, &tr->train_tokens, cfg->train.seed, err)) {
+        return -1;
     }
     if (nmt_dataset(&tr->train, &tr->nm, &tr->train_tokens, &tr->train_corpus, cfg->data.max_len,
                     err))
@@ -207,6 +309,13 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
     if (tr->train.count == 0)
         return error_set(err, "%s: no pair of at most max_len = %d tokens", cfg->data.train,
                          cfg->data.max_len);
+    /* a dev pair too long to score would only fail at the first validation */
+    if (score_check_lengths(&tr->dev_corpus, &tr->dev_tokens, cfg->data.dev, err) ||
+        check_training_memory(tr, resume != NULL, err))
+        return -1;
+    if (!resume && adam_init(&tr->adam, tr->nm.model.table.total, cfg->optim.beta1,
+                             cfg->optim.beta2, cfg->optim.eps, err))
+        return -1;
     int B = cfg->train.batch_size;
     if (batch_buffer_init(&tr->batches, B, tr->train.max_src, tr->train.max_tgt, err) ||
         acts_init(&tr->acts, &tr->nm.model.dims, B, tr->train.max_src + 1, tr->train.max_tgt + 1,
@@ -217,18 +326,16 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
         if ((int)tr->dev_tokens.src[i].count > dev_max) dev_max = (int)tr->dev_tokens.src[i].count;
     tr->dev_max_len = 2 * dev_max + 10;
 
-    char log_path[CONFIG_PATH_MAX + 32], cfg_path[CONFIG_PATH_MAX + 32];
-    snprintf(log_path, sizeof log_path, "%s/train_log.tsv", cfg->train.out_dir);
+    char cfg_path[CONFIG_PATH_MAX + 32];
+    snprintf(tr->log_path, sizeof tr->log_path, "%s/train_log.tsv", cfg->train.out_dir);
     snprintf(cfg_path, sizeof cfg_path, "%s/config.ini", cfg->train.out_dir);
-    FILE *cf = fopen(cfg_path, "w");
-    if (!cf) return error_set(err, "cannot write %s: %s", cfg_path, strerror(errno));
-    config_print(cfg, cf);
-    if (fclose(cf) != 0) return error_set(err, "cannot write %s: %s", cfg_path, strerror(errno));
-    tr->log = fopen(log_path, resume ? "a" : "w");
-    if (!tr->log) return error_set(err, "cannot write %s: %s", log_path, strerror(errno));
+    if (write_config(cfg, cfg_path, err)) return -1;
+    tr->log = fopen(tr->log_path, resume ? "a" : "w");
+    if (!tr->log) return error_set(err, "cannot write %s: %s", tr->log_path, strerror(errno));
     if (!resume)
         fprintf(tr->log, "step\tepoch\tloss\tlr\tdev_loss\tdev_ppl\tdev_bleu\tdev_chrf\t"
                          "tok_per_s\telapsed_s\n");
+    if (flush_log(tr, err)) return -1;
 
     const ModelDims *d = &tr->nm.model.dims;
     printf("train: %zu pairs from %s (%zu longer than max_len = %d skipped, %zu empty lines), "
@@ -259,6 +366,37 @@ static void trainer_free(Trainer *tr) {
     corpus_free(&tr->dev_corpus);
     adam_free(&tr->adam);
     nmt_model_free(&tr->nm);
+}
+
+/* Scores the best model on [data] test, as bin/evaluate would (greedy). */
+static int score_test(const Trainer *tr, Error *err) {
+    const Config *cfg = tr->cfg;
+    NmtModel best;
+    Corpus corpus;
+    TokenizedCorpus tokens;
+    if (checkpoint_load(tr->best_path, &best, NULL, NULL, NULL, err)) return -1;
+    if (corpus_load(cfg->data.test, best.lowercase, &corpus, &tokens, err)) {
+        nmt_model_free(&best);
+        return -1;
+    }
+    int longest = 1;
+    for (size_t i = 0; i < tokens.count; i++)
+        if ((int)tokens.src[i].count > longest) longest = (int)tokens.src[i].count;
+    Scores sc;
+    int rc = score_check_lengths(&corpus, &tokens, cfg->data.test, err);
+    if (rc == 0)
+        rc = score_corpus(&best, &corpus, &tokens, cfg->data.test, 64, 1, 2 * longest + 10, &sc,
+                          NULL, NULL, err);
+    if (rc == 0) {
+        char bleu[METRICS_LINE_MAX];
+        bleu_format(&sc.bleu, bleu, sizeof bleu);
+        printf("test (%s, %zu pairs, best model): %s, chrF2 %.2f, perplexity %.3f\n",
+               cfg->data.test, sc.sentences, bleu, sc.chrf.score, sc.perplexity);
+    }
+    tokenized_corpus_free(&tokens);
+    corpus_free(&corpus);
+    nmt_model_free(&best);
+    return rc;
 }
 
 static int train(Trainer *tr, Error *err) {
@@ -295,16 +433,19 @@ static int train(Trainer *tr, Error *err) {
             model_backward(m, &tr->acts);
             double norm = clip_grad_norm(m->grads, m->table.total, cfg->optim.clip_norm);
             if (!isfinite(loss) || !isfinite(norm)) {
+                char what[64];
+                snprintf(what, sizeof what, "the %s is %g",
+                         isfinite(loss) ? "gradient norm" : "loss", isfinite(loss) ? norm : loss);
                 epoch_plan_free(&plan);
-                return error_set(err,
-                                 "step %llu: %s is not finite (first bad gradient: %s); "
-                                 "stopped, the last good checkpoint is %s",
-                                 (unsigned long long)st->step + 1,
-                                 isfinite(loss) ? "the gradient norm" : "the loss",
-                                 non_finite_tensor(m), tr->last_path);
+                return diverged(tr, what, err);
             }
             lr = learning_rate(&cfg->optim, st);
             adam_step(&tr->adam, m->params, m->grads, lr);
+            /* finite gradients can still overflow a parameter (e.g. from damaged moments) */
+            if (!all_finite(m->params, m->table.total)) {
+                epoch_plan_free(&plan);
+                return diverged(tr, "the Adam update overflowed", err);
+            }
             st->step++;
             st->batch_in_epoch = b + 1;
             window_loss += loss * tr->acts.n_tokens;
@@ -338,7 +479,10 @@ static int train(Trainer *tr, Error *err) {
                 fprintf(tr->log, "%llu\t%llu\t%.6f\t%.6g\t\t\t\t\t%.1f\t%.2f\n",
                         (unsigned long long)st->step, (unsigned long long)st->epoch + 1, mean, lr,
                         tok_per_s, t - tr->start_time);
-                fflush(tr->log);
+                if (flush_log(tr, err)) {
+                    epoch_plan_free(&plan);
+                    return -1;
+                }
             }
             if (st->step % (uint64_t)ct->valid_every == 0) {
                 double mean = window_tokens ? window_loss / (double)window_tokens : 0;
@@ -372,7 +516,8 @@ static int train(Trainer *tr, Error *err) {
     format_duration(elapsed, sizeof elapsed, now() - tr->start_time);
     printf("done: %llu steps in %s, best dev BLEU %.2f -> %s\n", (unsigned long long)st->step,
            elapsed, st->best_bleu, tr->best_path);
-    return 0;
+    fflush(stdout);
+    return cfg->data.test[0] ? score_test(tr, err) : 0;
 }
 
 int main(int argc, char **argv) {
@@ -408,10 +553,11 @@ int main(int argc, char **argv) {
         }
     }
     if (optind != argc - 1) {
+        char quoted[96];
         fprintf(stderr,
                 optind < argc ? "train: expected one CONFIG, got extra '%s'\n"
                               : "train: missing CONFIG%s (try --help)\n",
-                optind < argc ? argv[optind + 1] : "");
+                optind < argc ? text_for_message(quoted, sizeof quoted, argv[optind + 1], 60) : "");
         free(overrides);
         return 2;
     }
@@ -437,7 +583,10 @@ int main(int argc, char **argv) {
     Trainer tr = {.cfg = &cfg};
     int rc = setup(&tr, resume, &err);
     if (rc == 0) rc = train(&tr, &err);
-    if (rc < 0) fprintf(stderr, "\ntrain: %s\n", err.msg);
+    if (rc < 0) {
+        if (isatty(STDERR_FILENO)) fprintf(stderr, "\r\033[K"); /* clear the progress line */
+        fprintf(stderr, "train: %s\n", err.msg);
+    }
     trainer_free(&tr);
     return rc < 0 ? 1 : rc;
 }

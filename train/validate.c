@@ -9,6 +9,21 @@
 
 #include "train/pipeline.h"
 
+int score_check_lengths(const Corpus *corpus, const TokenizedCorpus *tc, const char *name,
+                        Error *err) {
+    for (size_t i = 0; i < tc->count; i++) {
+        size_t sides[2] = {tc->src[i].count, tc->tgt[i].count};
+        for (int side = 0; side < 2; side++)
+            if (sides[side] > SCORE_MAX_TOKENS)
+                return error_set(err,
+                                 "%s:%zu: the %s has %zu tokens, more than the %d a pair to "
+                                 "score may have",
+                                 name, corpus ? corpus->line[i] : i + 1, side ? "target" : "source",
+                                 sides[side], SCORE_MAX_TOKENS);
+    }
+    return 0;
+}
+
 static int corpus_loss(const NmtModel *nm, const TokenizedCorpus *tc, const Corpus *corpus,
                        int batch_size, Scores *out, Error *err) {
     Dataset ds;
@@ -17,7 +32,12 @@ static int corpus_loss(const NmtModel *nm, const TokenizedCorpus *tc, const Corp
     Acts acts = {0};
     size_t *idx = checked_calloc(ds.count + 1, sizeof(size_t), "batch order", err);
     int rc = -1;
-    if (!idx || batch_buffer_init(&bb, batch_size, ds.max_src, ds.max_tgt, err) ||
+    /* the logits and the attention's hidden layer: a lower bound of the activations */
+    double S = ds.max_src + 1, T = ds.max_tgt + 1, B = batch_size;
+    double acts_bytes =
+        sizeof(real) * B * T * ((double)nm->model.dims.tgt_vocab + S * nm->model.dims.att);
+    if (!idx || memory_check(acts_bytes, "the activations of the scoring batches", err) ||
+        batch_buffer_init(&bb, batch_size, ds.max_src, ds.max_tgt, err) ||
         acts_init(&acts, &nm->model.dims, batch_size, ds.max_src + 1, ds.max_tgt + 1, err))
         goto done;
     double total = 0;
@@ -45,10 +65,12 @@ done:
 }
 
 int score_corpus(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus *tc,
-                 int batch_size, int beam, int max_len, Scores *out, TranslationSink sink,
-                 void *user, Error *err) {
+                 const char *name, int batch_size, int beam, int max_len, Scores *out,
+                 TranslationSink sink, void *user, Error *err) {
     memset(out, 0, sizeof *out);
-    if (corpus_loss(nm, tc, corpus, batch_size, out, err)) return -1;
+    if (score_check_lengths(corpus, tc, name, err) ||
+        corpus_loss(nm, tc, corpus, batch_size, out, err))
+        return -1;
     int max_src = 1;
     for (size_t i = 0; i < tc->count; i++)
         if ((int)tc->src[i].count + 1 > max_src) max_src = (int)tc->src[i].count + 1;

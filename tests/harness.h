@@ -1,0 +1,74 @@
+/*
+ * harness.h: what the end-to-end reliability tests share: a scratch folder with a tiny corpus
+ * and config, running a program of ../bin the way a user would (arguments passed as they are,
+ * without a shell, so any byte can be tested), with a time limit and optional resource limits,
+ * and checking that a failure is reported as one line on stderr.
+ *
+ * Tests run from tests/, so the programs are ../bin/NAME. Deliberately not here: what any one
+ * program should do; each test says that itself.
+ */
+#ifndef NMT_TEST_HARNESS_H
+#define NMT_TEST_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/resource.h>
+
+/* A fresh folder under /tmp; everything a test writes goes in it. */
+typedef struct {
+    char dir[64];
+} Scratch;
+
+void scratch_make(Scratch *s);
+/* Removes the folder and everything in it. */
+void scratch_free(const Scratch *s);
+/* dir/name into buf. */
+void scratch_path(const Scratch *s, const char *name, char *buf, size_t size);
+/* Writes bytes[0..len) to dir/name (replacing it). */
+void scratch_write(const Scratch *s, const char *name, const void *bytes, size_t len);
+/* Writes a NUL-terminated text to dir/name. */
+void scratch_write_text(const Scratch *s, const char *name, const char *text);
+/* Reads a whole file; *len gets its size. free() the result. */
+unsigned char *slurp_file(const char *path, size_t *len);
+
+/* The small training setup every end-to-end test starts from, written into the scratch
+ * folder: train.tsv and dev.tsv (six pairs each), and tiny.ini, a model of size 4 trained for
+ * 4 steps (validating every 2) into out_dir = run. */
+void scratch_write_setup(const Scratch *s);
+/* scratch_write_setup, then ../bin/train tiny.ini: run/best.ckpt and the resumable
+ * run/last.ckpt exist afterwards. */
+void scratch_train_model(const Scratch *s);
+
+/* Limits applied to the program before it starts; zero fields are left alone. */
+typedef struct {
+    rlim_t address_space; /* RLIMIT_AS, bytes */
+    rlim_t file_size;     /* RLIMIT_FSIZE, bytes; SIGXFSZ is ignored, so writes fail EFBIG */
+} RunLimits;
+
+/* What a run of a program did. */
+typedef struct {
+    int status;     /* exit status; 128 + N when killed by signal N */
+    bool timed_out; /* killed after the time limit */
+    char out[8192]; /* the start of its stdout */
+    char err[8192]; /* the start of its stderr */
+} RunResult;
+
+/* Runs argv (argv[0] is the program's path, NULL-terminated) in the scratch folder's parent
+ * process working directory (tests/), stdin from stdin_path (NULL: /dev/null), for at most
+ * timeout_s seconds. limits may be NULL. Output goes through files in the scratch folder. */
+void run_program(RunResult *r, const Scratch *s, const char *const *argv, const char *stdin_path,
+                 int timeout_s, const RunLimits *limits);
+
+/* Asserts that the run failed with exit status `status`, in time, with exactly one line on
+ * stderr that starts with "program: " and contains every fragment (a NULL-terminated list). */
+void assert_one_line_error(const RunResult *r, const char *program, int status,
+                           const char *const *fragments);
+
+/* Asserts that text contains fragment, naming both when it does not. */
+void assert_contains(const char *text, const char *fragment);
+
+/* True when the tests run under AddressSanitizer, whose shadow memory cannot live under an
+ * address-space limit: tests that set one are skipped then. */
+bool under_address_sanitizer(void);
+
+#endif

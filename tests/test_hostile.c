@@ -1,0 +1,1061 @@
+/*
+ * test_hostile.c: every input path fed hostile input, end to end through the programs a user
+ * runs (bin/train, bin/evaluate, bin/translate, bin/align) and, for checkpoints, through the
+ * loader itself. Each bad input must give ONE line on stderr naming the file and line, the
+ * argument or the value, and a non-zero exit status; each odd but valid input (CRLF, a
+ * byte-order mark, empty lines, unknown words, a 10,000-word sentence) must be handled. No run
+ * may crash or hang (every program runs under a time limit, and under the sanitizers with
+ * `make SANITIZE=1 test`).
+ *
+ * The unit-level cases of the INI reader and the corpus reader live in test_config.c and
+ * test_text.c; here they are checked once more through the programs. Faults while training
+ * (signals, divergence, full disks, memory) are in test_faults.c.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "data/tokenizer.h"
+#include "harness.h"
+#include "suites.h"
+#include "train/checkpoint.h"
+#include "train/config.h"
+#include "train/validate.h"
+
+/* ---- configs through bin/train ---------------------------------------------------------- */
+
+/* Runs bin/train on a config made of `text` (with the setup's corpora beside it) and expects
+ * one line "train: DIR/bad.ini:LINE: ..." holding every fragment. */
+static void expect_config_error(const char *text, size_t len, int line,
+                                const char *const *fragments) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_setup(&s);
+    scratch_write(&s, "bad.ini", text, len);
+    char config[512], location[600];
+    scratch_path(&s, "bad.ini", config, sizeof config);
+    snprintf(location, sizeof location, "train: %s:%d: ", config, line);
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/train", config, NULL}, NULL, 30, NULL);
+    scratch_free(&s);
+    assert_one_line_error(&r, "train", 1, fragments);
+    ck_assert_msg(strncmp(r.err, location, strlen(location)) == 0, "'%s' does not start with '%s'",
+                  r.err, location);
+}
+
+static void expect_config_text_error(const char *text, int line, const char *const *fragments) {
+    expect_config_error(text, strlen(text), line, fragments);
+}
+
+#define SETUP_DATA "[data]\ntrain = train.tsv\ndev = dev.tsv\n"
+
+START_TEST(hostile_config_unknown_section) {
+    expect_config_text_error(SETUP_DATA "[trian]\nbatch_size = 2\n", 4,
+                             (const char *const[]){"unknown section [trian]", NULL});
+}
+END_TEST
+
+START_TEST(hostile_config_unknown_key) {
+    expect_config_text_error(SETUP_DATA "[train]\nbatch_sise = 2\n", 5,
+                             (const char *const[]){"unknown key [train] batch_sise", NULL});
+}
+END_TEST
+
+START_TEST(hostile_config_duplicate_key) {
+    expect_config_text_error(
+        SETUP_DATA "[train]\nbatch_size = 2\nbatch_size = 3\n", 6,
+        (const char *const[]){"duplicate key [train] batch_size", "first set on line 5", NULL});
+}
+END_TEST
+
+START_TEST(hostile_config_missing_equals) {
+    expect_config_text_error(SETUP_DATA "[train]\nbatch_size 2\n", 5,
+                             (const char *const[]){"'batch_size 2' has no '='", NULL});
+}
+END_TEST
+
+START_TEST(hostile_config_value_out_of_range) {
+    expect_config_text_error(
+        SETUP_DATA "[model]\nemb_size = 100000\n", 5,
+        (const char *const[]){"[model] emb_size = '100000': out of range", "[1, 4096]", NULL});
+    /* the same through --set, where the argument is what gets named */
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_setup(&s);
+    char config[512];
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/train", config, "--set", "optim.lr=-1", NULL},
+                NULL, 30, NULL);
+    scratch_free(&s);
+    assert_one_line_error(
+        &r, "train", 1,
+        (const char *const[]){"--set optim.lr=-1: [optim] lr = '-1': out of range", NULL});
+}
+END_TEST
+
+START_TEST(hostile_config_value_of_wrong_type) {
+    expect_config_text_error(
+        SETUP_DATA "[train]\nbatch_size = two\n", 5,
+        (const char *const[]){"[train] batch_size = 'two': not an integer", NULL});
+    expect_config_text_error(SETUP_DATA "[model]\nbidirectional = 2\n", 5,
+                             (const char *const[]){"[model] bidirectional = '2'", NULL});
+}
+END_TEST
+
+START_TEST(hostile_config_overlong_line) {
+    size_t len = strlen(SETUP_DATA) + 10000;
+    char *text = malloc(len + 1);
+    ck_assert_ptr_nonnull(text);
+    strcpy(text, SETUP_DATA);
+    memset(text + strlen(SETUP_DATA), '#', 10000);
+    text[len] = '\0';
+    expect_config_error(text, len, 4,
+                        (const char *const[]){"line is longer than 8192 bytes", NULL});
+    free(text);
+}
+END_TEST
+
+START_TEST(hostile_config_binary_file) {
+    /* a real binary: the ELF header has a NUL byte on its first "line" */
+    Scratch s;
+    scratch_make(&s);
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/train", "../bin/translate", NULL}, NULL, 30,
+                NULL);
+    scratch_free(&s);
+    assert_one_line_error(&r, "train", 1,
+                          (const char *const[]){"../bin/translate:1: NUL byte", NULL});
+    /* binary data without a NUL is refused as invalid UTF-8 */
+    unsigned char noise[600];
+    for (size_t i = 0; i < sizeof noise; i++) noise[i] = (unsigned char)(0x80 + (i * 37) % 120);
+    for (size_t i = 64; i < sizeof noise; i += 64) noise[i] = '\n';
+    expect_config_error((const char *)noise, sizeof noise, 1,
+                        (const char *const[]){"invalid UTF-8: this is a binary file", NULL});
+}
+END_TEST
+
+START_TEST(hostile_config_missing_or_directory) {
+    Scratch s;
+    scratch_make(&s);
+    char missing[512];
+    scratch_path(&s, "missing.ini", missing, sizeof missing);
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/train", missing, NULL}, NULL, 30, NULL);
+    assert_one_line_error(&r, "train", 1,
+                          (const char *const[]){missing, "No such file or directory", NULL});
+    run_program(&r, &s, (const char *const[]){"../bin/train", s.dir, NULL}, NULL, 30, NULL);
+    scratch_free(&s);
+    assert_one_line_error(&r, "train", 1, (const char *const[]){s.dir, "Is a directory", NULL});
+}
+END_TEST
+
+/* ---- corpora through bin/train and bin/evaluate ----------------------------------------- */
+
+/* A scratch folder with the setup, whose `which` corpus ("train.tsv" or "dev.tsv") is replaced
+ * by bytes; *path gets the corpus's path. */
+static void setup_with_corpus(Scratch *s, const char *which, const void *bytes, size_t len,
+                              char *path, size_t size) {
+    scratch_make(s);
+    scratch_write_setup(s);
+    scratch_write(s, which, bytes, len);
+    scratch_path(s, which, path, size);
+}
+
+static void run_train(RunResult *r, const Scratch *s) {
+    char config[512];
+    scratch_path(s, "tiny.ini", config, sizeof config);
+    run_program(r, s, (const char *const[]){"../bin/train", config, NULL}, NULL, 60, NULL);
+}
+
+/* bin/evaluate of the setup's trained model on the corpus at path. */
+static void run_evaluate(RunResult *r, const Scratch *s, const char *path) {
+    char model[512];
+    scratch_path(s, "run/best.ckpt", model, sizeof model);
+    run_program(r, s, (const char *const[]){"../bin/evaluate", "-m", model, "--test", path, NULL},
+                NULL, 60, NULL);
+}
+
+/* The bad corpus fails as training data, as dev data and as a test file, each time with one
+ * line naming the file (and line, when `line` > 0) and holding `fragment`. */
+static void expect_corpus_error(const char *bytes, size_t len, int line, const char *fragment) {
+    const char *const which[] = {"train.tsv", "dev.tsv"};
+    for (int k = 0; k < 2; k++) {
+        Scratch s;
+        char path[512], location[600];
+        setup_with_corpus(&s, which[k], bytes, len, path, sizeof path);
+        if (line > 0)
+            snprintf(location, sizeof location, "%s:%d: ", path, line);
+        else
+            snprintf(location, sizeof location, "%s: ", path);
+        RunResult r;
+        run_train(&r, &s);
+        assert_one_line_error(&r, "train", 1, (const char *const[]){location, fragment, NULL});
+        if (k == 1) { /* a model to evaluate with, then the same bytes as its test file */
+            Scratch good;
+            scratch_make(&good);
+            scratch_train_model(&good);
+            char model[512];
+            scratch_path(&good, "run/best.ckpt", model, sizeof model);
+            run_program(&r, &s,
+                        (const char *const[]){"../bin/evaluate", "-m", model, "--test", path, NULL},
+                        NULL, 60, NULL);
+            scratch_free(&good);
+            assert_one_line_error(&r, "evaluate", 1,
+                                  (const char *const[]){location, fragment, NULL});
+        }
+        scratch_free(&s);
+    }
+}
+
+START_TEST(hostile_corpus_invalid_utf8) {
+    static const char bytes[] = "I love cats\tj'aime les chats\n"
+                                "the black cat\tle chat noir\n"
+                                "I \xC0\xAF cats\tj'aime\n";
+    expect_corpus_error(bytes, sizeof bytes - 1, 3, "invalid UTF-8 at column 3: overlong");
+}
+END_TEST
+
+START_TEST(hostile_corpus_missing_tab) {
+    static const char bytes[] = "I love cats\tj'aime les chats\n"
+                                "the black cat le chat noir\n";
+    expect_corpus_error(bytes, sizeof bytes - 1, 2, "no tab between source and target");
+}
+END_TEST
+
+START_TEST(hostile_corpus_empty_file) {
+    expect_corpus_error("", 0, 0, "no sentence pairs (empty input)");
+    expect_corpus_error("\n\r\n\n", 4, 0, "no sentence pairs, only 3 empty lines");
+}
+END_TEST
+
+START_TEST(hostile_corpus_control_characters) {
+    static const char bytes[] = "I love cats\tj'aime les chats\n"
+                                "the \x1B[2Jblack cat\tle chat noir\n";
+    expect_corpus_error(bytes, sizeof bytes - 1, 2, "control character U+001B at column 5");
+}
+END_TEST
+
+START_TEST(hostile_corpus_missing_or_directory) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_setup(&s);
+    char config[512], dev[512];
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    scratch_path(&s, "dev.tsv", dev, sizeof dev);
+    remove(dev);
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/train", config, NULL}, NULL, 30, NULL);
+    assert_one_line_error(&r, "train", 1, (const char *const[]){dev, "No such file", NULL});
+    char set[600];
+    snprintf(set, sizeof set, "data.dev=%s", s.dir);
+    run_program(&r, &s, (const char *const[]){"../bin/train", config, "--set", set, NULL}, NULL, 30,
+                NULL);
+    scratch_free(&s);
+    assert_one_line_error(&r, "train", 1, (const char *const[]){s.dir, "Is a directory", NULL});
+}
+END_TEST
+
+/* Valid corpora in odd shapes train and evaluate; the vocabulary must not hold stray bytes
+ * of them (a \r at a token's end, a byte-order mark glued to the first word). */
+static void expect_corpus_accepted(const char *bytes, size_t len, const char *stray) {
+    Scratch s;
+    char path[512], model[512];
+    setup_with_corpus(&s, "train.tsv", bytes, len, path, sizeof path);
+    scratch_write(&s, "dev.tsv", bytes, len);
+    RunResult r;
+    run_train(&r, &s);
+    ck_assert_msg(r.status == 0, "training on %s failed: %s", path, r.err);
+    run_evaluate(&r, &s, path);
+    ck_assert_msg(r.status == 0, "evaluate on %s failed: %s", path, r.err);
+    assert_contains(r.out, "BLEU");
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    NmtModel nm;
+    Error err;
+    ck_assert_msg(checkpoint_load(model, &nm, NULL, NULL, NULL, &err) == 0, "%s", err.msg);
+    const Vocab *vocabs[2] = {&nm.src_vocab, &nm.tgt_vocab};
+    for (int k = 0; k < 2; k++)
+        for (size_t id = 0; id < vocabs[k]->size; id++)
+            ck_assert_msg(strstr(vocab_token(vocabs[k], (int)id), stray) == NULL,
+                          "token '%s' holds a stray byte", vocab_token(vocabs[k], (int)id));
+    nmt_model_free(&nm);
+    scratch_free(&s);
+}
+
+START_TEST(hostile_corpus_crlf_line_ends) {
+    static const char bytes[] = "I love cats\tj'aime les chats\r\n"
+                                "the black cat\tle chat noir\r\n"
+                                "we see the dog\tnous voyons le chien\r\n";
+    expect_corpus_accepted(bytes, sizeof bytes - 1, "\r");
+}
+END_TEST
+
+START_TEST(hostile_corpus_byte_order_mark) {
+    static const char bytes[] = "\xEF\xBB\xBFI love cats\tj'aime les chats\n"
+                                "the black cat\tle chat noir\n";
+    expect_corpus_accepted(bytes, sizeof bytes - 1, "\xEF\xBB\xBF");
+}
+END_TEST
+
+START_TEST(hostile_corpus_empty_lines) {
+    static const char bytes[] = "\nI love cats\tj'aime les chats\n\n\n"
+                                "the black cat\tle chat noir\n\n";
+    expect_corpus_accepted(bytes, sizeof bytes - 1, "\n");
+    /* and they are counted, not silently dropped */
+    Scratch s;
+    char path[512];
+    setup_with_corpus(&s, "train.tsv", bytes, sizeof bytes - 1, path, sizeof path);
+    RunResult r;
+    run_train(&r, &s);
+    scratch_free(&s);
+    ck_assert_int_eq(r.status, 0);
+    assert_contains(r.out, "4 empty lines");
+}
+END_TEST
+
+/* A pair whose source is a 1 MiB line of words (a file that lost its line ends). */
+static char *mebibyte_corpus(size_t *len) {
+    size_t words = (1 << 20) / 4;
+    char *text = malloc(words * 4 + 200);
+    ck_assert_ptr_nonnull(text);
+    size_t used = (size_t)sprintf(text, "I love cats\tj'aime les chats\n");
+    for (size_t i = 0; i < words; i++) memcpy(text + used + 4 * i, "cat ", 4);
+    used += words * 4;
+    used += (size_t)sprintf(text + used, "\tle chat\nthe black cat\tle chat noir\n");
+    *len = used;
+    return text;
+}
+
+START_TEST(hostile_corpus_mebibyte_line) {
+    size_t len;
+    char *text = mebibyte_corpus(&len);
+    /* as training data: skipped as longer than max_len, and counted */
+    Scratch s;
+    char path[512];
+    setup_with_corpus(&s, "train.tsv", text, len, path, sizeof path);
+    RunResult r;
+    run_train(&r, &s);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    assert_contains(r.out, "1 longer than max_len = 50 skipped");
+    /* as a test file: refused by line, not by running out of memory */
+    run_evaluate(&r, &s, path);
+    char location[600];
+    snprintf(location, sizeof location, "%s:2: ", path);
+    assert_one_line_error(
+        &r, "evaluate", 1,
+        (const char *const[]){location, "the source has 262144 tokens", "more than the 250", NULL});
+    /* as dev data: refused before training starts */
+    scratch_write(&s, "dev.tsv", text, len);
+    scratch_path(&s, "dev.tsv", path, sizeof path);
+    snprintf(location, sizeof location, "%s:2: ", path);
+    run_train(&r, &s);
+    scratch_free(&s);
+    free(text);
+    assert_one_line_error(&r, "train", 1,
+                          (const char *const[]){location, "the source has 262144 tokens", NULL});
+    ck_assert_msg(strstr(r.out, "step") == NULL, "it trained before refusing: %s", r.out);
+}
+END_TEST
+
+/* ---- checkpoints ------------------------------------------------------------------------ */
+
+/* The fixed layout of a checkpoint's header (see train/checkpoint.h), in bytes. */
+enum {
+    AT_VERSION = 8,
+    AT_WIDTH = 12,
+    AT_SIZES = 16, /* 8 x i32: Vs Vt E H bidirectional D A O */
+    AT_FLAGS = 48,
+    AT_RESERVED = 52,
+    AT_COUNT = 56,
+    AT_VOCABS = 64,
+};
+
+static uint32_t get_u32(const unsigned char *at) {
+    uint32_t x;
+    memcpy(&x, at, 4);
+    return x;
+}
+
+static void put_u32(unsigned char *at, uint32_t x) {
+    memcpy(at, &x, 4);
+}
+
+/* Rewrites the last 8 bytes to the checksum of the rest: a forged file that passes the
+ * checksum, so the checks behind it are the ones tested. */
+static void fix_checksum(unsigned char *data, size_t size) {
+    uint64_t sum = checkpoint_checksum(data, size - 8);
+    memcpy(data + size - 8, &sum, 8);
+}
+
+/* Where the parameters start: after the header and both vocabularies. */
+static size_t params_offset(const unsigned char *data) {
+    size_t at = AT_VOCABS;
+    for (int k = 0; k < 2; k++) {
+        uint64_t len;
+        memcpy(&len, data + at, 8);
+        at += 8 + (size_t)len;
+    }
+    return at;
+}
+
+/* Loads data as a checkpoint (with an optimiser to fill) and returns the status; frees
+ * whatever was loaded. */
+static int load_bytes(const unsigned char *data, size_t size, Error *err) {
+    NmtModel nm;
+    Adam adam = {0};
+    TrainState state;
+    bool has_state;
+    int rc = checkpoint_load_memory(data, size, "forged.ckpt", &nm, &adam, &state, &has_state, err);
+    if (rc == 0) nmt_model_free(&nm);
+    adam_free(&adam);
+    return rc;
+}
+
+/* bin/translate -m on the bytes fails with one line naming the file and holding fragment. */
+static void expect_translate_refuses(const Scratch *s, const unsigned char *data, size_t size,
+                                     const char *fragment) {
+    scratch_write(s, "forged.ckpt", data, size);
+    char path[512];
+    scratch_path(s, "forged.ckpt", path, sizeof path);
+    RunResult r;
+    run_program(&r, s, (const char *const[]){"../bin/translate", "-m", path, "I love cats", NULL},
+                NULL, 30, NULL);
+    assert_one_line_error(&r, "translate", 1, (const char *const[]){path, fragment, NULL});
+}
+
+START_TEST(hostile_checkpoint_wrong_magic) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char path[512];
+    scratch_path(&s, "run/best.ckpt", path, sizeof path);
+    size_t size;
+    unsigned char *data = slurp_file(path, &size);
+    memcpy(data, "NMTCKPT2", 8);
+    fix_checksum(data, size);
+    expect_translate_refuses(&s, data, size, "not a checkpoint (bad magic)");
+    /* a text file is not a checkpoint either */
+    expect_translate_refuses(&s, (const unsigned char *)"I love cats\tj'aime les chats\n", 29,
+                             "not a checkpoint");
+    free(data);
+    scratch_free(&s);
+}
+END_TEST
+
+START_TEST(hostile_checkpoint_other_version) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char path[512];
+    scratch_path(&s, "run/best.ckpt", path, sizeof path);
+    size_t size;
+    unsigned char *data = slurp_file(path, &size);
+    put_u32(data + AT_VERSION, 2);
+    fix_checksum(data, size);
+    expect_translate_refuses(&s, data, size, "format version 2 is not supported");
+    free(data);
+    scratch_free(&s);
+}
+END_TEST
+
+/* One field of the header forged (checksum fixed) and the message its check must give. */
+static const struct {
+    size_t offset;
+    uint32_t value;
+    const char *fragment;
+} HEADER_FORGERIES[] = {
+    {AT_WIDTH, 3, "invalid real size 3"},
+    {AT_FLAGS, 1u << 7, "unknown flags 0x80"},
+    {AT_RESERVED, 9, "reserved field is 9, not 0"},
+    {AT_SIZES + 4 * 4, 2, "invalid bidirectional flag 2"},
+    {AT_SIZES + 2 * 4, (uint32_t)-4, "emb_size = -4 is out of range"},
+    {AT_SIZES + 2 * 4, 0, "emb_size = 0 is out of range"},
+    /* 2^24 passes the range check; as H, enc.fwd.w_hh [3H, H] breaks the tensor-size limit */
+    {AT_SIZES + 3 * 4, 1u << 24, "enc.fwd.w_hh would have 844424930131968 elements (too many)"},
+    /* as E it is a valid size, but not the one the stored parameter count was made with */
+    {AT_SIZES + 2 * 4, 1u << 24, "parameters stored, but the sizes need"},
+    /* a plausible size that does not match the stored parameter count */
+    {AT_SIZES + 3 * 4, 5, "parameters stored, but the sizes need"},
+    {AT_COUNT, 7, "7 parameters stored"},
+};
+enum { N_HEADER_FORGERIES = sizeof HEADER_FORGERIES / sizeof HEADER_FORGERIES[0] };
+
+START_TEST(hostile_checkpoint_header_field) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char path[512];
+    scratch_path(&s, "run/last.ckpt", path, sizeof path);
+    size_t size;
+    unsigned char *data = slurp_file(path, &size);
+    put_u32(data + HEADER_FORGERIES[_i].offset, HEADER_FORGERIES[_i].value);
+    fix_checksum(data, size);
+    expect_translate_refuses(&s, data, size, HEADER_FORGERIES[_i].fragment);
+    free(data);
+    scratch_free(&s);
+}
+END_TEST
+
+/* Sizes and parameter count that agree, forged to claim a model of gigabytes in a file of a
+ * few kilobytes: refused from the file size, before anything that large is allocated (under
+ * the sanitizers an attempt would be reported as an allocation far beyond the limit). */
+START_TEST(hostile_checkpoint_huge_sizes_are_not_allocated) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char path[512];
+    scratch_path(&s, "run/best.ckpt", path, sizeof path);
+    size_t size;
+    unsigned char *data = slurp_file(path, &size);
+    int32_t sizes[8];
+    memcpy(sizes, data + AT_SIZES, sizeof sizes);
+    ModelDims dims = {sizes[0], sizes[1], 1 << 24,  sizes[3],
+                      sizes[4], sizes[5], sizes[6], sizes[7]};
+    ParamTable table;
+    param_table_build(&table, &dims);
+    ck_assert_uint_gt(table.total, (size_t)1 << 28); /* over a gigabyte of floats */
+    put_u32(data + AT_SIZES + 2 * 4, 1u << 24);
+    uint64_t count = table.total;
+    memcpy(data + AT_COUNT, &count, 8);
+    fix_checksum(data, size);
+    expect_translate_refuses(&s, data, size, "parameters of 4 bytes do not fit");
+    free(data);
+    scratch_free(&s);
+}
+END_TEST
+
+START_TEST(hostile_checkpoint_truncated_at_every_byte) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char path[512];
+    scratch_path(&s, "run/last.ckpt", path, sizeof path);
+    size_t size;
+    unsigned char *data = slurp_file(path, &size);
+    unsigned char *cut = malloc(size);
+    ck_assert_ptr_nonnull(cut);
+    Error err;
+    for (size_t len = 0; len < size; len++) {
+        /* as the file would be: the checksum catches it */
+        ck_assert_msg(load_bytes(data, len, &err) == -1, "%zu of %zu bytes loaded", len, size);
+        /* with a valid checksum over what is left: the field and size checks catch it */
+        if (len >= 16) {
+            memcpy(cut, data, len);
+            fix_checksum(cut, len);
+            ck_assert_msg(load_bytes(cut, len, &err) == -1, "forged %zu of %zu bytes loaded", len,
+                          size);
+            ck_assert_ptr_null(strchr(err.msg, '\n'));
+        }
+    }
+    expect_translate_refuses(&s, data, size / 2, "checksum mismatch");
+    free(cut);
+    free(data);
+    scratch_free(&s);
+}
+END_TEST
+
+START_TEST(hostile_checkpoint_flipped_bit) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char path[512];
+    scratch_path(&s, "run/last.ckpt", path, sizeof path);
+    size_t size;
+    unsigned char *data = slurp_file(path, &size);
+    Error err;
+    /* every single bit of the file: the checksum catches each one */
+    for (size_t bit = 0; bit < 8 * size; bit++) {
+        data[bit / 8] ^= (unsigned char)(1u << bit % 8);
+        ck_assert_msg(load_bytes(data, size, &err) == -1, "flipped bit %zu loaded", bit);
+        data[bit / 8] ^= (unsigned char)(1u << bit % 8);
+    }
+    /* every bit of the header and vocabularies with the checksum forged: refused or loaded
+     * whole (a flipped lower-casing flag is still a valid file), never misread */
+    size_t forged_bits = 8 * params_offset(data);
+    for (size_t bit = 0; bit < forged_bits; bit++) {
+        data[bit / 8] ^= (unsigned char)(1u << bit % 8);
+        fix_checksum(data, size);
+        if (load_bytes(data, size, &err) == -1) ck_assert_ptr_null(strchr(err.msg, '\n'));
+        data[bit / 8] ^= (unsigned char)(1u << bit % 8);
+    }
+    data[size / 2] ^= 4;
+    expect_translate_refuses(&s, data, size, "checksum mismatch");
+    free(data);
+    scratch_free(&s);
+}
+END_TEST
+
+START_TEST(hostile_checkpoint_vocabulary_mismatch) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char path[512];
+    scratch_path(&s, "run/best.ckpt", path, sizeof path);
+    size_t size;
+    unsigned char *data = slurp_file(path, &size);
+    /* claim one more source token, with a parameter count to match: the vocabulary stored has
+     * one token fewer than the sizes say */
+    ModelDims dims;
+    int32_t sizes[8];
+    memcpy(sizes, data + AT_SIZES, sizeof sizes);
+    dims = (ModelDims){sizes[0] + 1, sizes[1], sizes[2], sizes[3],
+                       sizes[4],     sizes[5], sizes[6], sizes[7]};
+    ParamTable table;
+    param_table_build(&table, &dims);
+    put_u32(data + AT_SIZES, (uint32_t)dims.src_vocab);
+    uint64_t count = table.total;
+    memcpy(data + AT_COUNT, &count, 8);
+    fix_checksum(data, size);
+    expect_translate_refuses(&s, data, size, "vocabularies have");
+    /* a vocabulary whose reserved ids are wrong */
+    free(data);
+    data = slurp_file(path, &size);
+    size_t first_token = AT_VOCABS + 8 + 4 + 4; /* after the length, the count, the length */
+    ck_assert(memcmp(data + first_token, "<pad>", 5) == 0);
+    memcpy(data + first_token, "<PAD>", 5);
+    fix_checksum(data, size);
+    expect_translate_refuses(&s, data, size, "not the reserved \"<pad>\"");
+    free(data);
+    scratch_free(&s);
+}
+END_TEST
+
+START_TEST(hostile_checkpoint_non_finite_values) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char path[512];
+    scratch_path(&s, "run/last.ckpt", path, sizeof path);
+    size_t size;
+    unsigned char *data = slurp_file(path, &size);
+    size_t params = params_offset(data);
+    uint64_t count;
+    memcpy(&count, data + AT_COUNT, 8);
+    ck_assert_uint_eq(get_u32(data + AT_WIDTH), sizeof(float));
+    /* a NaN parameter, then a negative second moment of Adam */
+    float nan_value = NAN, negative = -1;
+    memcpy(data + params + 4 * 3, &nan_value, 4);
+    fix_checksum(data, size);
+    expect_translate_refuses(&s, data, size, "parameter src_emb[3] is nan");
+    free(data);
+    data = slurp_file(path, &size);
+    size_t second_moments = params + 2 * 4 * count + 96; /* params, state (96 bytes), m */
+    memcpy(data + second_moments, &negative, 4);
+    fix_checksum(data, size);
+    Error err;
+    ck_assert_int_eq(load_bytes(data, size, &err), -1);
+    assert_contains(err.msg, "Adam second moment of src_emb[0] is -1");
+    free(data);
+    scratch_free(&s);
+}
+END_TEST
+
+START_TEST(hostile_checkpoint_trailing_bytes) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char path[512];
+    scratch_path(&s, "run/best.ckpt", path, sizeof path);
+    size_t size;
+    unsigned char *data = slurp_file(path, &size);
+    unsigned char *longer = calloc(size + 5, 1);
+    ck_assert_ptr_nonnull(longer);
+    memcpy(longer, data, size - 8);
+    fix_checksum(longer, size + 5);
+    expect_translate_refuses(&s, longer, size + 5, "5 unexpected bytes after the data");
+    free(longer);
+    free(data);
+    scratch_free(&s);
+}
+END_TEST
+
+START_TEST(hostile_checkpoint_directory) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/translate", "-m", s.dir, "I love cats", NULL},
+                NULL, 30, NULL);
+    assert_one_line_error(&r, "translate", 1,
+                          (const char *const[]){s.dir, "not a regular file", NULL});
+    char config[512], resume[600];
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    snprintf(resume, sizeof resume, "--resume=%s", s.dir);
+    run_program(&r, &s, (const char *const[]){"../bin/train", config, resume, NULL}, NULL, 30,
+                NULL);
+    scratch_free(&s);
+    assert_one_line_error(&r, "train", 1, (const char *const[]){s.dir, "not a regular file", NULL});
+}
+END_TEST
+
+/* Resuming with a config that describes another model: each mismatch is named with both
+ * values; a translation-only checkpoint cannot be resumed at all. */
+START_TEST(hostile_checkpoint_resume_size_mismatch) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char config[512], best[512], resume_best[600], last[512];
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    scratch_path(&s, "run/last.ckpt", last, sizeof last);
+    static const struct {
+        const char *set, *fragment;
+    } mismatches[] = {
+        {"model.emb_size=8", "it has [model] emb_size = 4, the config 8"},
+        {"model.bidirectional=false", "it has [model] bidirectional = 1, the config 0"},
+        {"data.lowercase=false", "it has [data] lowercase = 1, the config 0"},
+        {"data.src_vocab_size=5", "more than [data] src_vocab_size/tgt_vocab_size = 5/8000"},
+    };
+    RunResult r;
+    for (size_t k = 0; k < sizeof mismatches / sizeof mismatches[0]; k++) {
+        run_program(&r, &s,
+                    (const char *const[]){"../bin/train", config, "--resume", "--set",
+                                          mismatches[k].set, "--set", "train.max_steps=6", NULL},
+                    NULL, 30, NULL);
+        assert_one_line_error(
+            &r, "train", 1,
+            (const char *const[]){"cannot resume", last, mismatches[k].fragment, NULL});
+    }
+    scratch_path(&s, "run/best.ckpt", best, sizeof best);
+    snprintf(resume_best, sizeof resume_best, "--resume=%s", best);
+    run_program(&r, &s, (const char *const[]){"../bin/train", config, resume_best, NULL}, NULL, 30,
+                NULL);
+    scratch_free(&s);
+    assert_one_line_error(&r, "train", 1, (const char *const[]){"has no optimiser state", NULL});
+}
+END_TEST
+
+/* ---- translation input through bin/translate and bin/align ------------------------------ */
+
+/* Translates {"I love cats", input, "the black cat"} as arguments and as lines of standard
+ * input with the setup's model. When fragment is NULL the input must be translated (exit 0,
+ * three output lines); otherwise it must be refused with one line naming argument 2 / line 2
+ * and holding the fragment, the other two still translated, exit 1. `warning`, when not
+ * NULL, is a line a translated input must get on stderr. */
+static void expect_translate_input(const char *input, const char *fragment, const char *warning) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char model[512], lines[512];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    scratch_path(&s, "input.txt", lines, sizeof lines);
+    size_t len = strlen(input);
+    char *text = malloc(len + 64);
+    ck_assert_ptr_nonnull(text);
+    sprintf(text, "I love cats\n%s\nthe black cat\n", input);
+    scratch_write_text(&s, "input.txt", text);
+    free(text);
+    for (int from_stdin = 0; from_stdin < 2; from_stdin++) {
+        RunResult r;
+        if (from_stdin)
+            run_program(&r, &s, (const char *const[]){"../bin/translate", "-m", model, NULL}, lines,
+                        60, NULL);
+        else
+            run_program(&r, &s,
+                        (const char *const[]){"../bin/translate", "-m", model, "I love cats", input,
+                                              "the black cat", NULL},
+                        NULL, 60, NULL);
+        /* output stays aligned with the input: one line each, an empty one for a refusal */
+        int newlines = 0;
+        for (const char *p = r.out; *p; p++) newlines += *p == '\n';
+        ck_assert_msg(newlines == 3, "%d output lines: '%s'", newlines, r.out);
+        const char *name = from_stdin ? "translate: line 2: " : "translate: argument 2: ";
+        if (fragment) {
+            assert_one_line_error(&r, "translate", 1, (const char *const[]){name, fragment, NULL});
+        } else {
+            ck_assert_msg(r.status == 0 && !r.timed_out, "status %d: %s", r.status, r.err);
+            if (warning)
+                assert_one_line_error(&r, "translate", 0,
+                                      (const char *const[]){name, warning, NULL});
+            else
+                ck_assert_str_eq(r.err, "");
+        }
+    }
+    scratch_free(&s);
+}
+
+/* The same input given to bin/align (as argument 1 and as line 1 of standard input) is
+ * refused with one line holding fragment, or aligned when fragment is NULL. */
+static void expect_align_input(const char *input, const char *fragment) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char model[512], lines[512];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    scratch_path(&s, "input.txt", lines, sizeof lines);
+    size_t len = strlen(input);
+    char *text = malloc(len + 2);
+    ck_assert_ptr_nonnull(text);
+    sprintf(text, "%s\n", input);
+    scratch_write_text(&s, "input.txt", text);
+    free(text);
+    for (int from_stdin = 0; from_stdin < 2; from_stdin++) {
+        RunResult r;
+        if (from_stdin)
+            run_program(&r, &s,
+                        (const char *const[]){"../bin/align", "-m", model, "--format", "tsv", NULL},
+                        lines, 60, NULL);
+        else
+            run_program(
+                &r, &s,
+                (const char *const[]){"../bin/align", "-m", model, "--format", "tsv", input, NULL},
+                NULL, 60, NULL);
+        const char *name = from_stdin ? "align: line 1: " : "align: argument 1: ";
+        if (fragment)
+            assert_one_line_error(&r, "align", 1, (const char *const[]){name, fragment, NULL});
+        else
+            ck_assert_msg(r.status == 0 && !r.timed_out, "status %d: %s", r.status, r.err);
+    }
+    scratch_free(&s);
+}
+
+START_TEST(hostile_input_empty_string) {
+    expect_translate_input("", "empty sentence, nothing to translate", NULL);
+    expect_align_input("", "empty sentence, nothing to align");
+}
+END_TEST
+
+START_TEST(hostile_input_only_spaces) {
+    expect_translate_input("    \t  ", "empty sentence, nothing to translate", NULL);
+    expect_align_input("    \t  ", "empty sentence, nothing to align");
+}
+END_TEST
+
+START_TEST(hostile_input_only_unknown_words) {
+    expect_translate_input("zorglub blorf quux", NULL, "no word of it is known to the model");
+    expect_align_input("zorglub blorf quux", NULL);
+}
+END_TEST
+
+/* "cat cat cat ...": n words; free() the result. */
+static char *many_words(size_t n) {
+    char *text = malloc(4 * n + 1);
+    ck_assert_ptr_nonnull(text);
+    for (size_t i = 0; i < n; i++) memcpy(text + 4 * i, "cat ", 4);
+    text[4 * n - 1] = '\0';
+    return text;
+}
+
+START_TEST(hostile_input_ten_thousand_tokens) {
+    char *text = many_words(10000);
+    expect_translate_input(text, NULL, "10000 tokens, translating only the first 250");
+    expect_align_input(text, "10000 tokens, more than the 250 this tool aligns");
+    /* and as the target of a force-decoding */
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char model[512];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    RunResult r;
+    run_program(&r, &s,
+                (const char *const[]){"../bin/align", "-m", model, "--format", "tsv", "--ref", text,
+                                      "I love cats", NULL},
+                NULL, 60, NULL);
+    scratch_free(&s);
+    free(text);
+    assert_one_line_error(&r, "align", 1,
+                          (const char *const[]){"argument 1: the target has 10000 tokens", NULL});
+}
+END_TEST
+
+START_TEST(hostile_input_invalid_utf8) {
+    expect_translate_input("I \xFF cats", "invalid UTF-8 at byte 2", NULL);
+    expect_translate_input("caf\xC3", "invalid UTF-8 at byte 3: truncated sequence", NULL);
+    expect_align_input("I \xED\xA0\x80 cats", "invalid UTF-8 at byte 2: UTF-16 surrogate");
+}
+END_TEST
+
+START_TEST(hostile_input_control_characters) {
+    expect_translate_input("I love \x1B[31mcats", "control character U+001B at byte 7", NULL);
+    expect_translate_input("bell\x07", "control character U+0007 at byte 4", NULL);
+    expect_translate_input("I love \xC2\x9B cats", "control character U+009B at byte 7", NULL);
+    expect_align_input("I\x7F love cats", "control character U+007F at byte 1");
+    /* tab and the other whitespace controls are spaces, not errors */
+    expect_translate_input("I\tlove\vcats", NULL, NULL);
+}
+END_TEST
+
+/* ---- what fuzzing found (tests/fuzz, docs/reliability.md) ------------------------------- */
+
+/* fuzz_config: an override holding a line break was echoed as it was, so the error took two
+ * lines (and any control character reached the terminal). The crashing input, replayed. */
+START_TEST(hostile_fuzz_override_with_line_break) {
+    static const char file[] = "\xEF\xBB\xBF[data]\n[optim]\nschedule = plateau  # reduce on "
+                               "plateau\nlr = 3e-4\n";
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_text(&s, "fuzz.ini", file);
+    char config[512];
+    scratch_path(&s, "fuzz.ini", config, sizeof config);
+    Config cfg;
+    Error err;
+    const char *const overrides[] = {"train.maxns/x\r\n"};
+    ck_assert_int_eq(config_load(&cfg, config, overrides, 1, &err), -1);
+    ck_assert_str_eq(err.msg, "--set train.maxns/x\\r\\n: expected section.key=value");
+    /* and through the program, with a value that holds an escape sequence */
+    RunResult r;
+    run_program(
+        &r, &s,
+        (const char *const[]){"../bin/train", config, "--set", "model.emb_size=8\n\x1B[2J", NULL},
+        NULL, 30, NULL);
+    scratch_free(&s);
+    assert_one_line_error(
+        &r, "train", 1,
+        (const char *const[]){"[model] emb_size = '8\\n\\x1B[2J': not an integer", NULL});
+}
+END_TEST
+
+/* fuzz_config: a --set value holding line breaks loaded, but the settings then printed (as
+ * OUT/config.ini) could not be read back: "data.dev=0\n[optim]\nlr =lowercase=no" even
+ * injected a section. Text a config file cannot hold is now refused; text it can hold prints
+ * and reloads to the same settings. */
+START_TEST(hostile_fuzz_printed_config_reloads) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_text(&s, "fuzz.ini", "[data]\ntrain = ../dt eforing\ndev = ../niezing\n");
+    char config[512], printed[512];
+    scratch_path(&s, "fuzz.ini", config, sizeof config);
+    scratch_path(&s, "printed.ini", printed, sizeof printed);
+    Config cfg, again;
+    Error err;
+    const char *const injected[] = {"train.max_steps=5", "data.dev=0\n[optim]\nlr =lowercase=no"};
+    ck_assert_int_eq(config_load(&cfg, config, injected, 2, &err), -1);
+    ck_assert_str_eq(err.msg, "--set data.dev=0\\n[optim]\\nlr =lowercase=no: [data] dev = "
+                              "'0\\n[optim]\\nlr =lowercase=no': holds a control character "
+                              "(expected a path of at most 4095 bytes)");
+    static const char *const unwritable[][2] = {
+        {"data.train= lead.tsv", "starts or ends with a space"},
+        {"data.train=trail.tsv ", "starts or ends with a space"},
+        {"data.test=my #1.tsv", "holds ' #', which starts a comment"},
+        {"train.out_dir=runs/\x1B[2J", "holds a control character"},
+    };
+    for (size_t k = 0; k < sizeof unwritable / sizeof unwritable[0]; k++) {
+        ck_assert_int_eq(config_load(&cfg, config, &unwritable[k][0], 1, &err), -1);
+        assert_contains(err.msg, unwritable[k][1]);
+    }
+    /* what a config can hold goes through config_print and back unchanged */
+    const char *const writable[] = {"data.test=/data/my set#1/test 2.tsv", "train.seed=99"};
+    ck_assert_msg(config_load(&cfg, config, writable, 2, &err) == 0, "%s", err.msg);
+    FILE *out = fopen(printed, "w");
+    ck_assert_ptr_nonnull(out);
+    config_print(&cfg, out);
+    ck_assert_int_eq(fclose(out), 0);
+    ck_assert_msg(config_load(&again, printed, NULL, 0, &err) == 0, "%s", err.msg);
+    ck_assert_str_eq(again.data.test, "/data/my set#1/test 2.tsv");
+    ck_assert_str_eq(again.data.train, cfg.data.train);
+    ck_assert_uint_eq(again.train.seed, 99);
+    /* through the program: one line, the line breaks shown as \n */
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/train", config, "--set", injected[1], NULL},
+                NULL, 30, NULL);
+    scratch_free(&s);
+    assert_one_line_error(
+        &r, "train", 1,
+        (const char *const[]){"[data] dev = '0\\n[optim]\\nlr =lowercase=no'", NULL});
+}
+END_TEST
+
+/* fuzz_checkpoint: a vocabulary token holding a line break was echoed in the error about the
+ * reserved ids, which then took two lines. Tokens can hold no space or control character at
+ * all (the tokenizer splits at spaces, the corpus reader refuses control characters), so such
+ * a vocabulary is refused as it is read. */
+START_TEST(hostile_fuzz_vocabulary_token_with_line_break) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char path[512];
+    scratch_path(&s, "run/best.ckpt", path, sizeof path);
+    size_t size;
+    unsigned char *data = slurp_file(path, &size);
+    size_t second_token = AT_VOCABS + 8 + 4 + 4 + 5 + 4; /* after "<pad>" and its length */
+    ck_assert(memcmp(data + second_token, "<unk>", 5) == 0);
+    memcpy(data + second_token, "<un\n>", 5);
+    fix_checksum(data, size);
+    expect_translate_refuses(&s, data, size,
+                             "source vocabulary: vocabulary: token 1 holds a space or a control "
+                             "character");
+    free(data);
+    scratch_free(&s);
+}
+END_TEST
+
+/* What every echo of user text goes through: one line, no control characters, cut marked. */
+START_TEST(hostile_messages_quote_user_text) {
+    char buf[64];
+    ck_assert_str_eq(text_for_message(buf, sizeof buf, "plain café", 60), "plain café");
+    ck_assert_str_eq(text_for_message(buf, sizeof buf, "a\nb\rc\td", 60), "a\\nb\\rc\\td");
+    ck_assert_str_eq(text_for_message(buf, sizeof buf, "\x1B[31m\x7F", 60), "\\x1B[31m\\x7F");
+    ck_assert_str_eq(text_for_message(buf, sizeof buf, "\xC2\x85\xC2\x9B", 60), "\\u0085\\u009B");
+    ck_assert_str_eq(text_for_message(buf, sizeof buf, "bad \xFF\xC0", 60), "bad \\xFF\\xC0");
+    ck_assert_str_eq(text_for_message(buf, sizeof buf, "abcdefgh", 5), "abcde...");
+    /* cut at a character, never inside one, when the buffer is what runs out */
+    char small[10];
+    ck_assert_str_eq(text_for_message(small, sizeof small, "ééééé", 60), "ééé...");
+    ck_assert_str_eq(text_for_message(small, sizeof small, "\n\n\n\n", 60), "\\n\\n\\n...");
+}
+END_TEST
+
+Suite *hostile_suite(void) {
+    Suite *s = suite_create("hostile");
+    TCase *config = tcase_create("config");
+    tcase_set_timeout(config, 120);
+    tcase_add_test(config, hostile_config_unknown_section);
+    tcase_add_test(config, hostile_config_unknown_key);
+    tcase_add_test(config, hostile_config_duplicate_key);
+    tcase_add_test(config, hostile_config_missing_equals);
+    tcase_add_test(config, hostile_config_value_out_of_range);
+    tcase_add_test(config, hostile_config_value_of_wrong_type);
+    tcase_add_test(config, hostile_config_overlong_line);
+    tcase_add_test(config, hostile_config_binary_file);
+    tcase_add_test(config, hostile_config_missing_or_directory);
+    suite_add_tcase(s, config);
+
+    TCase *corpus = tcase_create("corpus");
+    tcase_set_timeout(corpus, 120);
+    tcase_add_test(corpus, hostile_corpus_invalid_utf8);
+    tcase_add_test(corpus, hostile_corpus_missing_tab);
+    tcase_add_test(corpus, hostile_corpus_empty_file);
+    tcase_add_test(corpus, hostile_corpus_control_characters);
+    tcase_add_test(corpus, hostile_corpus_missing_or_directory);
+    tcase_add_test(corpus, hostile_corpus_crlf_line_ends);
+    tcase_add_test(corpus, hostile_corpus_byte_order_mark);
+    tcase_add_test(corpus, hostile_corpus_empty_lines);
+    tcase_add_test(corpus, hostile_corpus_mebibyte_line);
+    suite_add_tcase(s, corpus);
+
+    TCase *checkpoint = tcase_create("checkpoint");
+    tcase_set_timeout(checkpoint, 120);
+    tcase_add_test(checkpoint, hostile_checkpoint_wrong_magic);
+    tcase_add_test(checkpoint, hostile_checkpoint_other_version);
+    tcase_add_loop_test(checkpoint, hostile_checkpoint_header_field, 0, N_HEADER_FORGERIES);
+    tcase_add_test(checkpoint, hostile_checkpoint_huge_sizes_are_not_allocated);
+    tcase_add_test(checkpoint, hostile_checkpoint_truncated_at_every_byte);
+    tcase_add_test(checkpoint, hostile_checkpoint_flipped_bit);
+    tcase_add_test(checkpoint, hostile_checkpoint_vocabulary_mismatch);
+    tcase_add_test(checkpoint, hostile_checkpoint_non_finite_values);
+    tcase_add_test(checkpoint, hostile_checkpoint_trailing_bytes);
+    tcase_add_test(checkpoint, hostile_checkpoint_directory);
+    tcase_add_test(checkpoint, hostile_checkpoint_resume_size_mismatch);
+    suite_add_tcase(s, checkpoint);
+
+    TCase *input = tcase_create("translation input");
+    tcase_set_timeout(input, 120);
+    tcase_add_test(input, hostile_input_empty_string);
+    tcase_add_test(input, hostile_input_only_spaces);
+    tcase_add_test(input, hostile_input_only_unknown_words);
+    tcase_add_test(input, hostile_input_ten_thousand_tokens);
+    tcase_add_test(input, hostile_input_invalid_utf8);
+    tcase_add_test(input, hostile_input_control_characters);
+    suite_add_tcase(s, input);
+
+    TCase *found = tcase_create("fuzz findings");
+    tcase_set_timeout(found, 120);
+    tcase_add_test(found, hostile_fuzz_override_with_line_break);
+    tcase_add_test(found, hostile_fuzz_printed_config_reloads);
+    tcase_add_test(found, hostile_fuzz_vocabulary_token_with_line_break);
+    tcase_add_test(found, hostile_messages_quote_user_text);
+    suite_add_tcase(s, found);
+    return s;
+}
