@@ -5,6 +5,7 @@
 #   make test            builds and runs the whole test suite (installs `check` when it can)
 #   make bench           performance benchmark (not a test)
 #   make SANITIZE=1 test the suite under AddressSanitizer and UndefinedBehaviorSanitizer
+#   make fuzz            each libFuzzer target (clang) for FUZZ_SECONDS; docs/reliability.md
 #
 # Library code lives in model/ data/ train/ tools/; a program is one file with a main().
 
@@ -103,3 +104,36 @@ format:
 	clang-format -i $(wildcard */*.c */*.h)
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/bench/bench.d $(BUILD)/bench/peak.d $(BUILD)/bench/bench_gemm.d
+
+# Fuzzing with clang's libFuzzer, AddressSanitizer and UBSan: one target per input format,
+# tests/fuzz/fuzz_<target>.c over the same library code, seeded from tests/fuzz/corpus/<target>/
+# (kept as committed). `make fuzz` runs each target for FUZZ_SECONDS in one process with one
+# worker and one OpenMP thread; inputs it finds go to build/fuzz/corpus/<target>/, a crash
+# to build/fuzz/crash-<target>-* and stops make with an error.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS  = config corpus checkpoint
+FUZZ_CFLAGS   = -std=c17 -O1 -g -Wall -Wextra -fopenmp -D_POSIX_C_SOURCE=200809L -I. \
+                -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+                -Wno-pass-failed
+FUZZ_LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/fuzz/%.o)
+
+$(BUILD)/fuzz/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+bin/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
+	@mkdir -p bin
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $^ -o $@ -lm
+
+.PHONY: fuzz
+fuzz: $(FUZZ_TARGETS:%=bin/fuzz_%)
+	@for target in $(FUZZ_TARGETS); do \
+	    mkdir -p $(BUILD)/fuzz/corpus/$$target || exit 1; \
+	    echo "== fuzz $$target for $(FUZZ_SECONDS) s"; \
+	    OMP_NUM_THREADS=1 bin/fuzz_$$target -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+	        -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/crash-$$target- \
+	        $(BUILD)/fuzz/corpus/$$target tests/fuzz/corpus/$$target || exit 1; \
+	done
+
+-include $(FUZZ_LIB_OBJ:.o=.d)
