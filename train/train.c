@@ -124,8 +124,8 @@ typedef struct {
     Adam adam;
     TrainState state;
     Rng dropout_rng;
-    Corpus train_corpus, dev_corpus;
-    TokenizedCorpus train_tokens, dev_tokens;
+    Corpus train_corpus, dev_corpus, test_corpus; /* test: empty unless [data] test is set */
+    TokenizedCorpus train_tokens, dev_tokens, test_tokens;
     Dataset train;
     BatchBuffer batches;
     Acts acts;
@@ -309,7 +309,12 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
     if (tr->train.count == 0)
         return error_set(err, "%s: no pair of at most max_len = %d tokens", cfg->data.train,
                          cfg->data.max_len);
-    /* a dev pair too long to score would only fail at the first validation */
+    /* a dev or test pair too long to score would only fail at the first validation or at the
+     * end; read and check both now */
+    if (cfg->data.test[0] &&
+        (corpus_load(cfg->data.test, tr->nm.lowercase, &tr->test_corpus, &tr->test_tokens, err) ||
+         score_check_lengths(&tr->test_corpus, &tr->test_tokens, cfg->data.test, err)))
+        return -1;
     if (score_check_lengths(&tr->dev_corpus, &tr->dev_tokens, cfg->data.dev, err) ||
         check_training_memory(tr, resume != NULL, err))
         return -1;
@@ -362,8 +367,10 @@ static void trainer_free(Trainer *tr) {
     dataset_free(&tr->train);
     tokenized_corpus_free(&tr->train_tokens);
     tokenized_corpus_free(&tr->dev_tokens);
+    tokenized_corpus_free(&tr->test_tokens);
     corpus_free(&tr->train_corpus);
     corpus_free(&tr->dev_corpus);
+    corpus_free(&tr->test_corpus);
     adam_free(&tr->adam);
     nmt_model_free(&tr->nm);
 }
@@ -372,29 +379,20 @@ static void trainer_free(Trainer *tr) {
 static int score_test(const Trainer *tr, Error *err) {
     const Config *cfg = tr->cfg;
     NmtModel best;
-    Corpus corpus;
-    TokenizedCorpus tokens;
     if (checkpoint_load(tr->best_path, &best, NULL, NULL, NULL, err)) return -1;
-    if (corpus_load(cfg->data.test, best.lowercase, &corpus, &tokens, err)) {
-        nmt_model_free(&best);
-        return -1;
-    }
     int longest = 1;
-    for (size_t i = 0; i < tokens.count; i++)
-        if ((int)tokens.src[i].count > longest) longest = (int)tokens.src[i].count;
+    for (size_t i = 0; i < tr->test_tokens.count; i++)
+        if ((int)tr->test_tokens.src[i].count > longest)
+            longest = (int)tr->test_tokens.src[i].count;
     Scores sc;
-    int rc = score_check_lengths(&corpus, &tokens, cfg->data.test, err);
-    if (rc == 0)
-        rc = score_corpus(&best, &corpus, &tokens, cfg->data.test, 64, 1, 2 * longest + 10, &sc,
-                          NULL, NULL, err);
+    int rc = score_corpus(&best, &tr->test_corpus, &tr->test_tokens, cfg->data.test, 64, 1,
+                          2 * longest + 10, &sc, NULL, NULL, err);
     if (rc == 0) {
         char bleu[METRICS_LINE_MAX];
         bleu_format(&sc.bleu, bleu, sizeof bleu);
         printf("test (%s, %zu pairs, best model): %s, chrF2 %.2f, perplexity %.3f\n",
                cfg->data.test, sc.sentences, bleu, sc.chrf.score, sc.perplexity);
     }
-    tokenized_corpus_free(&tokens);
-    corpus_free(&corpus);
     nmt_model_free(&best);
     return rc;
 }
