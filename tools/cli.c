@@ -29,8 +29,10 @@ int load_model(const char *path, NmtModel *nm, Error *err) {
     if (!path) {
         default_model_path(fallback, sizeof fallback);
         if (access(fallback, F_OK) != 0)
-            return error_set(err, "no trained model at %s; make it with: bin/train "
-                                  "configs/toy.ini (or pass -m MODEL)", fallback);
+            return error_set(err,
+                             "no trained model at %s; make it with: bin/train "
+                             "configs/toy.ini (or pass -m MODEL)",
+                             fallback);
         path = fallback;
     }
     return checkpoint_load(path, nm, NULL, NULL, NULL, err);

@@ -18,8 +18,7 @@ void default_model_path(char *buf, size_t size);
 int load_model(const char *path, NmtModel *nm, Error *err);
 
 /* Parses a whole decimal integer in [lo, hi]; errors name the option and value. */
-int parse_int_option(const char *option, const char *text, long lo, long hi, long *out,
-                     Error *err);
+int parse_int_option(const char *option, const char *text, long lo, long hi, long *out, Error *err);
 int parse_double_option(const char *option, const char *text, double lo, double hi, double *out,
                         Error *err);
 

@@ -30,8 +30,7 @@ typedef struct {
     long show;
 } ShowSink;
 
-static void show(void *user, size_t index, const char *source, const char *hyp,
-                 const char *ref) {
+static void show(void *user, size_t index, const char *source, const char *hyp, const char *ref) {
     const ShowSink *s = user;
     if ((long)index < s->show) printf("SRC %s\nHYP %s\nREF %s\n\n", source, hyp, ref);
 }
@@ -48,12 +47,24 @@ int main(int argc, char **argv) {
     while ((c = getopt_long(argc, argv, "m:h", longs, NULL)) != -1) {
         int bad = 0;
         switch (c) {
-        case 'm': model_path = optarg; break;
-        case 't': test_path = optarg; break;
-        case 'b': bad = parse_int_option("--beam", optarg, 1, 100, &beam, &err); break;
-        case 's': bad = parse_int_option("--show", optarg, 0, 1000000, &n_show, &err); break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'm':
+            model_path = optarg;
+            break;
+        case 't':
+            test_path = optarg;
+            break;
+        case 'b':
+            bad = parse_int_option("--beam", optarg, 1, 100, &beam, &err);
+            break;
+        case 's':
+            bad = parse_int_option("--show", optarg, 0, 1000000, &n_show, &err);
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
         if (bad) {
             fprintf(stderr, "evaluate: %s\n", err.msg);

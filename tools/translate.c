@@ -47,8 +47,8 @@ typedef struct {
     SearchOptions opt;
     int fixed_max_len; /* 0: per batch, from the input lengths */
     int failures;
-    size_t counter;    /* inputs seen, for messages and n-best numbering */
-    FILE *align_out;   /* --align: where alignments go; NULL without it */
+    size_t counter;  /* inputs seen, for messages and n-best numbering */
+    FILE *align_out; /* --align: where alignments go; NULL without it */
     AlignFormat align_format;
 } Translator;
 
@@ -88,8 +88,8 @@ static int translate_chunk(Translator *t, char **texts, int n, const char *what,
             continue;
         }
         if (lens[i] - 1 > MAX_INPUT_TOKENS) {
-            fprintf(stderr, "translate: %s %zu: %d tokens, translating only the first %d\n",
-                    what, number, lens[i] - 1, MAX_INPUT_TOKENS);
+            fprintf(stderr, "translate: %s %zu: %d tokens, translating only the first %d\n", what,
+                    number, lens[i] - 1, MAX_INPUT_TOKENS);
             ids[i][MAX_INPUT_TOKENS] = TOK_EOS;
             lens[i] = MAX_INPUT_TOKENS + 1;
         }
@@ -144,12 +144,15 @@ int main(int argc, char **argv) {
     const char *model_path = NULL;
     long beam = 1, nbest = 1, max_len = 0;
     double len_norm = 1.0;
-    static const struct option longs[] = {
-        {"model", required_argument, 0, 'm'},   {"beam", required_argument, 0, 'b'},
-        {"nbest", required_argument, 0, 'n'},   {"max-len", required_argument, 0, 'l'},
-        {"len-norm", required_argument, 0, 'a'}, {"align", required_argument, 0, 'A'},
-        {"align-format", required_argument, 0, 'F'}, {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+    static const struct option longs[] = {{"model", required_argument, 0, 'm'},
+                                          {"beam", required_argument, 0, 'b'},
+                                          {"nbest", required_argument, 0, 'n'},
+                                          {"max-len", required_argument, 0, 'l'},
+                                          {"len-norm", required_argument, 0, 'a'},
+                                          {"align", required_argument, 0, 'A'},
+                                          {"align-format", required_argument, 0, 'F'},
+                                          {"help", no_argument, 0, 'h'},
+                                          {0, 0, 0, 0}};
     const char *align_path = NULL;
     AlignFormat align_format = ALIGN_PHARAOH;
     bool align_format_given = false;
@@ -158,18 +161,34 @@ int main(int argc, char **argv) {
     while ((c = getopt_long(argc, argv, "m:h", longs, NULL)) != -1) {
         int bad = 0;
         switch (c) {
-        case 'm': model_path = optarg; break;
-        case 'b': bad = parse_int_option("--beam", optarg, 1, 100, &beam, &err); break;
-        case 'n': bad = parse_int_option("--nbest", optarg, 1, 100, &nbest, &err); break;
-        case 'l': bad = parse_int_option("--max-len", optarg, 1, 1000, &max_len, &err); break;
-        case 'a': bad = parse_double_option("--len-norm", optarg, 0, 10, &len_norm, &err); break;
-        case 'A': align_path = optarg; break;
+        case 'm':
+            model_path = optarg;
+            break;
+        case 'b':
+            bad = parse_int_option("--beam", optarg, 1, 100, &beam, &err);
+            break;
+        case 'n':
+            bad = parse_int_option("--nbest", optarg, 1, 100, &nbest, &err);
+            break;
+        case 'l':
+            bad = parse_int_option("--max-len", optarg, 1, 1000, &max_len, &err);
+            break;
+        case 'a':
+            bad = parse_double_option("--len-norm", optarg, 0, 10, &len_norm, &err);
+            break;
+        case 'A':
+            align_path = optarg;
+            break;
         case 'F':
             bad = align_format_parse(optarg, &align_format, &err);
             align_format_given = true;
             break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
         if (bad) {
             fprintf(stderr, "translate: %s\n", err.msg);
