@@ -4,14 +4,13 @@
  * error and where it occurs. Exit status 0 only when every tensor is below the threshold
  * (1e-6 in a double build, 1e-2 in a float build, unless --tol says otherwise).
  */
-#include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/fdcheck.h"
+#include "tools/cli.h"
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -29,24 +28,17 @@ static void usage(FILE *out) {
             REAL_NAME);
 }
 
-static int parse_double(const char *s, double lo, double hi, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= lo && v <= hi)) return -1;
-    *out = v;
-    return 0;
-}
-
 int main(int argc, char **argv) {
     int double_build = sizeof(real) == sizeof(double);
     int bidirectional = 1;
-    double smoothing = 0, dropout = 0, tol = double_build ? 1e-6 : 1e-2, samples = -1, seed = 1;
+    double smoothing = 0, dropout = 0, tol = double_build ? 1e-6 : 1e-2;
+    long samples = -1, seed = 1;
     static const struct option longs[] = {
         {"unidirectional", no_argument, 0, 'u'}, {"smoothing", required_argument, 0, 'e'},
         {"dropout", required_argument, 0, 'd'},  {"seed", required_argument, 0, 's'},
         {"samples", required_argument, 0, 'n'},  {"tol", required_argument, 0, 't'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+    Error err;
     int c;
     while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
         int bad = 0;
@@ -55,19 +47,19 @@ int main(int argc, char **argv) {
             bidirectional = 0;
             break;
         case 'e':
-            bad = parse_double(optarg, 0, 0.99, &smoothing);
+            bad = parse_double_option("--smoothing", optarg, 0, 0.99, &smoothing, &err);
             break;
         case 'd':
-            bad = parse_double(optarg, 0, 0.9, &dropout);
+            bad = parse_double_option("--dropout", optarg, 0, 0.9, &dropout, &err);
             break;
         case 's':
-            bad = parse_double(optarg, 0, 1e15, &seed);
+            bad = parse_int_option("--seed", optarg, 0, 1000000000000000L, &seed, &err);
             break;
         case 'n':
-            bad = parse_double(optarg, 0, 1e9, &samples);
+            bad = parse_int_option("--samples", optarg, 0, 1000000000L, &samples, &err);
             break;
         case 't':
-            bad = parse_double(optarg, 0, 1, &tol);
+            bad = parse_double_option("--tol", optarg, 0, 1, &tol, &err);
             break;
         case 'h':
             usage(stdout);
@@ -77,13 +69,7 @@ int main(int argc, char **argv) {
             return 2;
         }
         if (bad) {
-            fprintf(stderr, "gradcheck: invalid value '%s' for --%s\n", optarg,
-                    longs[c == 'e'   ? 1
-                          : c == 'd' ? 2
-                          : c == 's' ? 3
-                          : c == 'n' ? 4
-                                     : 5]
-                        .name);
+            fprintf(stderr, "gradcheck: %s\n", err.msg);
             return 2;
         }
     }
@@ -106,7 +92,6 @@ int main(int argc, char **argv) {
     Model model;
     Acts acts;
     RandomBatch rb;
-    Error err;
     if (model_init(&model, &dims, &err) || acts_init(&acts, &dims, B, S, T, &err) ||
         random_batch_make(&rb, &dims, B, S, T, (uint64_t)seed, &err)) {
         fprintf(stderr, "gradcheck: %s\n", err.msg);
@@ -130,8 +115,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gradcheck: %s\n", err.msg);
         return 1;
     }
-    printf("gradcheck: %s build, %s encoder, label smoothing %g, dropout %g, seed %.0f\n",
-           REAL_NAME, bidirectional ? "bidirectional" : "unidirectional", smoothing, dropout, seed);
+    printf("gradcheck: %s build, %s encoder, label smoothing %g, dropout %g, seed %ld\n", REAL_NAME,
+           bidirectional ? "bidirectional" : "unidirectional", smoothing, dropout, seed);
     printf("%-14s %-10s %8s %12s %10s %14s %14s  %s\n", "tensor", "shape", "checked", "max rel err",
            "at", "analytic", "numeric", "");
     int failures = 0;

@@ -6,11 +6,13 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "tools/cli.h"
 #include "tools/npy.h"
 #include "train/pipeline.h"
 
@@ -221,13 +223,13 @@ int main(int argc, char **argv) {
             o.out = optarg;
             break;
         case 's': {
-            char *end;
-            errno = 0;
-            o.seed = strtoull(optarg, &end, 10);
-            if (errno || end == optarg || *end || optarg[0] == '-') {
-                fprintf(stderr, "gradref: invalid --seed '%s'\n", optarg);
+            long seed;
+            Error err;
+            if (parse_int_option("--seed", optarg, 0, LONG_MAX, &seed, &err)) {
+                fprintf(stderr, "gradref: %s\n", err.msg);
                 return 2;
             }
+            o.seed = (unsigned long long)seed;
             break;
         }
         case 'h':
