@@ -103,7 +103,9 @@ clean:
 format:
 	clang-format -i $(wildcard */*.c */*.h)
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/bench/bench.d $(BUILD)/bench/peak.d $(BUILD)/bench/bench_gemm.d
+# Every object's header dependencies, the programs' main() files included (without theirs, a
+# program would keep an object built against an older header: another struct layout).
+-include $(LIB_OBJ:.o=.d) $(MAIN_SRC:%.c=$(BUILD)/%.d) $(TEST_OBJ:.o=.d) $(BUILD)/bench/bench.d $(BUILD)/bench/peak.d $(BUILD)/bench/bench_gemm.d
 
 # Fuzzing with clang's libFuzzer, AddressSanitizer and UBSan: one target per input format,
 # tests/fuzz/fuzz_<target>.c over the same library code, seeded from tests/fuzz/corpus/<target>/

@@ -9,23 +9,36 @@
 #include "fastmath.h"
 #include "loss.h"
 
+/* One sentence's hidden layer: the whole sentence's pre-activations first, then one vector
+ * tanh over [L, A]. */
+static void sentence_hidden(real *hid_b, const real *q, const real *keys_b, int L, int S, int A) {
+    for (int i = 0; i < L; i++) {
+        const real *k = keys_b + (size_t)i * A;
+        real *hid = hid_b + (size_t)i * A;
+        for (int j = 0; j < A; j++) hid[j] = q[j] + k[j];
+    }
+    memset(hid_b + (size_t)L * A, 0, sizeof(real) * (size_t)(S - L) * A);
+    vec_tanh(hid_b, (size_t)L * A);
+}
+
+void attention_hidden(real *hidden, const real *query, const real *keys, const int *src_len, int B,
+                      int S, int A) {
+#pragma omp parallel for schedule(static) if ((long)B * S * A > 8192)
+    for (int b = 0; b < B; b++)
+        sentence_hidden(hidden + (size_t)b * S * A, query + (size_t)b * A, keys + (size_t)b * S * A,
+                        src_len[b], S, A);
+}
+
 void attention_forward(real *context, real *alpha, real *energy, real *hidden, const real *query,
                        const real *keys, const real *enc_h, const int *src_len, const real *v,
                        int B, int S, int A, int K) {
 #pragma omp parallel for schedule(static) if ((long)B * S * A > 8192)
     for (int b = 0; b < B; b++) {
-        const real *q = query + (size_t)b * A;
         real *a = alpha + (size_t)b * S, *c = context + (size_t)b * K;
         int L = src_len[b];
-        /* the whole sentence's pre-activations first, then one vector tanh over [L, A] */
+        /* hidden_i = tanh(q + k_i) */
         real *hid_b = hidden + (size_t)b * S * A;
-        for (int i = 0; i < L; i++) {
-            const real *k = keys + ((size_t)b * S + i) * A;
-            real *hid = hid_b + (size_t)i * A;
-            for (int j = 0; j < A; j++) hid[j] = q[j] + k[j];
-        }
-        memset(hid_b + (size_t)L * A, 0, sizeof(real) * (size_t)(S - L) * A);
-        vec_tanh(hid_b, (size_t)L * A);
+        sentence_hidden(hid_b, query + (size_t)b * A, keys + (size_t)b * S * A, L, S, A);
         for (int i = 0; i < L; i++) {
             const real *hid = hid_b + (size_t)i * A;
             real e = 0;
@@ -45,14 +58,15 @@ void attention_forward(real *context, real *alpha, real *energy, real *hidden, c
     }
 }
 
-void attention_backward(real *dquery, real *denergy, real *dkeys, real *denc_h,
+void attention_backward(real *dquery, real *denergy, real *dkeys, real *denc_h, real *dv,
                         const real *dcontext, const real *alpha, const real *hidden,
                         const real *enc_h, const int *src_len, const real *v, int B, int S, int A,
                         int K) {
 #pragma omp parallel for schedule(static) if ((long)B * S * A > 8192)
     for (int b = 0; b < B; b++) {
         const real *dc = dcontext + (size_t)b * K, *a = alpha + (size_t)b * S;
-        real *dq = dquery + (size_t)b * A, *de = denergy + (size_t)b * S;
+        real *dq = dquery + (size_t)b * A, *de = denergy + (size_t)b * S,
+             *dv_b = dv + (size_t)b * A;
         int L = src_len[b];
         /* forward was c = sum_i alpha_i h_i: dalpha_i = dc . h_i, dh_i += alpha_i dc;
          * de_i stores dalpha_i for now */
@@ -76,11 +90,13 @@ void attention_backward(real *dquery, real *denergy, real *dkeys, real *denc_h,
             }
             /* alpha = softmax(e): de_i = alpha_i (dalpha_i - sum_j alpha_j dalpha_j) */
             de[i] = a[i] * (de[i] - weighted);
-            /* e_i = v . tanh(q + k_i): d(q + k_i) = de_i * v * (1 - hidden^2) */
+            /* e_i = v . hidden_i, hidden_i = tanh(q + k_i): dv += de_i hidden_i and
+             * d(q + k_i) = de_i * v * (1 - hidden_i^2) */
             const real *hid = hidden + ((size_t)b * S + i) * A;
             real *dk = dkeys + ((size_t)b * S + i) * A;
             for (int j = 0; j < A; j++) {
                 real dpre = de[i] * v[j] * (1 - hid[j] * hid[j]);
+                dv_b[j] += de[i] * hid[j];
                 dq[j] += dpre;
                 dk[j] += dpre;
             }

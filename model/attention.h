@@ -22,9 +22,17 @@ void attention_forward(real *context, real *alpha, real *energy, real *hidden, c
                        const real *keys, const real *enc_h, const int *src_len, const real *v,
                        int B, int S, int A, int K);
 
-/* Given dcontext [B,K]: writes dquery [B,A] and denergy [B,S] (the d loss / d e_ti, from which
- * the caller forms dv for all steps at once); accumulates dkeys [B,S,A] and denc_h [B,S,K]. */
-void attention_backward(real *dquery, real *denergy, real *dkeys, real *denc_h,
+/* Writes only the cache hidden [B,S,A] = tanh(query + keys) (0 at padding), exactly as
+ * attention_forward does: a caller that does not keep the cache of every step recomputes it
+ * for attention_backward. */
+void attention_hidden(real *hidden, const real *query, const real *keys, const int *src_len, int B,
+                      int S, int A);
+
+/* Given dcontext [B,K] and the forward's hidden [B,S,A]: writes dquery [B,A] and denergy [B,S]
+ * (d loss / d e_ti); accumulates dkeys [B,S,A], denc_h [B,S,K] and dv [B,A], one row of
+ * d loss / d v per sentence (the caller sums the rows in a fixed order, so the result does not
+ * depend on how sentences are shared among threads). */
+void attention_backward(real *dquery, real *denergy, real *dkeys, real *denc_h, real *dv,
                         const real *dcontext, const real *alpha, const real *hidden,
                         const real *enc_h, const int *src_len, const real *v, int B, int S, int A,
                         int K);

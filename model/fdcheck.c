@@ -7,17 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The loss with the dropout masks replayed; for_backward: a training forward pass that
+ * model_backward can follow, else a forward_only one (the loss is the same either way). */
 static int loss_at(const Model *m, Acts *a, const Batch *batch, const ForwardOptions *opt,
-                   uint64_t dropout_seed, double *loss, Error *err) {
-    if (opt->rng) rng_seed(opt->rng, dropout_seed, 7);
-    return model_forward(m, a, batch, opt, loss, err);
+                   uint64_t dropout_seed, int for_backward, double *loss, Error *err) {
+    ForwardOptions o = *opt;
+    o.forward_only = !for_backward;
+    if (o.rng) rng_seed(o.rng, dropout_seed, 7);
+    return model_forward(m, a, batch, &o, loss, err);
 }
 
 int fd_check_model(Model *m, Acts *a, const Batch *batch, const ForwardOptions *opt,
                    const FdCheckOptions *fd, TensorCheck result[PARAM_COUNT], Error *err) {
     double loss;
     model_zero_grad(m);
-    if (loss_at(m, a, batch, opt, fd->dropout_seed, &loss, err)) return -1;
+    if (loss_at(m, a, batch, opt, fd->dropout_seed, 1, &loss, err)) return -1;
     model_backward(m, a);
     for (int p = 0; p < PARAM_COUNT; p++) {
         const ParamInfo *info = &m->table.info[p];
@@ -39,7 +43,7 @@ int fd_check_model(Model *m, Acts *a, const Batch *batch, const ForwardOptions *
             for (int s = 0; s < 4; s++) {
                 double loss_s;
                 *x = saved + (real)(offsets[s] * fd->step);
-                if (loss_at(m, a, batch, opt, fd->dropout_seed, &loss_s, err)) return -1;
+                if (loss_at(m, a, batch, opt, fd->dropout_seed, 0, &loss_s, err)) return -1;
                 numeric += weights[s] * loss_s;
             }
             *x = saved;

@@ -30,7 +30,9 @@ typedef struct {
     uint64_t dropout_seed;
 } FdCheckOptions;
 
-/* Fills result[p] for every present parameter p. The model's gradients are overwritten. */
+/* Fills result[p] for every present parameter p. The model's gradients are overwritten. The
+ * analytic gradients come from a training forward pass and model_backward, the losses of the
+ * differences from forward_only passes (opt->forward_only is ignored). */
 int fd_check_model(Model *m, Acts *a, const Batch *batch, const ForwardOptions *opt,
                    const FdCheckOptions *fd, TensorCheck result[PARAM_COUNT], Error *err);
 

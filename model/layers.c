@@ -44,8 +44,15 @@ void linear_backward(real *dx, real *dw, real *db, const real *dy, const real *x
     if (dx) gemm(0, 0, rows, in, out, dy, out, w, ldw, 1, dx, ldx);
     gemm(1, 0, out, in, rows, dy, out, x, ldx, 1, dw, ldw);
     if (!db) return;
-    for (int r = 0; r < rows; r++)
-        for (int j = 0; j < out; j++) db[j] += dy[(size_t)r * out + j];
+    /* threads take blocks of columns; each column is still summed over the rows in order, so
+     * the result does not depend on the thread count */
+    enum { COLS = 64 };
+#pragma omp parallel for schedule(static) if ((long)rows * out > 65536)
+    for (int j0 = 0; j0 < out; j0 += COLS) {
+        int j1 = out - j0 < COLS ? out : j0 + COLS;
+        for (int r = 0; r < rows; r++)
+            for (int j = j0; j < j1; j++) db[j] += dy[(size_t)r * out + j];
+    }
 }
 
 void tanh_forward(real *y, size_t n) {

@@ -24,12 +24,10 @@ real log_sum_exp(const real *x, int n) {
     return max + log(vec_sum_exp(x, (size_t)n, max));
 }
 
-double xent_forward(real *lse, const real *logits, const int *targets, int rows, int V, real eps,
-                    int *n_tokens) {
-    double total = 0;
-    int count = 0;
+void xent_forward(real *lse, const real *logits, const int *targets, int rows, int V, real eps,
+                  double *total) {
     /* Row losses are summed in row order after the parallel part, so the total does not
-     * depend on the thread count. lse doubles as the per-row loss until then. */
+     * depend on the thread count. */
 #pragma omp parallel for schedule(static) if ((long)rows * V > 65536)
     for (int r = 0; r < rows; r++) {
         const real *z = logits + (size_t)r * V;
@@ -45,11 +43,8 @@ double xent_forward(real *lse, const real *logits, const int *targets, int rows,
             mean_z /= V;
             nll = (1 - (double)eps) * nll + (double)eps * ((double)lse[r] - mean_z);
         }
-        total += nll;
-        count++;
+        *total += nll;
     }
-    *n_tokens = count;
-    return total;
 }
 
 void xent_backward(real *logits, const real *lse, const int *targets, int rows, int V, real eps,

@@ -16,11 +16,11 @@ void softmax_inplace(real *x, int n);
 /* log sum_j exp(x_j), computed stably. */
 real log_sum_exp(const real *x, int n);
 
-/* Returns the summed (not averaged) loss over non-padding rows, in double; stores each row's
- * log-sum-exp in lse [R] for the backward pass and the number of counted rows in *n_tokens.
- * logits [R,V], targets [R]. */
-double xent_forward(real *lse, const real *logits, const int *targets, int rows, int V, real eps,
-                    int *n_tokens);
+/* Adds the loss of each non-padding row to *total (double), in row order, so a caller that
+ * goes through its rows in chunks gets the same sum as from one call; stores each row's
+ * log-sum-exp in lse [R] for the backward pass. logits [R,V], targets [R]. */
+void xent_forward(real *lse, const real *logits, const int *targets, int rows, int V, real eps,
+                  double *total);
 
 /* Turns logits into d loss / d logits IN PLACE: scale * (p - (1 - eps) onehot(y) - eps / V)
  * for non-padding rows, 0 for padding rows. scale is 1 / N for the mean loss. */

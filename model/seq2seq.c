@@ -97,13 +97,23 @@ typedef struct {
     size_t count;
 } Slab;
 
+/* Lays slabs out from offset on (base == NULL only counts); returns the offset after them. */
+static size_t lay_out(const Slab *slabs, size_t n, real *base, size_t offset) {
+    for (size_t i = 0; i < n; i++) {
+        if (base) *slabs[i].slot = base + offset;
+        offset += (slabs[i].count + 15) / 16 * 16; /* keep every array 64-byte aligned */
+    }
+    return offset;
+}
+
 /* Lays every array out in one block (base == NULL only counts) and returns its size. */
 static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
     size_t B = a->max_B, S = a->max_S, T = a->max_T;
     size_t E = d->emb, H = d->enc_hidden, K = dims_enc_state(d), D = d->dec_hidden, A = d->att,
            O = d->readout, V = d->tgt_vocab;
     size_t R = D + K + E, N = H > D ? H : D, P = S > T ? S : T;
-    const Slab slabs[] = {
+    size_t hidden_steps = a->keep_attention ? T : 1, L = a->logit_rows;
+    const Slab kept[] = {
         {&a->x, S * B * E},
         {&a->x_keep, S * B * E},
         {&a->enc_gi[0], S * B * 3 * H},
@@ -119,7 +129,7 @@ static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
         {&a->dec_gi, T * B * 3 * D},
         {&a->dec_cache, T * B * 4 * D},
         {&a->query, T * B * A},
-        {&a->att_hidden, T * B * S * A},
+        {&a->att_hidden, hidden_steps * B * S * A},
         {&a->alpha, T * B * S},
         {&a->energy, T * B * S},
         {&a->context, T * B * K},
@@ -128,33 +138,73 @@ static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
         {&a->readout, T * B * O},
         {&a->readout_drop, T * B * O},
         {&a->o_keep, T * B * O},
-        {&a->logits, T * B * V},
         {&a->lse, T * B},
-        {&a->d_readout_in, T * B * R},
         {&a->d_readout, T * B * O},
-        {&a->d_enc_h, B * S * K},
-        {&a->d_keys, B * S * A},
-        {&a->d_x, S * B * E},
-        {&a->d_gh, P * B * 3 * N},
-        {&a->d_h_last, B * K},
-        {&a->carry, B * N},
-        {&a->d_state, B * N},
-        {&a->d_context, B * K},
         {&a->scratch, B * 3 * N},
     };
-    size_t offset = 0;
-    for (size_t i = 0; i < sizeof slabs / sizeof slabs[0]; i++) {
-        if (base) *slabs[i].slot = base + offset;
-        offset += (slabs[i].count + 15) / 16 * 16; /* keep every array 64-byte aligned */
+    /* Two groups that are never live at the same time share one region: the output layer's
+     * chunk buffers, used by the output layer (in model_forward, or at the start of
+     * model_backward after a forward_only pass) until model_backward has added d_out_w and
+     * d_out_b to the gradients, and the backward pass's scratch, used only after that. */
+    const Slab output[] = {
+        {&a->logits, L * V},
+        {&a->d_out_w, V * O},
+        {&a->d_out_b, V},
+    };
+    const Slab backward[] = {
+        {&a->d_readout_in, T * B * R}, {&a->d_enc_h, B * S * K}, {&a->d_keys, B * S * A},
+        {&a->d_att_v, B * A},          {&a->d_x, S * B * E},     {&a->d_gh, P * B * 3 * N},
+        {&a->d_h_last, B * K},         {&a->carry, B * N},       {&a->d_state, B * N},
+        {&a->d_context, B * K},
+    };
+    size_t shared = lay_out(kept, sizeof kept / sizeof kept[0], base, 0);
+    size_t end_output = lay_out(output, sizeof output / sizeof output[0], base, shared);
+    size_t end_backward = lay_out(backward, sizeof backward / sizeof backward[0], base, shared);
+    return end_output > end_backward ? end_output : end_backward;
+}
+
+/* What ACTS_AUTO picks. Logits per chunk: about 16 MB of them, in whole blocks of 256 rows
+ * (the fewer the chunks, the fewer times the products read out.w and its gradient). Attention's
+ * hidden layer is kept up to 8 MB: recomputing it costs a tanh per element, which shows in a
+ * small model's step, while a large model's step saves as much by not streaming the array
+ * through memory. */
+enum { LOGIT_BYTES = 16 << 20, LOGIT_ROW_BLOCK = 256, KEEP_ATTENTION_BYTES = 8 << 20 };
+
+/* The plan's sizes without allocating anything. */
+static void acts_plan(Acts *a, const ModelDims *dims, int max_B, int max_S, int max_T,
+                      const ActsPlan *plan) {
+    long rows = (long)max_B * max_T, chunk = plan ? plan->logit_rows : 0;
+    if (chunk <= 0) {
+        chunk = LOGIT_BYTES / ((long)dims->tgt_vocab * (long)sizeof(real));
+        chunk = chunk / LOGIT_ROW_BLOCK * LOGIT_ROW_BLOCK;
+        if (chunk < LOGIT_ROW_BLOCK) chunk = LOGIT_ROW_BLOCK;
     }
-    return offset;
+    a->max_B = max_B, a->max_S = max_S, a->max_T = max_T;
+    a->logit_rows = (int)(chunk < rows ? chunk : rows);
+    int attention = plan ? plan->attention : ACTS_AUTO;
+    double hidden_bytes = (double)sizeof(real) * max_T * max_B * max_S * dims->att;
+    a->keep_attention =
+        attention == ACTS_KEEP || (attention == ACTS_AUTO && hidden_bytes <= KEEP_ATTENTION_BYTES);
+}
+
+double acts_bytes(const ModelDims *dims, int max_B, int max_S, int max_T, const ActsPlan *plan) {
+    Acts a = {0};
+    acts_plan(&a, dims, max_B, max_S, max_T, plan);
+    size_t ints = (size_t)max_S * max_B + 2 * (size_t)max_T * max_B + (size_t)max_B;
+    return (double)sizeof(real) * (double)(acts_layout(&a, dims, NULL) + 16) +
+           (double)sizeof(int) * (double)ints;
 }
 
 int acts_init(Acts *a, const ModelDims *dims, int max_B, int max_S, int max_T, Error *err) {
+    return acts_init_plan(a, dims, max_B, max_S, max_T, NULL, err);
+}
+
+int acts_init_plan(Acts *a, const ModelDims *dims, int max_B, int max_S, int max_T,
+                   const ActsPlan *plan, Error *err) {
     memset(a, 0, sizeof *a);
     if (max_B < 1 || max_S < 1 || max_T < 1)
         return error_set(err, "invalid batch plan %d x %d x %d", max_B, max_S, max_T);
-    a->max_B = max_B, a->max_S = max_S, a->max_T = max_T;
+    acts_plan(a, dims, max_B, max_S, max_T, plan);
     size_t total = acts_layout(a, dims, NULL);
     size_t ints = (size_t)max_S * max_B + 2 * (size_t)max_T * max_B + (size_t)max_B;
     a->block = checked_calloc(total + 16, sizeof(real), "activations", err);
@@ -322,7 +372,7 @@ static DecoderStep decoder_step(const Acts *a, const ModelDims *d, int t, int b0
         .gi = a->dec_gi + r * 3 * D,
         .cache = a->dec_cache + r * 4 * D,
         .query = a->query + r * A,
-        .hidden = a->att_hidden + r * S * A,
+        .hidden = a->att_hidden + (a->keep_attention ? r : (size_t)b0) * S * A,
         .alpha = a->alpha + r * S,
         .energy = a->energy + r * S,
         .context = a->context + r * K,
@@ -380,13 +430,66 @@ void readout_forward(const Model *m, real *logits, real *readout, const real *re
     linear_forward(logits, readout, O, w->out_w, O, w->out_b, rows, O, d->tgt_vocab);
 }
 
+/* ---- output layer and loss, a chunk of rows at a time ----------------------------------- */
+
+/* The output layer's input: o_t after dropout. */
+static const real *output_input(const Acts *a) {
+    return a->dropout > 0 ? a->readout_drop : a->readout;
+}
+
+/* z_t = W_out o_t + b_out for rows [r0, r0 + n), into the chunk buffer a->logits. */
+static void logits_forward(const Model *m, Acts *a, int r0, int n) {
+    int O = m->dims.readout, V = m->dims.tgt_vocab;
+    linear_forward(a->logits, output_input(a) + (size_t)r0 * O, O, m->w.out_w, O, m->w.out_b, n, O,
+                   V);
+}
+
+/* The gradients of rows [r0, r0 + n), whose z_t are in a->logits and log-sum-exps in a->lse.
+ * loss = mean cross-entropy: the logits become d loss / d z. z = W_out o + b_out: the rows'
+ * d loss / d o are written into d_readout, and dW_out += dz^T o, db_out += sum_r dz_r go to
+ * d_out_w and d_out_b (zeroed before the first chunk). */
+static void logits_backward(const Model *m, Acts *a, int r0, int n) {
+    int O = m->dims.readout, V = m->dims.tgt_vocab;
+    xent_backward(a->logits, a->lse + r0, a->tgt_out + r0, n, V, a->label_smoothing,
+                  (real)1 / a->n_tokens);
+    real *d_o = a->d_readout + (size_t)r0 * O;
+    memset(d_o, 0, sizeof(real) * (size_t)n * O);
+    linear_backward(d_o, a->d_out_w, a->d_out_b, a->logits, output_input(a) + (size_t)r0 * O, O,
+                    m->w.out_w, O, n, O, V);
+}
+
+/* Every chunk of the T*B rows: z_t, then the loss added to *loss_sum (unless NULL), then the
+ * gradients (when grads). Chunks go in row order, so the loss is summed in row order. */
+static void output_layer(const Model *m, Acts *a, double *loss_sum, int grads) {
+    int rows = a->T * a->B, V = m->dims.tgt_vocab;
+    if (grads) {
+        memset(a->d_out_w, 0, sizeof(real) * (size_t)V * m->dims.readout);
+        memset(a->d_out_b, 0, sizeof(real) * (size_t)V);
+    }
+    for (int r0 = 0; r0 < rows; r0 += a->logit_rows) {
+        int n = rows - r0 < a->logit_rows ? rows - r0 : a->logit_rows;
+        logits_forward(m, a, r0, n);
+        if (loss_sum)
+            xent_forward(a->lse + r0, a->logits, a->tgt_out + r0, n, V, a->label_smoothing,
+                         loss_sum);
+        if (grads) logits_backward(m, a, r0, n);
+    }
+    a->out_grads_ready = grads;
+}
+
+/* y += x over n values */
+static void add_into(real *y, const real *x, size_t n) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (size_t i = 0; i < n; i++) y[i] += x[i];
+}
+
 int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOptions *opt,
                   double *loss, Error *err) {
     const ModelDims *d = &m->dims;
     const Weights *w = &m->w;
     int B = batch->B, S = batch->S, T = batch->T;
     int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, O = d->readout, A = d->att,
-        V = d->tgt_vocab, R = D + K + E;
+        R = D + K + E;
     if (B > a->max_B || S > a->max_S || T > a->max_T)
         return error_set(err, "batch %d x %d x %d exceeds the planned %d x %d x %d", B, S, T,
                          a->max_B, a->max_S, a->max_T);
@@ -395,11 +498,15 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
     a->label_smoothing = opt->label_smoothing;
     load_ids(a, batch->src, batch->src_len, B, S);
     a->T = T;
+    a->n_tokens = 0;
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             a->tgt_in[(size_t)t * B + b] = batch->tgt_in[(size_t)b * T + t];
             a->tgt_out[(size_t)t * B + b] = batch->tgt_out[(size_t)b * T + t];
+            a->n_tokens += batch->tgt_out[(size_t)b * T + t] != TOK_PAD;
         }
+    a->out_grads_ready = 0;
+    if (a->n_tokens == 0) return error_set(err, "batch has no target tokens");
     if (a->dropout > 0) {
         dropout_mask(a->x_keep, (size_t)S * B * E, a->dropout, opt->rng);
         dropout_mask(a->u_keep, (size_t)T * B * E, a->dropout, opt->rng);
@@ -427,7 +534,7 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
         }
     }
 
-    /* o_t = tanh(W_o [s_t ; c_t ; u_t] + b_o); z_t = W_out o_t + b_out, all steps at once */
+    /* o_t = tanh(W_o [s_t ; c_t ; u_t] + b_o), all steps at once */
     for (int r = 0; r < T * B; r++) {
         real *row = a->readout_in + (size_t)r * R;
         memcpy(row, a->dec_state + (size_t)(r + B) * D, sizeof(real) * (size_t)D);
@@ -435,17 +542,15 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
     }
     linear_forward(a->readout, a->readout_in, R, w->out_w_o, R, w->out_b_o, T * B, R, O);
     tanh_forward(a->readout, (size_t)T * B * O);
-    real *o = a->readout;
     if (a->dropout > 0) {
         memcpy(a->readout_drop, a->readout, sizeof(real) * (size_t)T * B * O);
         dropout_apply(a->readout_drop, a->o_keep, (size_t)T * B * O);
-        o = a->readout_drop;
     }
-    linear_forward(a->logits, o, O, w->out_w, O, w->out_b, T * B, O, V);
 
-    double sum =
-        xent_forward(a->lse, a->logits, a->tgt_out, T * B, V, a->label_smoothing, &a->n_tokens);
-    if (a->n_tokens == 0) return error_set(err, "batch has no target tokens");
+    /* z_t = W_out o_t + b_out and the loss, a chunk of rows at a time; for training each
+     * chunk's gradients at once, while its logits are at hand (see output_layer) */
+    double sum = 0;
+    output_layer(m, a, &sum, !opt->forward_only);
     *loss = sum / a->n_tokens;
     return 0;
 }
@@ -460,13 +565,13 @@ void model_backward(Model *m, Acts *a) {
     const GruWeights *dg = &w->dec_gru;
     GruWeights *gg = &g->dec_gru;
 
-    /* loss = mean cross-entropy: logits become d loss / d z */
-    xent_backward(a->logits, a->lse, a->tgt_out, T * B, V, a->label_smoothing,
-                  (real)1 / a->n_tokens);
-    /* z = W_out o + b_out; o = dropout(tanh(W_o [s; c; u] + b_o)) */
-    const real *o = a->dropout > 0 ? a->readout_drop : a->readout;
-    memset(a->d_readout, 0, sizeof(real) * (size_t)T * B * O);
-    linear_backward(a->d_readout, g->out_w, g->out_b, a->logits, o, O, w->out_w, O, T * B, O, V);
+    /* loss and z = W_out o + b_out: the forward pass formed d loss / d o in d_readout and the
+     * out.w, out.b gradients (unless it was forward_only: then they are formed now) */
+    if (!a->out_grads_ready) output_layer(m, a, NULL, 1);
+    a->out_grads_ready = 0;
+    add_into(g->out_w, a->d_out_w, (size_t)V * O);
+    add_into(g->out_b, a->d_out_b, (size_t)V);
+    /* o = dropout(tanh(W_o [s; c; u] + b_o)) */
     if (a->dropout > 0) dropout_apply(a->d_readout, a->o_keep, (size_t)T * B * O);
     tanh_backward(a->d_readout, a->readout, (size_t)T * B * O);
     memset(a->d_readout_in, 0, sizeof(real) * (size_t)T * B * R);
@@ -476,6 +581,7 @@ void model_backward(Model *m, Acts *a) {
     /* back through time; the carry is d loss / d s_t flowing from step t+1 */
     memset(a->d_enc_h, 0, sizeof(real) * (size_t)B * S * K);
     memset(a->d_keys, 0, sizeof(real) * (size_t)B * S * A);
+    memset(a->d_att_v, 0, sizeof(real) * (size_t)B * A);
     memset(a->carry, 0, sizeof(real) * (size_t)B * D);
 #pragma omp parallel
     {
@@ -499,10 +605,16 @@ void model_backward(Model *m, Acts *a) {
                 memcpy(d_context + (size_t)b * K, d_row + (size_t)b * R + D,
                        sizeof(real) * (size_t)K);
             gemm(0, 0, nb, K, 3 * D, dgi, 3 * D, dg->w_ih + E, E + K, 1, d_context, K);
+            /* attention's hidden layer tanh(W_q s_{t-1} + k_i), unless kept: again (query
+             * still holds W_q s_{t-1}; backward overwrites it with dquery), then its backward,
+             * which also adds each sentence's de_ti hidden_ti to its row of d_att_v */
+            if (!a->keep_attention)
+                attention_hidden(st.hidden, st.query, a->keys + (size_t)b0 * S * A, a->src_len + b0,
+                                 nb, S, A);
             attention_backward(st.query, st.energy, a->d_keys + (size_t)b0 * S * A,
-                               a->d_enc_h + (size_t)b0 * S * K, d_context, st.alpha, st.hidden,
-                               a->enc_h + (size_t)b0 * S * K, a->src_len + b0, w->att_v, nb, S, A,
-                               K);
+                               a->d_enc_h + (size_t)b0 * S * K, a->d_att_v + (size_t)b0 * A,
+                               d_context, st.alpha, st.hidden, a->enc_h + (size_t)b0 * S * K,
+                               a->src_len + b0, w->att_v, nb, S, A, K);
             /* query = W_q s_{t-1} */
             gemm(0, 0, nb, D, A, st.query, A, w->att_w_q, D, 1, carry, D);
         }
@@ -518,8 +630,10 @@ void model_backward(Model *m, Acts *a) {
     linear_backward(NULL, gg->w_hh, gg->b_hh, a->d_gh, a->dec_state, D, dg->w_hh, D, T * B, D,
                     3 * D);
     linear_backward(NULL, g->att_w_q, NULL, a->query, a->dec_state, D, w->att_w_q, D, T * B, D, A);
-    /* e_ti = v . hidden_ti: dv = sum over t, b, i of de_ti hidden_ti */
-    gemm(1, 0, 1, A, T * B * S, a->energy, 1, a->att_hidden, A, 1, g->att_v, A);
+    /* e_ti = v . hidden_ti: dv = sum over t, b, i of de_ti hidden_ti, each sentence's sum (over
+     * t and i) formed in the time loop; the sentences are added in order */
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < A; j++) g->att_v[j] += a->d_att_v[(size_t)b * A + j];
     embedding_backward(g->tgt_emb, du, R, a->tgt_in, a->dropout > 0 ? a->u_keep : NULL, T * B, E);
 
     encoder_backward(m, a);

@@ -9,8 +9,20 @@
  * Memory: Acts is planned once for the largest batch shape (B, S, T) the caller will use;
  * smaller batches reuse the same memory, and nothing is allocated during forward or backward.
  * Internally the recurrences run time-major (row = position * B + sentence), so each step's
- * rows are contiguous and the input projections and output layer of all steps are each one
- * matrix product; attention tensors are sentence-major ([B, S, ...]).
+ * rows are contiguous and the input projections of all steps are each one matrix product;
+ * attention tensors are sentence-major ([B, S, ...]).
+ *
+ * The two largest activations are not kept whole by default (ActsPlan):
+ *   - the output layer's logits [T*B, Vt] are computed a chunk of rows at a time into one
+ *     chunk-sized buffer. A forward pass that a backward pass will follow (the default) also
+ *     turns each chunk at once into its gradients (d loss / d o_t and the out.w, out.b
+ *     gradients, kept in Acts until model_backward adds them to the model's), so the logits
+ *     are computed once per step and never stored;
+ *   - attention's hidden layer tanh(W_q s_{t-1} + k_i) [T, B, S, A], when it is large, is kept
+ *     for one step only; the backward pass recomputes it step by step.
+ * Tools that read those activations after a forward pass (the gradient reference dump, the
+ * alignment trace) plan with logit_rows = ACTS_ALL_ROWS and attention = ACTS_KEEP and run
+ * forward_only forward passes.
  */
 #ifndef NMT_SEQ2SEQ_H
 #define NMT_SEQ2SEQ_H
@@ -62,12 +74,32 @@ typedef struct {
     real dropout;         /* inverted dropout on x_i, u_t and o_t; 0 turns it off */
     real label_smoothing; /* eps of the loss; 0 for the plain cross-entropy */
     Rng *rng;             /* dropout masks; may be NULL when dropout is 0 */
+    int forward_only;     /* 1: the loss only (evaluation), no gradient work for a backward
+                             pass; 0 (training): the output layer's gradients are formed with
+                             its forward pass. model_backward works after either; after a
+                             forward_only pass it recomputes the logits first (slower). */
 } ForwardOptions;
+
+/* The memory plan of Acts beyond the batch shape; {0} is the default (ACTS_AUTO). */
+enum { ACTS_AUTO = 0, ACTS_KEEP = 1, ACTS_RECOMPUTE = 2, ACTS_ALL_ROWS = 0x7fffffff };
+typedef struct {
+    int logit_rows; /* rows of the output layer computed at a time, the height of
+                       Acts.logits: ACTS_AUTO picks about 16 MB of logits (at least 256 rows,
+                       all of them when fewer); ACTS_ALL_ROWS (or any count >= T*B) keeps a
+                       forward_only pass's z_t of every row */
+    int attention;  /* attention's hidden layer tanh(W_q s_{t-1} + k_i) [T, B, S, A]:
+                       ACTS_KEEP keeps every step's (backward reads it), ACTS_RECOMPUTE only
+                       the current step's (backward recomputes it, one more tanh per element),
+                       ACTS_AUTO keeps it when it takes at most 8 MB */
+} ActsPlan;
 
 /* Activations of one forward pass, kept for the backward pass, plus backward scratch.
  * Shapes are given for the current batch (B, S, T <= the planned maximum). */
 typedef struct {
     int max_B, max_S, max_T; /* the plan */
+    int logit_rows;          /* the plan's chunk of output rows (<= max_T * max_B) */
+    int keep_attention;      /* att_hidden holds every step's (the plan's attention, resolved) */
+    int out_grads_ready;     /* the last forward pass formed d_readout, d_out_w and d_out_b */
     int B, S, T;             /* the shape of the last forward pass */
     int n_tokens;            /* N, the non-padding target tokens of the last forward pass */
     real dropout, label_smoothing;
@@ -90,7 +122,8 @@ typedef struct {
     real *dec_gi;       /* [T*B, 3D] W_ih [u_t ; c_t] + b_ih; dgi in backward */
     real *dec_cache;    /* [T*B, 4D] */
     real *query;        /* [T*B, A] W_q s_{t-1}; dquery in backward */
-    real *att_hidden;   /* [T, B, S, A] tanh(W_q s_{t-1} + k_i) */
+    real *att_hidden;   /* [B, S, A] tanh(W_q s_{t-1} + k_i) of the step being computed;
+                           [T, B, S, A], every step's, with keep_attention */
     real *alpha;        /* [T, B, S] alignment weights */
     real *energy;       /* [T, B, S] scores e_ti (-inf at padding); d e_ti in backward */
     real *context;      /* [T*B, K] c_t */
@@ -99,37 +132,54 @@ typedef struct {
     real *readout;      /* [T*B, O] o_t (before dropout) */
     real *readout_drop; /* [T*B, O] o_t after dropout (== readout when off) */
     real *o_keep;       /* [T*B, O] */
-    real *logits;       /* [T*B, Vt] z_t; d loss / d z_t after backward */
     real *lse;          /* [T*B] log-sum-exp of each row */
+    real *d_readout;    /* [T*B, O] d loss / d o_t (after dropout), formed with the logits */
+    /* the output layer's chunk buffers: they share their memory with the backward scratch
+     * below, so they hold their values from the forward pass until model_backward starts */
+    real *logits;  /* [logit_rows, Vt] z_t of a chunk of rows, then its d loss / d z_t;
+                      after a forward_only pass, z_t of the last chunk (of every row when
+                      logit_rows >= T*B) */
+    real *d_out_w; /* [Vt, O] d loss / d out.w of the last forward pass (unless
+                      forward_only), added to the model's gradients by backward */
+    real *d_out_b; /* [Vt] likewise d loss / d out.b */
     /* backward scratch */
     real *d_readout_in; /* [T*B, D+K+E] */
-    real *d_readout;    /* [T*B, O] */
     real *d_enc_h;      /* [B*S, K] */
     real *d_keys;       /* [B*S, A] */
+    real *d_att_v;      /* [B, A] d loss / d v of each sentence, summed in order at the end */
     real *d_x;          /* [S*B, E] */
     real *d_gh;         /* [max(S,T)*B, 3*max(H,D)] d (W_hh h + b_hh) of every step */
     real *d_h_last;     /* [B, K] */
     real *carry;        /* [B, max(H,D)] gradient flowing to the previous state */
     real *d_state;      /* [B, max(H,D)] gradient of the current state */
     real *d_context;    /* [B, K] */
-    real *scratch;      /* [B, 3*max(H,D)] */
+    real *scratch;      /* [B, 3*max(H,D)] the forward recurrences' GRU scratch (not shared) */
     real *block;        /* the single allocation behind every real array above */
     int *int_block;
 } Acts;
 
 /* Plans and allocates activations for batches of up to max_B sentences with up to max_S
- * source and max_T target positions. */
+ * source and max_T target positions: acts_init with the default plan (training, evaluation
+ * and search), acts_init_plan with another. */
 int acts_init(Acts *a, const ModelDims *dims, int max_B, int max_S, int max_T, Error *err);
+int acts_init_plan(Acts *a, const ModelDims *dims, int max_B, int max_S, int max_T,
+                   const ActsPlan *plan, Error *err);
+/* The bytes acts_init_plan allocates for that plan (plan may be NULL for the default). */
+double acts_bytes(const ModelDims *dims, int max_B, int max_S, int max_T, const ActsPlan *plan);
 void acts_free(Acts *a);
 
-/* Runs the whole model on a batch and stores the mean loss in *loss. Fails (without
- * computing) when the batch does not fit the plan or has no target token. */
+/* Runs the whole model on a batch and stores the mean loss in *loss. Unless
+ * opt->forward_only, it also forms the output layer's gradients for model_backward (they do
+ * not touch m->grads, so the caller may zero the gradients in between). forward_only does not
+ * change the loss (bit for bit); logit_rows may, by round-off. Fails (without computing) when
+ * the batch does not fit the plan or has no target token. */
 int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOptions *opt,
                   double *loss, Error *err);
 
 /* Backpropagates the last forward pass: ACCUMULATES d loss / d parameter into m->grads.
- * It consumes some of the forward caches (logits, gi), so each backward needs its own
- * forward. */
+ * It consumes some of the forward caches (gi, query, the output layer's gradients), so each
+ * backward needs its own forward. After a forward_only pass it first recomputes the output
+ * layer chunk by chunk (the gradients are the same, bit for bit). */
 void model_backward(Model *m, Acts *a);
 
 /* The arrays of one decoder step for B rows. */
@@ -138,7 +188,7 @@ typedef struct {
     real *gi, *cache;     /* [B, 3D] W_ih [u_t ; c_t] + b_ih (holding the u_t part on entry),
                              [B, 4D] GRU gates */
     real *query;          /* [B, A] W_q s_{t-1} */
-    real *hidden;         /* [B, S, A] tanh(W_q s_{t-1} + k_i) */
+    real *hidden;         /* [B, S, A] tanh(W_q s_{t-1} + k_i); one step's scratch in training */
     real *alpha, *energy; /* [B, S] alignment weights and scores */
     real *context;        /* [B, K] c_t */
 } DecoderStep;

@@ -425,7 +425,7 @@ static void write_long_pair_corpus(const Scratch *s) {
 }
 
 /* A batch no machine can hold (65536 pairs of 1000 x 1000 tokens with A = 4096: about a
- * petabyte of attention activations) is refused before anything is allocated. */
+ * terabyte of attention keys alone) is refused before anything is allocated. */
 START_TEST(faults_enormous_batch_is_too_large) {
     Scratch s;
     scratch_make(&s);

@@ -25,12 +25,17 @@ typedef struct {
     RandomBatch rb;
 } Fixture;
 
-static void fixture_make(Fixture *f, const ModelDims *dims, int B, int S, int T, uint64_t seed) {
+static void fixture_make_plan(Fixture *f, const ModelDims *dims, int B, int S, int T, uint64_t seed,
+                              const ActsPlan *plan) {
     Error err;
     ck_assert_msg(model_init(&f->model, dims, &err) == 0, "%s", err.msg);
-    ck_assert_msg(acts_init(&f->acts, dims, B, S, T, &err) == 0, "%s", err.msg);
+    ck_assert_msg(acts_init_plan(&f->acts, dims, B, S, T, plan, &err) == 0, "%s", err.msg);
     ck_assert_msg(random_batch_make(&f->rb, dims, B, S, T, seed, &err) == 0, "%s", err.msg);
     params_init(f->model.params, &f->model.table, seed);
+}
+
+static void fixture_make(Fixture *f, const ModelDims *dims, int B, int S, int T, uint64_t seed) {
+    fixture_make_plan(f, dims, B, S, T, seed, NULL);
 }
 
 static void fixture_free(Fixture *f) {
@@ -55,7 +60,9 @@ START_TEST(gradients_match_finite_differences) {
         ModelDims dims = TINY;
         dims.bidirectional = bidirectional;
         Fixture f;
-        fixture_make(&f, &dims, 3, 5, 4, 1);
+        /* the output layer in chunks of 5 of the 12 rows; attention recomputed */
+        fixture_make_plan(&f, &dims, 3, 5, 4, 1,
+                          &(ActsPlan){.logit_rows = 5, .attention = ACTS_RECOMPUTE});
         Rng rng;
         ForwardOptions opt = {.dropout = 0.2f, .label_smoothing = 0.1f, .rng = &rng};
         int double_build = sizeof(real) == 8;
@@ -126,6 +133,133 @@ START_TEST(padding_does_not_leak) {
     free(grads_full);
     free(grads_sum);
     fixture_free(&f);
+}
+END_TEST
+
+/* One training step's loss and gradients (dropout masks replayed from seed 9). */
+static double step(Fixture *f, ForwardOptions opt, real *grads) {
+    Rng rng;
+    rng_seed(&rng, 9, 1);
+    opt.rng = &rng;
+    Error err;
+    double loss;
+    model_zero_grad(&f->model);
+    ck_assert_msg(model_forward(&f->model, &f->acts, &f->rb.batch, &opt, &loss, &err) == 0, "%s",
+                  err.msg);
+    model_backward(&f->model, &f->acts);
+    memcpy(grads, f->model.grads, sizeof(real) * f->model.table.total);
+    return loss;
+}
+
+/* The output layer goes through its rows in chunks: any chunk size (dividing the rows or not,
+ * down to one row) gives the loss and gradients of the whole at once up to round-off; for a
+ * given chunk size a forward_only pass gives the same loss bit for bit, and a backward pass
+ * after it (which recomputes the output layer) the same gradients. Recomputing attention's
+ * hidden layer in backward instead of keeping it changes nothing either, bit for bit. */
+START_TEST(output_layer_chunks_change_nothing) {
+    ModelDims dims = TINY;
+    dims.tgt_vocab = 40;
+    enum { B = 5, S = 6, T = 7 }; /* 35 rows, some of them padding */
+    const int chunks[] = {ACTS_ALL_ROWS, 35, 8, 5, 3, 1};
+    const ForwardOptions options[] = {{0}, {.dropout = 0.2f, .label_smoothing = 0.1f}};
+    const double tol = sizeof(real) == 8 ? 1e-12 : 1e-5;
+    for (size_t o = 0; o < 2; o++) {
+        size_t P = 0;
+        real *whole = NULL, *kept = NULL, *grads = NULL, *again = NULL;
+        double loss_whole = 0, loss_kept = 0;
+        for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++)
+            for (int recompute = 0; recompute < 2; recompute++) {
+                Fixture f;
+                ActsPlan plan = {.logit_rows = chunks[c],
+                                 .attention = recompute ? ACTS_RECOMPUTE : ACTS_KEEP};
+                fixture_make_plan(&f, &dims, B, S, T, 6, &plan);
+                ck_assert_int_eq(f.acts.logit_rows, chunks[c] < B * T ? chunks[c] : B * T);
+                ck_assert_int_eq(f.acts.keep_attention, !recompute);
+                P = f.model.table.total;
+                if (!whole) {
+                    whole = malloc(sizeof(real) * P), kept = malloc(sizeof(real) * P);
+                    grads = malloc(sizeof(real) * P), again = malloc(sizeof(real) * P);
+                    ck_assert(whole && kept && grads && again);
+                }
+                ForwardOptions opt = options[o];
+                double loss = step(&f, opt, grads);
+                opt.forward_only = 1;
+                ck_assert(step(&f, opt, again) == loss);
+                ck_assert(memcmp(again, grads, sizeof(real) * P) == 0);
+                if (recompute) {
+                    ck_assert(loss == loss_kept);
+                    ck_assert(memcmp(kept, grads, sizeof(real) * P) == 0);
+                    fixture_free(&f);
+                    continue;
+                }
+                loss_kept = loss;
+                memcpy(kept, grads, sizeof(real) * P);
+                if (c == 0) {
+                    loss_whole = loss;
+                    memcpy(whole, grads, sizeof(real) * P);
+                }
+                ck_assert_double_eq_tol(loss, loss_whole, tol * loss_whole);
+                for (int p = 0; p < PARAM_COUNT; p++) {
+                    const ParamInfo *info = &f.model.table.info[p];
+                    double max_abs = 0, max_diff = 0;
+                    for (size_t i = info->offset; i < info->offset + info->size; i++) {
+                        max_abs = fmax(max_abs, fabs(whole[i]));
+                        max_diff = fmax(max_diff, fabs(grads[i] - whole[i]));
+                    }
+                    ck_assert_msg(max_diff <= 10 * tol * fmax(max_abs, 1e-6),
+                                  "chunk %d: %s differs by %g (scale %g)", chunks[c], info->name,
+                                  max_diff, max_abs);
+                }
+                if (c == 0 && o == 0) {
+                    /* all rows: a forward_only pass leaves every z_t, from which the loss is
+                     * the mean of lse - z_y over the real tokens */
+                    opt.rng = NULL;
+                    double loss_fwd;
+                    Error err;
+                    ck_assert(
+                        model_forward(&f.model, &f.acts, &f.rb.batch, &opt, &loss_fwd, &err) == 0);
+                    double sum = 0;
+                    int n = 0, V = dims.tgt_vocab;
+                    for (int r = 0; r < B * T; r++) {
+                        int y = f.acts.tgt_out[r];
+                        if (y == TOK_PAD) continue;
+                        sum += (double)f.acts.lse[r] - f.acts.logits[(size_t)r * V + y];
+                        n++;
+                    }
+                    ck_assert_double_eq_tol(sum / n, loss_fwd, 1e-6 * loss_fwd);
+                }
+                fixture_free(&f);
+            }
+        free(whole), free(kept), free(grads), free(again);
+    }
+}
+END_TEST
+
+/* The default plan keeps neither every logit nor, for a large batch, every step's attention
+ * hidden layer. */
+START_TEST(default_plan_is_smaller) {
+    ModelDims dims = TINY;
+    dims.tgt_vocab = 8000, dims.att = 64;
+    double lean = acts_bytes(&dims, 64, 30, 30, NULL);
+    double keep = acts_bytes(&dims, 64, 30, 30,
+                             &(ActsPlan){.logit_rows = ACTS_ALL_ROWS, .attention = ACTS_KEEP});
+    double logits = (double)sizeof(real) * 64 * 30 * dims.tgt_vocab;
+    double hidden = (double)sizeof(real) * 64 * 30 * 30 * dims.att;
+    ck_assert_msg(keep - lean > 0.5 * logits + hidden, "%g vs %g bytes", lean, keep);
+    Acts a;
+    Error err;
+    ck_assert(acts_init(&a, &dims, 64, 30, 30, &err) == 0);
+    /* about 16 MB of logits, in whole blocks of 256 rows */
+    ck_assert_int_eq(a.logit_rows % 256, 0);
+    ck_assert(a.logit_rows >= 256 && a.logit_rows < 64 * 30);
+    ck_assert(a.logit_rows * (double)sizeof(real) * dims.tgt_vocab <= 16 << 20);
+    ck_assert(!a.keep_attention); /* 15 MB (float) of it */
+    acts_free(&a);
+    /* a small batch keeps it, and all its logits fit in one chunk */
+    ck_assert(acts_init(&a, &dims, 8, 30, 30, &err) == 0);
+    ck_assert(a.keep_attention);
+    ck_assert_int_eq(a.logit_rows, 8 * 30);
+    acts_free(&a);
 }
 END_TEST
 
@@ -251,6 +385,8 @@ Suite *model_suite(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, gradients_match_finite_differences);
     tcase_add_test(tc, padding_does_not_leak);
+    tcase_add_test(tc, output_layer_chunks_change_nothing);
+    tcase_add_test(tc, default_plan_is_smaller);
     tcase_add_test(tc, attention_rows_sum_to_one_and_skip_padding);
     tcase_add_test(tc, initialisation_is_seeded);
     tcase_add_test(tc, thread_count_changes_results_only_by_round_off);

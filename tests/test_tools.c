@@ -4,6 +4,7 @@
  * and exit statuses of translate and gradref on bad input.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +132,30 @@ START_TEST(gradref_writes_the_spec_layout) {
     double loss = ((const real *)a.data)[0];
     npy_free(&a);
     ck_assert(isfinite(loss) && loss > 0);
+    /* the logits are every step's z_t: the loss is the mean of log-sum-exp(z) - z_y over the
+     * real target tokens */
+    NpyArray z, y;
+    snprintf(path, sizeof path, "%s/dump/acts/logits.npy", dir);
+    ck_assert(npy_read(path, &z, &err) == 0);
+    snprintf(path, sizeof path, "%s/dump/batch/tgt_out.npy", dir);
+    ck_assert(npy_read(path, &y, &err) == 0);
+    ck_assert(z.ndim == 3 && z.shape[0] == 3 && z.shape[1] == 10 && y.count == 3 * 10);
+    int V = (int)z.shape[2];
+    double sum = 0;
+    int n = 0;
+    for (int r = 0; r < 3 * 10; r++) {
+        int target = ((const int32_t *)y.data)[r];
+        if (target == 0) continue;
+        const real *row = (const real *)z.data + (size_t)r * V;
+        double max = row[0], s = 0;
+        for (int j = 1; j < V; j++) max = fmax(max, row[j]);
+        for (int j = 0; j < V; j++) s += exp(row[j] - max);
+        sum += max + log(s) - row[target];
+        n++;
+    }
+    ck_assert_double_eq_tol(sum / n, loss, 1e-5 * loss);
+    npy_free(&z);
+    npy_free(&y);
     /* every parameter and gradient file of the spec's table */
     Config cfg;
     ck_assert(config_load(&cfg, "../configs/tiny.ini", NULL, 0, &err) == 0);

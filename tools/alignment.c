@@ -149,7 +149,9 @@ static int forced_run(ForcedDecoder *fd, const int *src, int S, const int *tgt, 
         int plan_tgt = T > fd->planned_tgt ? T : fd->planned_tgt;
         if (fd->planned_src) acts_free(&fd->acts);
         fd->planned_src = fd->planned_tgt = 0;
-        if (acts_init(&fd->acts, &m->dims, 1, plan_src, plan_tgt, err)) return -1;
+        /* every step's logits and attention hidden layer stay for the trace */
+        ActsPlan plan = {.logit_rows = ACTS_ALL_ROWS, .attention = ACTS_KEEP};
+        if (acts_init_plan(&fd->acts, &m->dims, 1, plan_src, plan_tgt, &plan, err)) return -1;
         fd->planned_src = plan_src, fd->planned_tgt = plan_tgt;
     }
     int *tgt_in = checked_calloc(2 * (size_t)T, sizeof(int), "target ids", err);
@@ -168,7 +170,8 @@ static int forced_run(ForcedDecoder *fd, const int *src, int S, const int *tgt, 
                    .tgt_len = &T};
     double loss;
     int rc = batch_validate(&batch, &m->dims, err) ||
-                     model_forward(m, &fd->acts, &batch, &(ForwardOptions){0}, &loss, err)
+                     model_forward(m, &fd->acts, &batch, &(ForwardOptions){.forward_only = 1},
+                                   &loss, err)
                  ? -1
                  : 0;
     free(tgt_in);

@@ -146,8 +146,11 @@ static int run(const Options *o, Error *err) {
     free(idx);
     int S = batch->S, T = batch->T, K = dims_enc_state(d), V = d->tgt_vocab;
     double loss;
-    if (batch_validate(batch, d, err) || acts_init(&acts, d, B, S, T, err) ||
-        model_forward(m, &acts, batch, &(ForwardOptions){0}, &loss, err))
+    /* every row's logits, kept by a forward_only pass for the dump; backward then recomputes
+     * the output layer's gradients */
+    ActsPlan plan = {.logit_rows = ACTS_ALL_ROWS};
+    if (batch_validate(batch, d, err) || acts_init_plan(&acts, d, B, S, T, &plan, err) ||
+        model_forward(m, &acts, batch, &(ForwardOptions){.forward_only = 1}, &loss, err))
         goto done;
 
     char dir[4096];
@@ -156,7 +159,7 @@ static int run(const Options *o, Error *err) {
         snprintf(dir, sizeof dir, "%s%s", o->out, subdirs[i]);
         if (make_dir(dir, err)) goto done;
     }
-    /* activations first: the backward pass reuses the logits' memory for their gradient */
+    /* activations first: the backward pass reuses the logits' memory */
     size_t largest = (size_t)B * T * (V > S ? V : S) + (size_t)B * T * d->dec_hidden;
     scratch = checked_calloc(largest, sizeof(real), "dump buffer", err);
     if (!scratch) goto done;

@@ -263,15 +263,13 @@ static int write_config(const Config *cfg, const char *path, Error *err) {
 }
 
 /* The memory training will touch, checked before it is allocated: the Adam moments (unless a
- * resumed checkpoint brought them) and a lower bound of the activations of the largest batch,
- * its logits [B*T, Vt] and the attention's hidden layer [T, B, S, A]. */
+ * resumed checkpoint brought them) and the activations of the largest batch. */
 static int check_training_memory(const Trainer *tr, bool have_adam, Error *err) {
-    const ModelDims *d = &tr->nm.model.dims;
-    double B = tr->cfg->train.batch_size, S = tr->train.max_src + 1, T = tr->train.max_tgt + 1;
-    double reals = (have_adam ? 0 : 2.0 * (double)tr->nm.model.table.total) +
-                   B * T * ((double)d->tgt_vocab + S * d->att);
-    return memory_check(sizeof(real) * reals,
-                        "the optimiser state and the activations of a training batch", err);
+    double adam = have_adam ? 0 : 2.0 * sizeof(real) * (double)tr->nm.model.table.total;
+    double acts = acts_bytes(&tr->nm.model.dims, tr->cfg->train.batch_size, tr->train.max_src + 1,
+                             tr->train.max_tgt + 1, NULL);
+    return memory_check(adam + acts, "the optimiser state and the activations of a training batch",
+                        err);
 }
 
 static int setup(Trainer *tr, const char *resume, Error *err) {

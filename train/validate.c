@@ -32,11 +32,8 @@ static int corpus_loss(const NmtModel *nm, const TokenizedCorpus *tc, const Corp
     Acts acts = {0};
     size_t *idx = checked_calloc(ds.count + 1, sizeof(size_t), "batch order", err);
     int rc = -1;
-    /* the logits and the attention's hidden layer: a lower bound of the activations */
-    double S = ds.max_src + 1, T = ds.max_tgt + 1, B = batch_size;
-    double acts_bytes =
-        sizeof(real) * B * T * ((double)nm->model.dims.tgt_vocab + S * nm->model.dims.att);
-    if (!idx || memory_check(acts_bytes, "the activations of the scoring batches", err) ||
+    double bytes = acts_bytes(&nm->model.dims, batch_size, ds.max_src + 1, ds.max_tgt + 1, NULL);
+    if (!idx || memory_check(bytes, "the activations of the scoring batches", err) ||
         batch_buffer_init(&bb, batch_size, ds.max_src, ds.max_tgt, err) ||
         acts_init(&acts, &nm->model.dims, batch_size, ds.max_src + 1, ds.max_tgt + 1, err))
         goto done;
@@ -48,7 +45,9 @@ static int corpus_loss(const NmtModel *nm, const TokenizedCorpus *tc, const Corp
             (int)(ds.count - first < (size_t)batch_size ? ds.count - first : (size_t)batch_size);
         const Batch *batch = batch_fill(&bb, &ds, idx + first, n);
         double loss;
-        if (model_forward(&nm->model, &acts, batch, &(ForwardOptions){0}, &loss, err)) goto done;
+        if (model_forward(&nm->model, &acts, batch, &(ForwardOptions){.forward_only = 1}, &loss,
+                          err))
+            goto done;
         total += loss * acts.n_tokens;
         tokens += (size_t)acts.n_tokens;
     }
