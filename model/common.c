@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <omp.h>
+
 int error_set(Error *err, const char *fmt, ...) {
     if (err) {
         va_list ap;
@@ -43,4 +45,15 @@ void *checked_calloc(size_t count, size_t size, const char *what, Error *err) {
     void *p = calloc(count, size);
     if (!p) error_set(err, "out of memory allocating %s (%zu bytes)", what, count * size);
     return p;
+}
+
+real *checked_calloc_aligned(size_t n, void **block, const char *what, Error *err) {
+    /* calloc, not aligned_alloc and memset: pages never written stay out of memory */
+    real *p = checked_calloc(n + 64 / sizeof(real), sizeof(real), what, err);
+    *block = p;
+    return p ? p + ((64 - ((uintptr_t)p & 63)) & 63) / sizeof(real) : NULL;
+}
+
+int worth_parallel(double work, double threshold) {
+    return work > threshold && omp_get_max_threads() > 1 && !omp_in_parallel();
 }

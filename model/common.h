@@ -33,4 +33,16 @@ int error_prefix(Error *err, const char *fmt, ...) __attribute__((format(printf,
 /* Allocates count*size zeroed bytes; on failure (or overflow) sets err naming `what`. */
 void *checked_calloc(size_t count, size_t size, const char *what, Error *err);
 
+/* Whether a loop of `work` operations should open a parallel region: only above `threshold`,
+ * with more than one thread, and when not inside a parallel region already (whose threads
+ * have shared out the work). OpenMP charges for entering a region even when its if clause is
+ * false or it would be nested (a futex call in and out), so small per-step loops call their
+ * body directly instead. */
+int worth_parallel(double work, double threshold);
+
+/* n zeroed reals starting on a 64-byte boundary, so that vector loads of rows whose length is
+ * a multiple of 16 floats never straddle two cache lines (which halves the speed at which a
+ * matrix-vector product streams a matrix). *block gets the pointer to free. */
+real *checked_calloc_aligned(size_t n, void **block, const char *what, Error *err);
+
 #endif

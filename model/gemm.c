@@ -588,24 +588,26 @@ __attribute__((target("avx512f"))) static void dot_avx512(int m, int n, int kc, 
                                                           ptrdiff_t lda, const float *b,
                                                           ptrdiff_t ldb, int add, float *c,
                                                           ptrdiff_t rsc, ptrdiff_t csc) {
-    float r[8];
-    if (m == 1) { /* a vector: 8 rows of b at a time, 8 chains sharing each load of a */
-        for (int j = 0; j < n; j += 8) {
-            int rows = imin(8, n - j);
-            const float *bq[8];
-            for (int q = 0; q < 8; q++) bq[q] = b + (j + imin(q, rows - 1)) * ldb;
-            __m512 s[8];
-#pragma GCC unroll 8
-            for (int q = 0; q < 8; q++) s[q] = _mm512_setzero_ps();
+    float r[4];
+    if (m == 1) {
+        /* A vector: 4 rows of b at a time, one chain each, summed in the same order as the
+         * tiles below (a row's result must not depend on how many rows come with it). Only 4
+         * row pointers are live: 8 would spill to the stack and cost a load each per step,
+         * while 4 chains already outrun the rate at which b streams from L2. */
+        for (int j = 0; j < n; j += 4) {
+            int rows = imin(4, n - j);
+            const float *b0 = b + j * ldb, *b1 = b0 + (rows > 1) * ldb,
+                        *b2 = b0 + (rows > 2) * 2 * ldb, *b3 = b0 + (rows > 3) * 3 * ldb;
+            __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
             for (int k = 0; k < kc; k += 16) {
                 __mmask16 mk = mask16(kc - k);
-                __m512 ak = _mm512_maskz_loadu_ps(mk, a + k);
-#pragma GCC unroll 8
-                for (int q = 0; q < 8; q++)
-                    s[q] = _mm512_fmadd_ps(ak, _mm512_maskz_loadu_ps(mk, bq[q] + k), s[q]);
+                __m512 x = _mm512_maskz_loadu_ps(mk, a + k);
+                s0 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(mk, b0 + k), s0);
+                s1 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(mk, b1 + k), s1);
+                s2 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(mk, b2 + k), s2);
+                s3 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(mk, b3 + k), s3);
             }
-            _mm_storeu_ps(r, reduce4(s[0], s[1], s[2], s[3]));
-            _mm_storeu_ps(r + 4, reduce4(s[4], s[5], s[6], s[7]));
+            _mm_storeu_ps(r, reduce4(s0, s1, s2, s3));
             for (int q = 0; q < rows; q++) {
                 float *cq = c + (j + q) * csc;
                 *cq = add ? *cq + r[q] : r[q];
@@ -842,11 +844,12 @@ static void part_swapped(const Isa *isa, const Problem *p, int m0, int m1, int n
     }
 }
 
-/* Threads for `work` multiply-adds: one below the threshold, else all. Never a number in
- * between: OpenMP ends pool threads when a team shrinks and starts new ones (each needing a
- * new buffer) when it grows again. */
+/* Threads for `work` multiply-adds: one below the threshold or inside a parallel region (the
+ * caller has shared out the work already), else all. Never a number in between: OpenMP ends
+ * pool threads when a team shrinks and starts new ones (each needing a new buffer) when it
+ * grows again. With one thread no region is entered at all (see worth_parallel). */
 static int threads_for(double work) {
-    return work < 2.0 * WORK_PER_THREAD ? 1 : omp_get_max_threads();
+    return worth_parallel(work, 2.0 * WORK_PER_THREAD) ? omp_get_max_threads() : 1;
 }
 
 /* [lo, hi): part t of `parts` of [0, n), in whole units. */
@@ -856,29 +859,35 @@ static void split(int n, int unit, int parts, int t, int *lo, int *hi) {
     *hi = imin((int)(units * (t + 1) / parts) * unit, n);
 }
 
-static void gemm_blocked(const Isa *isa, const Problem *p, int M, int N) {
+/* Part t of `parts` of a blocked product: the longer side of C is split, and every thread
+ * packs all of the other side's operand. */
+static void blocked_share(const Isa *isa, const Problem *p, int M, int N, int t, int parts) {
     int swapped = isa->kernel_t && p->tb && M <= SWAP_MAX_M;
-    /* Split the longer side of C: every thread packs all of the other side's operand. */
     int split_n = swapped || M <= N;
     int unit = swapped ? 8 : split_n ? isa->nr : isa->mr;
+    int m0 = 0, m1 = M, n0 = 0, n1 = N;
+    if (split_n)
+        split(N, unit, parts, t, &n0, &n1);
+    else
+        split(M, unit, parts, t, &m0, &m1);
+    if (m0 >= m1 || n0 >= n1) return;
+    real *ws = workspace();
+    if (!ws)
+        part_fallback(isa, p, m0, m1, n0, n1);
+    else if (swapped)
+        part_swapped(isa, p, m0, m1, n0, n1, ws);
+    else
+        part_blocked(isa, p, m0, m1, n0, n1, ws);
+}
+
+static void gemm_blocked(const Isa *isa, const Problem *p, int M, int N) {
     int nt = threads_for((double)M * N * p->K);
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        int m0 = 0, m1 = M, n0 = 0, n1 = N;
-        if (split_n)
-            split(N, unit, omp_get_num_threads(), omp_get_thread_num(), &n0, &n1);
-        else
-            split(M, unit, omp_get_num_threads(), omp_get_thread_num(), &m0, &m1);
-        real *ws = m0 < m1 && n0 < n1 ? workspace() : NULL;
-        if (m0 < m1 && n0 < n1) {
-            if (!ws)
-                part_fallback(isa, p, m0, m1, n0, n1);
-            else if (swapped)
-                part_swapped(isa, p, m0, m1, n0, n1, ws);
-            else
-                part_blocked(isa, p, m0, m1, n0, n1, ws);
-        }
+    if (nt == 1) {
+        blocked_share(isa, p, M, N, 0, 1);
+        return;
     }
+#pragma omp parallel num_threads(nt)
+    blocked_share(isa, p, M, N, omp_get_thread_num(), omp_get_num_threads());
 }
 
 /* y[j*incy] (+)= sum_k x[k*incx] B[k*ldb + j] for j < n: M == 1 with B not transposed, or
@@ -886,11 +895,38 @@ static void gemm_blocked(const Isa *isa, const Problem *p, int M, int N) {
 static void gemv(const Isa *isa, int n, int K, const real *x, ptrdiff_t incx, const real *B,
                  ptrdiff_t ldb, int add, real *y, ptrdiff_t incy) {
     int nt = threads_for((double)n * K);
-#pragma omp parallel num_threads(nt) if (nt > 1)
+    if (nt == 1) {
+        isa->gemv_n(n, K, x, incx, B, ldb, add, y, incy);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
     {
         int j0, j1;
         split(n, 16, omp_get_num_threads(), omp_get_thread_num(), &j0, &j1);
         if (j0 < j1) isa->gemv_n(j1 - j0, K, x, incx, B + j0, ldb, add, y + j0 * incy, incy);
+    }
+}
+
+/* Columns [j0, j1) of a dot-product product (see gemm_dot). */
+static void dot_share(const Isa *isa, int m, int j0, int j1, int K, const real *x, ptrdiff_t rsx,
+                      ptrdiff_t csx, const real *y, ptrdiff_t ldy, int add, real *c, ptrdiff_t rsc,
+                      ptrdiff_t csc) {
+    real rows[DOT_ROWS * DOT_CHUNK];
+    for (int k0 = 0; k0 < K && j0 < j1; k0 += DOT_CHUNK) {
+        int kc = imin(DOT_CHUNK, K - k0), addk = add || k0 > 0;
+        const real *yk = y + j0 * ldy + k0;
+        real *cj = c + j0 * csc;
+        if (csx == 1) {
+            isa->dot(m, j1 - j0, kc, x + k0, rsx, yk, ldy, addk, cj, rsc, csc);
+            continue;
+        }
+        for (int i0 = 0; i0 < m; i0 += DOT_ROWS) {
+            int mi = imin(DOT_ROWS, m - i0);
+            for (int i = 0; i < mi; i++)
+                for (int k = 0; k < kc; k++)
+                    rows[i * DOT_CHUNK + k] = x[(i0 + i) * rsx + (k0 + k) * csx];
+            isa->dot(mi, j1 - j0, kc, rows, DOT_CHUNK, yk, ldy, addk, cj + i0 * rsc, rsc, csc);
+        }
     }
 }
 
@@ -901,27 +937,15 @@ static void gemm_dot(const Isa *isa, int m, int n, int K, const real *x, ptrdiff
                      ptrdiff_t csx, const real *y, ptrdiff_t ldy, int add, real *c, ptrdiff_t rsc,
                      ptrdiff_t csc) {
     int nt = threads_for((double)m * n * K);
-#pragma omp parallel num_threads(nt) if (nt > 1)
+    if (nt == 1) {
+        dot_share(isa, m, 0, n, K, x, rsx, csx, y, ldy, add, c, rsc, csc);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
     {
         int j0, j1;
         split(n, 8, omp_get_num_threads(), omp_get_thread_num(), &j0, &j1);
-        real rows[DOT_ROWS * DOT_CHUNK];
-        for (int k0 = 0; k0 < K && j0 < j1; k0 += DOT_CHUNK) {
-            int kc = imin(DOT_CHUNK, K - k0), addk = add || k0 > 0;
-            const real *yk = y + j0 * ldy + k0;
-            real *cj = c + j0 * csc;
-            if (csx == 1) {
-                isa->dot(m, j1 - j0, kc, x + k0, rsx, yk, ldy, addk, cj, rsc, csc);
-                continue;
-            }
-            for (int i0 = 0; i0 < m; i0 += DOT_ROWS) {
-                int mi = imin(DOT_ROWS, m - i0);
-                for (int i = 0; i < mi; i++)
-                    for (int k = 0; k < kc; k++)
-                        rows[i * DOT_CHUNK + k] = x[(i0 + i) * rsx + (k0 + k) * csx];
-                isa->dot(mi, j1 - j0, kc, rows, DOT_CHUNK, yk, ldy, addk, cj + i0 * rsc, rsc, csc);
-            }
-        }
+        dot_share(isa, m, j0, j1, K, x, rsx, csx, y, ldy, add, c, rsc, csc);
     }
 }
 

@@ -34,9 +34,14 @@ void linear_forward(real *y, const real *x, int ldx, const real *w, int ldw, con
                     int rows, int in, int out) {
     gemm(0, 1, rows, out, in, x, ldx, w, ldw, 0, y, out);
     if (!b) return;
-#pragma omp parallel for schedule(static) if ((long)rows * out > 65536)
-    for (int r = 0; r < rows; r++)
-        for (int j = 0; j < out; j++) y[(size_t)r * out + j] += b[j];
+    if (worth_parallel((double)rows * out, 65536)) {
+#pragma omp parallel for schedule(static)
+        for (int r = 0; r < rows; r++)
+            for (int j = 0; j < out; j++) y[(size_t)r * out + j] += b[j];
+    } else {
+        for (int r = 0; r < rows; r++)
+            for (int j = 0; j < out; j++) y[(size_t)r * out + j] += b[j];
+    }
 }
 
 void linear_backward(real *dx, real *dw, real *db, const real *dy, const real *x, int ldx,
@@ -59,7 +64,11 @@ void tanh_forward(real *y, size_t n) {
     /* contiguous chunks, one per thread: the vector loop stays whole */
     enum { CHUNK = 16384 };
     long chunks = (long)((n + CHUNK - 1) / CHUNK);
-#pragma omp parallel for schedule(static) if (chunks > 2)
+    if (!worth_parallel((double)chunks, 2)) {
+        vec_tanh(y, n);
+        return;
+    }
+#pragma omp parallel for schedule(static)
     for (long c = 0; c < chunks; c++) {
         size_t first = (size_t)c * CHUNK, count = n - first < CHUNK ? n - first : CHUNK;
         vec_tanh(y + first, count);
@@ -67,8 +76,12 @@ void tanh_forward(real *y, size_t n) {
 }
 
 void tanh_backward(real *dy, const real *y, size_t n) {
-#pragma omp parallel for schedule(static) if (n > 65536)
-    for (size_t i = 0; i < n; i++) dy[i] *= 1 - y[i] * y[i];
+    if (worth_parallel((double)n, 65536)) {
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; i++) dy[i] *= 1 - y[i] * y[i];
+    } else {
+        for (size_t i = 0; i < n; i++) dy[i] *= 1 - y[i] * y[i];
+    }
 }
 
 void dropout_apply(real *y, const real *keep, size_t n) {

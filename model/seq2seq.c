@@ -22,8 +22,8 @@ int model_init(Model *m, const ModelDims *dims, Error *err) {
     if (dims_validate(dims, err)) return -1;
     m->dims = *dims;
     param_table_build(&m->table, dims);
-    m->params = checked_calloc(m->table.total, sizeof(real), "parameters", err);
-    m->grads = checked_calloc(m->table.total, sizeof(real), "gradients", err);
+    m->params = checked_calloc_aligned(m->table.total, &m->param_block, "parameters", err);
+    m->grads = checked_calloc_aligned(m->table.total, &m->grad_block, "gradients", err);
     if (!m->params || !m->grads) {
         model_free(m);
         return -1;
@@ -34,8 +34,8 @@ int model_init(Model *m, const ModelDims *dims, Error *err) {
 }
 
 void model_free(Model *m) {
-    free(m->params);
-    free(m->grads);
+    free(m->param_block);
+    free(m->grad_block);
     memset(m, 0, sizeof *m);
 }
 

@@ -36,10 +36,11 @@ enum { TOK_PAD = 0, TOK_UNK = 1, TOK_BOS = 2, TOK_EOS = 3 };
 typedef struct {
     ModelDims dims;
     ParamTable table;
-    real *params; /* [table.total], in table order */
-    real *grads;  /* [table.total], mirrors params */
-    Weights w;    /* named views of params */
-    Weights g;    /* named views of grads */
+    real *params;                   /* [table.total], in table order, 64-byte aligned */
+    real *grads;                    /* [table.total], mirrors params */
+    void *param_block, *grad_block; /* the allocations behind them */
+    Weights w;                      /* named views of params */
+    Weights g;                      /* named views of grads */
 } Model;
 
 /* Allocates parameters and gradients (zeroed; call params_init to initialise). */
