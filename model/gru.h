@@ -26,6 +26,11 @@ enum { GRU_CACHE_WIDTH = 4 };
 void gru_step_forward(real *h_out, real *cache, real *scratch, const real *gi, const real *h_prev,
                       const real *w_hh, const real *b_hh, const int *len, int pos, int B, int N);
 
+/* The same step with gh = W_hh h_prev [B,3N] (without b_hh) already computed: the gates and
+ * the new state, for callers that share out the product among threads themselves. */
+void gru_gates_forward(real *h_out, real *cache, const real *gi, const real *gh, const real *h_prev,
+                       const real *b_hh, const int *len, int pos, int B, int N);
+
 /* Given dh = d loss / d h' [B,N], writes dgi = d loss / d gi [B,3N], dgh = d loss / d (W_hh h
  * + b_hh) [B,3N] and dh_prev = d loss / d h [B,N] (all three written, not accumulated). */
 void gru_step_backward(real *dh_prev, real *dgi, real *dgh, const real *dh, const real *cache,

@@ -7,6 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <omp.h>
+
+#include "attention.h"
+#include "gemm.h"
+#include "gru.h"
 #include "layers.h"
 #include "loss.h"
 
@@ -26,20 +31,21 @@ int search_init(Searcher *s, const ModelDims *d, int max_sentences, int max_src,
     size_t R = (size_t)max_sentences * beam, S = max_src, L = max_len;
     size_t E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att, O = d->readout,
            V = d->tgt_vocab;
+    /* ctx_gi and ctx_ro are per sentence and source position: see search_translate */
     const Slab slabs[] = {
-        {&s->keys, R * S * A},
-        {&s->enc_h, R * S * K},
+        {&s->ctx_gi, (size_t)max_sentences * S * 3 * D},
+        {&s->ctx_ro, (size_t)max_sentences * S * O},
+        {&s->u, R * E},
         {&s->s, R * D},
         {&s->s_next, R * D},
         {&s->gi, R * 3 * D},
+        {&s->gh, R * 3 * D},
         {&s->cache, R * 4 * D},
-        {&s->scratch, R * 3 * D},
         {&s->query, R * A},
         {&s->hidden, R * S * A},
         {&s->alpha, R * S},
         {&s->energy, R * S},
         {&s->context, R * K},
-        {&s->readout_in, R * (D + K + E)},
         {&s->readout, R * O},
         {&s->logits, R * V},
         {&s->hist_alpha, L * R * S},
@@ -49,7 +55,7 @@ int search_init(Searcher *s, const ModelDims *d, int max_sentences, int max_src,
     size_t total = 0;
     for (size_t i = 0; i < sizeof slabs / sizeof slabs[0]; i++) total += slabs[i].count;
     size_t ints = 2 * R + 2 * L * R + (size_t)max_sentences * S;
-    s->block = checked_calloc(total, sizeof(real), "search buffers", err);
+    s->block = checked_calloc_aligned(total, &s->block_alloc, "search buffers", err);
     s->int_block = checked_calloc(ints, sizeof(int), "search buffers", err);
     s->score = checked_calloc(2 * R, sizeof(double), "search scores", err);
     if (!s->block || !s->int_block || !s->score) {
@@ -70,7 +76,7 @@ int search_init(Searcher *s, const ModelDims *d, int max_sentences, int max_src,
 
 void search_free(Searcher *s) {
     acts_free(&s->enc);
-    free(s->block);
+    free(s->block_alloc);
     free(s->int_block);
     free(s->score);
     memset(s, 0, sizeof *s);
@@ -148,6 +154,182 @@ static int compare_ended(const void *a, const void *b) {
     return x->score > y->score ? -1 : x->score < y->score ? 1 : x->step - y->step;
 }
 
+/* One search call's state, shared by the threads of its team. */
+typedef struct {
+    Searcher *s;
+    const Model *m;
+    const SearchOptions *opt;
+    int n, beam, R, S;
+    Ended *ended;    /* [n][2*beam] */
+    int *n_ended;    /* [n] */
+    char *done;      /* [n] */
+    Candidate *cand; /* [n][2*beam] */
+    double *next_score;
+} Decode;
+
+/* The calling thread's share [*lo, *hi) of n output features, in whole cache lines, so that
+ * threads writing the same rows never share a line. */
+static void feature_share(int n, int *lo, int *hi) {
+    int parts = omp_get_num_threads(), t = omp_get_thread_num(), units = (n + 15) / 16;
+    *lo = (int)((long)units * t / parts) * 16, *hi = (int)((long)units * (t + 1) / parts) * 16;
+    *lo = *lo < n ? *lo : n, *hi = *hi < n ? *hi : n;
+}
+
+/* y[r, lo:hi] (+)= x[r, :] W[lo:hi, :]^T for R rows: the columns [lo, hi) of x W^T. */
+static void product_part(real *y, int ldy, const real *x, int ldx, const real *w, int ldw, int R,
+                         int in, int lo, int hi, real beta) {
+    gemm(0, 1, R, hi - lo, in, x, ldx, w + (size_t)lo * ldw, ldw, beta, y + lo, ldy);
+}
+
+static void bias_part(real *y, int ldy, const real *b, int R, int lo, int hi) {
+    for (int r = 0; r < R; r++)
+        for (int j = lo; j < hi; j++) y[(size_t)r * ldy + j] += b[j];
+}
+
+/* Everything of step t that needs only s_{t-1} and u_t, split by output features:
+ * query = W_q s_{t-1}; gh = W_hh s_{t-1}; gi = W_ih[:, :E] u_t + b_ih. */
+static void step_inputs(const Decode *dc) {
+    const ModelDims *d = &dc->m->dims;
+    const Weights *w = &dc->m->w;
+    Searcher *s = dc->s;
+    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att, R = dc->R, lo, hi;
+    feature_share(A, &lo, &hi);
+    product_part(s->query, A, s->s, D, w->att_w_q, D, R, D, lo, hi, 0);
+    feature_share(3 * D, &lo, &hi);
+    product_part(s->gh, 3 * D, s->s, D, w->dec_gru.w_hh, D, R, D, lo, hi, 0);
+    product_part(s->gi, 3 * D, s->u, E, w->dec_gru.w_ih, E + K, R, E, lo, hi, 0);
+    bias_part(s->gi, 3 * D, w->dec_gru.b_ih, R, lo, hi);
+}
+
+/* Attention, the GRU and the context's part of the readout for the rows of sentence i:
+ * alpha_t; gi += sum_j alpha_tj ctx_gi_j; s_t = GRU gates; readout = b_o + sum_j alpha_tj
+ * ctx_ro_j. */
+static void step_attend(const Decode *dc, int i, int t) {
+    const ModelDims *d = &dc->m->dims;
+    const Weights *w = &dc->m->w;
+    Searcher *s = dc->s;
+    int K = dims_enc_state(d), D = d->dec_hidden, A = d->att, O = d->readout, S = dc->S;
+    int base = i * dc->beam, rows = dc->beam;
+    const real *keys = s->enc.keys + (size_t)i * S * A, *enc_h = s->enc.enc_h + (size_t)i * S * K;
+    for (int r = base; r < base + rows; r++)
+        attention_forward(s->context + (size_t)r * K, s->alpha + (size_t)r * S,
+                          s->energy + (size_t)r * S, s->hidden + (size_t)r * S * A,
+                          s->query + (size_t)r * A, keys, enc_h, s->src_len + r, w->att_v, 1, S, A,
+                          K);
+    const real *alpha = s->alpha + (size_t)base * S;
+    gemm(0, 0, rows, 3 * D, S, alpha, S, s->ctx_gi + (size_t)i * S * 3 * D, 3 * D, 1,
+         s->gi + (size_t)base * 3 * D, 3 * D);
+    gru_gates_forward(s->s_next + (size_t)base * D, s->cache + (size_t)base * 4 * D,
+                      s->gi + (size_t)base * 3 * D, s->gh + (size_t)base * 3 * D,
+                      s->s + (size_t)base * D, w->dec_gru.b_hh, NULL, 0, rows, D);
+    for (int r = base; r < base + rows; r++)
+        memcpy(s->readout + (size_t)r * O, w->out_b_o, sizeof(real) * (size_t)O);
+    gemm(0, 0, rows, O, S, alpha, S, s->ctx_ro + (size_t)i * S * O, O, 1,
+         s->readout + (size_t)base * O, O);
+    size_t at = ((size_t)t * dc->R + base) * S;
+    memcpy(s->hist_alpha + at, alpha, sizeof(real) * (size_t)rows * S);
+    memcpy(s->hist_energy + at, s->energy + (size_t)base * S, sizeof(real) * (size_t)rows * S);
+}
+
+/* The rest of the readout and the output layer, split by output features:
+ * o_t = tanh(W_o[:, :D] s_t + W_o[:, D+K:] u_t + (b_o + context part));
+ * z_t = W_out o_t + b_out (the two phases are separated by the caller's barrier). */
+static void step_readout(const Decode *dc) {
+    const ModelDims *d = &dc->m->dims;
+    const Weights *w = &dc->m->w;
+    Searcher *s = dc->s;
+    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, O = d->readout, R = dc->R, lo, hi;
+    int RW = D + K + E;
+    feature_share(O, &lo, &hi);
+    product_part(s->readout, O, s->s_next, D, w->out_w_o, RW, R, D, lo, hi, 1);
+    product_part(s->readout, O, s->u, E, w->out_w_o + D + K, RW, R, E, lo, hi, 1);
+    for (int r = 0; r < R && lo < hi; r++) tanh_forward(s->readout + (size_t)r * O + lo, hi - lo);
+}
+
+static void step_logits(const Decode *dc) {
+    const ModelDims *d = &dc->m->dims;
+    const Weights *w = &dc->m->w;
+    Searcher *s = dc->s;
+    int O = d->readout, V = d->tgt_vocab, R = dc->R, lo, hi;
+    feature_share(V, &lo, &hi);
+    product_part(s->logits, V, s->readout, O, w->out_w, O, R, O, lo, hi, 0);
+    bias_part(s->logits, V, w->out_b, R, lo, hi);
+}
+
+/* Sentence i's choice at step t: the beam best continuations of its live rows become its rows
+ * for step t+1 (state, token, score, embedding); hypotheses that emit </s> end. Marks the
+ * sentence done when it has no open hypothesis worth extending. */
+static void step_select(const Decode *dc, int i, int t) {
+    const ModelDims *d = &dc->m->dims;
+    Searcher *s = dc->s;
+    const SearchOptions *opt = dc->opt;
+    int beam = dc->beam, R = dc->R, L = opt->max_len, V = d->tgt_vocab, D = d->dec_hidden;
+    int base = i * beam, live = 0, ncand = 0;
+    double *next_score = dc->next_score;
+    Candidate *cand = dc->cand + (size_t)i * 2 * beam;
+    Ended *ended = dc->ended + (size_t)i * 2 * beam;
+    int *n_ended = &dc->n_ended[i];
+    for (int k = 0; k < beam; k++) {
+        int r = base + k;
+        if (s->score[r] == -INFINITY) continue;
+        real *z = s->logits + (size_t)r * V;
+        real lse = log_sum_exp(z, V);
+        for (int v = 0; v < V; v++) {
+            z[v] -= lse; /* log p */
+            if (v == TOK_PAD || v == TOK_BOS) continue;
+            keep_best(cand, &ncand, 2 * beam,
+                      (Candidate){.score = s->score[r] + z[v], .row = r, .token = v});
+        }
+    }
+    for (int c = 0; c < ncand && live < beam; c++) {
+        real logp = s->logits[(size_t)cand[c].row * V + cand[c].token];
+        if (cand[c].token == TOK_EOS) {
+            if (c < beam)
+                ended[(*n_ended)++] = (Ended){.step = t,
+                                              .row = cand[c].row,
+                                              .complete = 1,
+                                              .logprob = cand[c].score,
+                                              .score = cand[c].score / pow(t + 1, opt->len_norm),
+                                              .eos_prob = (real)exp(logp)};
+            continue;
+        }
+        size_t sel = (size_t)t * R + base + live;
+        s->sel_parent[sel] = cand[c].row;
+        s->sel_token[sel] = cand[c].token;
+        s->sel_prob[sel] = (real)exp(logp);
+        next_score[base + live++] = cand[c].score;
+    }
+    for (int k = live; k < beam; k++) { /* empty rows follow row 0 harmlessly */
+        size_t sel = (size_t)t * R + base + k;
+        s->sel_parent[sel] = base, s->sel_token[sel] = TOK_EOS, s->sel_prob[sel] = 0;
+        next_score[base + k] = -INFINITY;
+    }
+    int finished = *n_ended >= beam || live == 0;
+    if (!finished && t == L - 1) { /* out of steps: the open hypotheses end here */
+        for (int k = 0; k < live && *n_ended < 2 * beam; k++)
+            ended[(*n_ended)++] = (Ended){.step = L,
+                                          .row = base + k,
+                                          .complete = 0,
+                                          .logprob = next_score[base + k],
+                                          .score = next_score[base + k] / pow(L, opt->len_norm)};
+        finished = 1;
+    }
+    if (finished) {
+        dc->done[i] = 1;
+        return;
+    }
+    /* each new row continues from its parent's state and token */
+    for (int r = base; r < base + beam; r++) {
+        size_t sel = (size_t)t * R + r;
+        memcpy(s->s + (size_t)r * D, s->s_next + (size_t)s->sel_parent[sel] * D,
+               sizeof(real) * (size_t)D);
+        s->y_prev[r] = s->sel_token[sel];
+        s->score[r] = next_score[r];
+    }
+    embedding_forward(s->u + (size_t)base * d->emb, d->emb, s->y_prev + base, NULL,
+                      dc->m->w.tgt_emb, beam, d->emb);
+}
+
 int search_translate(Searcher *s, const Model *m, const int *const *src, const int *src_len, int n,
                      const SearchOptions *opt, Translation *out, Error *err) {
     const ModelDims *d = &m->dims;
@@ -166,134 +348,70 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
                              s->max_src);
         if (src_len[i] > S) S = src_len[i];
     }
-    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att, V = d->tgt_vocab;
-    int RW = D + K + E, R = n * beam;
+    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att, O = d->readout,
+        V = d->tgt_vocab, R = n * beam;
     memset(out, 0, sizeof *out * (size_t)n);
 
-    /* encode the padded sources once, then give every beam row its sentence's states */
+    /* encode the padded sources once; every beam row starts from its sentence's s_0 */
     int *padded = s->sel_token + (size_t)s->max_len * s->max_sentences * s->beam;
     memset(padded, 0, sizeof(int) * (size_t)n * S);
     for (int i = 0; i < n; i++) memcpy(padded + (size_t)i * S, src[i], sizeof(int) * src_len[i]);
     if (model_encode(m, &s->enc, padded, src_len, n, S, err)) return -1;
+    /* The context enters the model only through products: W c_t = sum_j alpha_tj (W h_j). So
+     * the context's columns of W_ih and W_o are applied once per source position, as one
+     * matrix product, instead of once per step and hypothesis (equal up to round-off). */
+    gemm(0, 1, n * S, 3 * D, K, s->enc.enc_h, K, w->dec_gru.w_ih + E, E + K, 0, s->ctx_gi, 3 * D);
+    gemm(0, 1, n * S, O, K, s->enc.enc_h, K, w->out_w_o + D, D + K + E, 0, s->ctx_ro, O);
     for (int r = 0; r < R; r++) {
         int i = r / beam;
-        memcpy(s->keys + (size_t)r * S * A, s->enc.keys + (size_t)i * S * A,
-               sizeof(real) * (size_t)S * A);
-        memcpy(s->enc_h + (size_t)r * S * K, s->enc.enc_h + (size_t)i * S * K,
-               sizeof(real) * (size_t)S * K);
         memcpy(s->s + (size_t)r * D, s->enc.dec_state + (size_t)i * D, sizeof(real) * (size_t)D);
         s->src_len[r] = src_len[i];
         s->y_prev[r] = TOK_BOS;
         s->score[r] = r % beam == 0 ? 0 : -INFINITY; /* one live hypothesis to start */
     }
+    embedding_forward(s->u, E, s->y_prev, NULL, w->tgt_emb, R, E);
 
-    Ended *ended = checked_calloc((size_t)n * 2 * beam, sizeof(Ended), "search results", err);
-    int *n_ended = checked_calloc((size_t)n, sizeof(int), "search results", err);
-    char *done = checked_calloc((size_t)n, 1, "search results", err);
-    Candidate *cand = checked_calloc((size_t)2 * beam, sizeof(Candidate), "search", err);
-    if (!ended || !n_ended || !done || !cand) {
-        free(ended), free(n_ended), free(done), free(cand);
+    Decode dc = {.s = s, .m = m, .opt = opt, .n = n, .beam = beam, .R = R, .S = S};
+    dc.ended = checked_calloc((size_t)n * 2 * beam, sizeof(Ended), "search results", err);
+    dc.n_ended = checked_calloc((size_t)n, sizeof(int), "search results", err);
+    dc.done = checked_calloc((size_t)n, 1, "search results", err);
+    dc.cand = checked_calloc((size_t)n * 2 * beam, sizeof(Candidate), "search", err);
+    dc.next_score = s->score + R;
+    if (!dc.ended || !dc.n_ended || !dc.done || !dc.cand) {
+        free(dc.ended), free(dc.n_ended), free(dc.done), free(dc.cand);
         return -1;
     }
-    double *next_score = s->score + R;
-    int remaining = n;
+    /* A step streams every decoder weight once. The threads share out each product by its
+     * output features (each streams its part of the weights, which stays in its core's cache
+     * across steps); the per-sentence work is shared out by sentences. */
+    double work =
+        (double)R * ((double)A * D + 3.0 * D * (D + E) + (double)O * (D + E) + (double)V * O);
+    int threads = work < 1 << 16 ? 1 : omp_get_max_threads(), remaining = n;
+#pragma omp parallel num_threads(threads)
     for (int t = 0; t < L && remaining > 0; t++) {
-        /* u_t = tgt_emb[y_{t-1}] and its input projection, then the shared decoder step */
-        embedding_forward(s->readout_in + D + K, RW, s->y_prev, NULL, w->tgt_emb, R, E);
-        linear_forward(s->gi, s->readout_in + D + K, RW, w->dec_gru.w_ih, E + K, w->dec_gru.b_ih, R,
-                       E, 3 * D);
-        DecoderStep st = {.s_prev = s->s,
-                          .s = s->s_next,
-                          .gi = s->gi,
-                          .cache = s->cache,
-                          .query = s->query,
-                          .hidden = s->hidden,
-                          .alpha = s->alpha,
-                          .energy = s->energy,
-                          .context = s->context};
-        decoder_step_forward(m, &st, s->keys, s->enc_h, s->src_len, s->scratch, R, S);
-        for (int r = 0; r < R; r++) {
-            memcpy(s->readout_in + (size_t)r * RW, s->s_next + (size_t)r * D,
-                   sizeof(real) * (size_t)D);
-            memcpy(s->readout_in + (size_t)r * RW + D, s->context + (size_t)r * K,
-                   sizeof(real) * (size_t)K);
-        }
-        readout_forward(m, s->logits, s->readout, s->readout_in, R);
-        memcpy(s->hist_alpha + (size_t)t * R * S, s->alpha, sizeof(real) * (size_t)R * S);
-        memcpy(s->hist_energy + (size_t)t * R * S, s->energy, sizeof(real) * (size_t)R * S);
-
-        for (int i = 0; i < n; i++) {
-            int base = i * beam, live = 0, ncand = 0;
-            for (int k = 0; k < beam; k++) next_score[base + k] = -INFINITY;
-            if (done[i]) continue;
-            for (int k = 0; k < beam; k++) {
-                int r = base + k;
-                if (s->score[r] == -INFINITY) continue;
-                real *z = s->logits + (size_t)r * V;
-                real lse = log_sum_exp(z, V);
-                for (int v = 0; v < V; v++) {
-                    z[v] -= lse; /* log p */
-                    if (v == TOK_PAD || v == TOK_BOS) continue;
-                    keep_best(cand, &ncand, 2 * beam,
-                              (Candidate){.score = s->score[r] + z[v], .row = r, .token = v});
-                }
-            }
-            for (int c = 0; c < ncand && live < beam; c++) {
-                real logp = s->logits[(size_t)cand[c].row * V + cand[c].token];
-                if (cand[c].token == TOK_EOS) {
-                    if (c < beam) {
-                        double score = cand[c].score / pow(t + 1, opt->len_norm);
-                        ended[(size_t)base * 2 + n_ended[i]++] =
-                            (Ended){.step = t,
-                                    .row = cand[c].row,
-                                    .complete = 1,
-                                    .logprob = cand[c].score,
-                                    .score = score,
-                                    .eos_prob = (real)exp(logp)};
-                    }
-                    continue;
-                }
-                size_t sel = (size_t)t * R + base + live;
-                s->sel_parent[sel] = cand[c].row;
-                s->sel_token[sel] = cand[c].token;
-                s->sel_prob[sel] = (real)exp(logp);
-                next_score[base + live++] = cand[c].score;
-            }
-            for (int k = live; k < beam; k++) { /* empty rows follow row 0 harmlessly */
-                size_t sel = (size_t)t * R + base + k;
-                s->sel_parent[sel] = base, s->sel_token[sel] = TOK_EOS, s->sel_prob[sel] = 0;
-            }
-            int finished = n_ended[i] >= beam || live == 0;
-            if (!finished && t == L - 1) { /* out of steps: the open hypotheses end here */
-                for (int k = 0; k < live && n_ended[i] < 2 * beam; k++)
-                    ended[(size_t)base * 2 + n_ended[i]++] =
-                        (Ended){.step = L,
-                                .row = base + k,
-                                .complete = 0,
-                                .logprob = next_score[base + k],
-                                .score = next_score[base + k] / pow(L, opt->len_norm)};
-                finished = 1;
-            }
-            if (finished) {
-                done[i] = 1;
-                remaining--;
-                for (int k = 0; k < beam; k++) next_score[base + k] = -INFINITY;
-            }
-        }
-        /* each new row continues from its parent's state and token */
-        for (int r = 0; r < R; r++) {
-            size_t sel = (size_t)t * R + r;
-            memcpy(s->s + (size_t)r * D, s->s_next + (size_t)s->sel_parent[sel] * D,
-                   sizeof(real) * (size_t)D);
-            s->y_prev[r] = s->sel_token[sel];
-            s->score[r] = next_score[r];
+        step_inputs(&dc);
+#pragma omp barrier
+#pragma omp for schedule(static)
+        for (int i = 0; i < n; i++)
+            if (!dc.done[i]) step_attend(&dc, i, t);
+        step_readout(&dc);
+#pragma omp barrier
+        step_logits(&dc);
+#pragma omp barrier
+#pragma omp for schedule(static)
+        for (int i = 0; i < n; i++)
+            if (!dc.done[i]) step_select(&dc, i, t);
+#pragma omp single
+        {
+            remaining = 0;
+            for (int i = 0; i < n; i++) remaining += !dc.done[i];
         }
     }
 
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
-        int count = n_ended[i];
-        Ended *mine = ended + (size_t)i * 2 * beam;
+        int count = dc.n_ended[i];
+        Ended *mine = dc.ended + (size_t)i * 2 * beam;
         qsort(mine, (size_t)count, sizeof *mine, compare_ended);
         int keep = count < opt->nbest ? count : opt->nbest;
         out[i].hyps = checked_calloc((size_t)keep + 1, sizeof(Hypothesis), "translations", err);
@@ -306,7 +424,7 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
             rc = backtrack(s, &mine[h], R, S, src_len[i], &out[i].hyps[h], err);
         }
     }
-    free(ended), free(n_ended), free(done), free(cand);
+    free(dc.ended), free(dc.n_ended), free(dc.done), free(dc.cand);
     if (rc)
         for (int i = 0; i < n; i++) translation_free(&out[i]);
     return rc;

@@ -43,14 +43,16 @@ void translation_free(Translation *t);
 
 typedef struct {
     int max_sentences, max_src, beam, max_len;
-    Acts enc; /* encoder activations */
-    real *block;
+    Acts enc;    /* encoder activations */
+    real *block; /* every real array below, 64-byte aligned */
+    void *block_alloc;
     int *int_block;
+    /* per sentence: the source states projected by the context's columns of W_ih and W_o */
+    real *ctx_gi, *ctx_ro;
     /* per row (max_sentences * beam) */
-    real *keys, *enc_h;
     int *src_len, *y_prev;
-    real *s, *s_next, *gi, *cache, *scratch, *query, *hidden, *alpha, *energy, *context;
-    real *readout_in, *readout, *logits;
+    real *u, *s, *s_next, *gi, *gh, *cache, *query, *hidden, *alpha, *energy, *context;
+    real *readout, *logits;
     double *score; /* cumulative log-probability of each row's hypothesis */
     /* history, [max_len][rows] */
     int *sel_parent, *sel_token;
