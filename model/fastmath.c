@@ -92,6 +92,20 @@ VECTOR_CLONES real vec_sum_exp(const real *x, size_t n, real shift) {
     return sum;
 }
 
+VECTOR_CLONES real vec_max(const real *x, size_t n) {
+    /* 16 running maxima, as vec_sum_exp's sums; x > m keeps a NaN out, as the scalar loop */
+    float part[16];
+    for (int j = 0; j < 16; j++) part[j] = x[0];
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+#pragma omp simd
+        for (int j = 0; j < 16; j++) part[j] = x[i + j] > part[j] ? x[i + j] : part[j];
+    for (int j = 0; i < n; i++, j++) part[j] = x[i] > part[j] ? x[i] : part[j];
+    float top = part[0];
+    for (int j = 1; j < 16; j++) top = part[j] > top ? part[j] : top;
+    return top;
+}
+
 #else /* double build: libm, exactly */
 
 void vec_tanh(real *x, size_t n) {
@@ -104,6 +118,13 @@ void vec_sigmoid(real *x, size_t n) {
 
 void vec_exp(real *y, const real *x, size_t n, real shift, real scale) {
     for (size_t i = 0; i < n; i++) y[i] = scale * exp(x[i] - shift);
+}
+
+real vec_max(const real *x, size_t n) {
+    real top = x[0];
+    for (size_t i = 1; i < n; i++)
+        if (x[i] > top) top = x[i];
+    return top;
 }
 
 real vec_sum_exp(const real *x, size_t n, real shift) {

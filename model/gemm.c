@@ -664,7 +664,7 @@ static const Isa isa_avx512 = {.name = "avx512",
                                .kernel_t = kernel_t_avx512,
                                .gemv_n = gemv_n_avx512,
                                .dot = dot_avx512,
-                               .dot_max_m = 4,
+                               .dot_max_m = 16,
                                .pack = pack_avx512};
 #endif /* GEMM_X86 */
 

@@ -18,9 +18,7 @@ void softmax_inplace(real *x, int n) {
 }
 
 real log_sum_exp(const real *x, int n) {
-    real max = x[0];
-    for (int i = 1; i < n; i++)
-        if (x[i] > max) max = x[i];
+    real max = vec_max(x, (size_t)n);
     return max + log(vec_sum_exp(x, (size_t)n, max));
 }
 

@@ -102,7 +102,8 @@ typedef struct {
 } Ended;
 
 typedef struct {
-    double score;
+    double score; /* the hypothesis' log-probability with this token */
+    real logp;    /* the token's own */
     int row, token;
 } Candidate;
 
@@ -164,6 +165,10 @@ typedef struct {
     int *n_ended;    /* [n] */
     char *done;      /* [n] */
     Candidate *cand; /* [n][2*beam] */
+    Candidate *best; /* [threads][R][2*beam]: each thread's best tokens of its vocabulary share */
+    int *n_best;     /* [threads][R] */
+    real *part_lse;  /* [threads][R]: log-sum-exp of each thread's share */
+    int threads;
     double *next_score;
 } Decode;
 
@@ -246,14 +251,40 @@ static void step_readout(const Decode *dc) {
     for (int r = 0; r < R && lo < hi; r++) tanh_forward(s->readout + (size_t)r * O + lo, hi - lo);
 }
 
+/* Each thread computes its share of the logits and, while they are in its cache, reduces them
+ * for step_select: their log-sum-exp and, per row, its 2*beam best tokens (by logit, which
+ * within a row ranks as log p does). */
 static void step_logits(const Decode *dc) {
     const ModelDims *d = &dc->m->dims;
     const Weights *w = &dc->m->w;
     Searcher *s = dc->s;
-    int O = d->readout, V = d->tgt_vocab, R = dc->R, lo, hi;
+    int O = d->readout, V = d->tgt_vocab, R = dc->R, cap = 2 * dc->beam, lo, hi;
+    int t = omp_get_thread_num();
     feature_share(V, &lo, &hi);
     product_part(s->logits, V, s->readout, O, w->out_w, O, R, O, lo, hi, 0);
     bias_part(s->logits, V, w->out_b, R, lo, hi);
+    for (int r = 0; r < R; r++) {
+        size_t at = (size_t)t * R + r;
+        Candidate *best = dc->best + at * cap;
+        int n = 0;
+        const real *z = s->logits + (size_t)r * V;
+        dc->part_lse[at] = lo < hi ? log_sum_exp(z + lo, hi - lo) : -INFINITY;
+        for (int v = lo; v < hi; v++)
+            if (v != TOK_PAD && v != TOK_BOS)
+                keep_best(best, &n, cap, (Candidate){.score = z[v], .row = r, .token = v});
+        dc->n_best[at] = n;
+    }
+}
+
+/* log p of row r's token v, from the threads' partial sums. */
+static real row_lse(const Decode *dc, int r) {
+    real top = -INFINITY, sum = 0;
+    for (int t = 0; t < dc->threads; t++) {
+        real x = dc->part_lse[(size_t)t * dc->R + r];
+        if (x > top) top = x;
+    }
+    for (int t = 0; t < dc->threads; t++) sum += exp(dc->part_lse[(size_t)t * dc->R + r] - top);
+    return top + log(sum);
 }
 
 /* Sentence i's choice at step t: the beam best continuations of its live rows become its rows
@@ -263,26 +294,29 @@ static void step_select(const Decode *dc, int i, int t) {
     const ModelDims *d = &dc->m->dims;
     Searcher *s = dc->s;
     const SearchOptions *opt = dc->opt;
-    int beam = dc->beam, R = dc->R, L = opt->max_len, V = d->tgt_vocab, D = d->dec_hidden;
-    int base = i * beam, live = 0, ncand = 0;
+    int beam = dc->beam, R = dc->R, L = opt->max_len, D = d->dec_hidden;
+    int base = i * beam, live = 0, ncand = 0, cap = 2 * beam;
     double *next_score = dc->next_score;
-    Candidate *cand = dc->cand + (size_t)i * 2 * beam;
-    Ended *ended = dc->ended + (size_t)i * 2 * beam;
+    Candidate *cand = dc->cand + (size_t)i * cap;
+    Ended *ended = dc->ended + (size_t)i * cap;
     int *n_ended = &dc->n_ended[i];
+    /* rows, threads and each thread's tokens in order: ties go to the earlier row and token */
     for (int k = 0; k < beam; k++) {
         int r = base + k;
         if (s->score[r] == -INFINITY) continue;
-        real *z = s->logits + (size_t)r * V;
-        real lse = log_sum_exp(z, V);
-        for (int v = 0; v < V; v++) {
-            z[v] -= lse; /* log p */
-            if (v == TOK_PAD || v == TOK_BOS) continue;
-            keep_best(cand, &ncand, 2 * beam,
-                      (Candidate){.score = s->score[r] + z[v], .row = r, .token = v});
+        real lse = row_lse(dc, r);
+        for (int t = 0; t < dc->threads; t++) {
+            size_t at = (size_t)t * R + r;
+            for (int c = 0; c < dc->n_best[at]; c++) {
+                Candidate b = dc->best[at * cap + c];
+                b.logp = (real)b.score - lse;
+                b.score = s->score[r] + b.logp;
+                keep_best(cand, &ncand, cap, b);
+            }
         }
     }
     for (int c = 0; c < ncand && live < beam; c++) {
-        real logp = s->logits[(size_t)cand[c].row * V + cand[c].token];
+        real logp = cand[c].logp;
         if (cand[c].token == TOK_EOS) {
             if (c < beam)
                 ended[(*n_ended)++] = (Ended){.step = t,
@@ -371,44 +405,50 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
     }
     embedding_forward(s->u, E, s->y_prev, NULL, w->tgt_emb, R, E);
 
-    Decode dc = {.s = s, .m = m, .opt = opt, .n = n, .beam = beam, .R = R, .S = S};
-    dc.ended = checked_calloc((size_t)n * 2 * beam, sizeof(Ended), "search results", err);
-    dc.n_ended = checked_calloc((size_t)n, sizeof(int), "search results", err);
-    dc.done = checked_calloc((size_t)n, 1, "search results", err);
-    dc.cand = checked_calloc((size_t)n * 2 * beam, sizeof(Candidate), "search", err);
-    dc.next_score = s->score + R;
-    if (!dc.ended || !dc.n_ended || !dc.done || !dc.cand) {
-        free(dc.ended), free(dc.n_ended), free(dc.done), free(dc.cand);
-        return -1;
-    }
     /* A step streams every decoder weight once. The threads share out each product by its
      * output features (each streams its part of the weights, which stays in its core's cache
      * across steps); the per-sentence work is shared out by sentences. */
     double work =
         (double)R * ((double)A * D + 3.0 * D * (D + E) + (double)O * (D + E) + (double)V * O);
-    int threads = work < 1 << 16 ? 1 : omp_get_max_threads(), remaining = n;
-#pragma omp parallel num_threads(threads)
-    for (int t = 0; t < L && remaining > 0; t++) {
-        step_inputs(&dc);
-#pragma omp barrier
-#pragma omp for schedule(static)
-        for (int i = 0; i < n; i++)
-            if (!dc.done[i]) step_attend(&dc, i, t);
-        step_readout(&dc);
-#pragma omp barrier
-        step_logits(&dc);
-#pragma omp barrier
-#pragma omp for schedule(static)
-        for (int i = 0; i < n; i++)
-            if (!dc.done[i]) step_select(&dc, i, t);
+    int threads = work < 1 << 16 ? 1 : omp_get_max_threads(), remaining = n, cap = 2 * beam;
+    Decode dc = {.s = s, .m = m, .opt = opt, .n = n, .beam = beam, .R = R, .S = S};
+    dc.ended = checked_calloc((size_t)n * cap, sizeof(Ended), "search results", err);
+    dc.n_ended = checked_calloc((size_t)n, sizeof(int), "search results", err);
+    dc.done = checked_calloc((size_t)n, 1, "search results", err);
+    dc.cand = checked_calloc((size_t)n * cap, sizeof(Candidate), "search", err);
+    dc.best = checked_calloc((size_t)threads * R * cap, sizeof(Candidate), "search", err);
+    dc.n_best = checked_calloc((size_t)threads * R, sizeof(int), "search", err);
+    dc.part_lse = checked_calloc((size_t)threads * R, sizeof(real), "search", err);
+    dc.next_score = s->score + R;
+    int rc =
+        !dc.ended || !dc.n_ended || !dc.done || !dc.cand || !dc.best || !dc.n_best || !dc.part_lse
+            ? -1
+            : 0;
+#pragma omp parallel num_threads(threads) if (rc == 0)
+    {
 #pragma omp single
-        {
-            remaining = 0;
-            for (int i = 0; i < n; i++) remaining += !dc.done[i];
+        dc.threads = omp_get_num_threads();
+        for (int t = 0; t < L && remaining > 0 && rc == 0; t++) {
+            step_inputs(&dc);
+#pragma omp barrier
+#pragma omp for schedule(static)
+            for (int i = 0; i < n; i++)
+                if (!dc.done[i]) step_attend(&dc, i, t);
+            step_readout(&dc);
+#pragma omp barrier
+            step_logits(&dc);
+#pragma omp barrier
+#pragma omp for schedule(static)
+            for (int i = 0; i < n; i++)
+                if (!dc.done[i]) step_select(&dc, i, t);
+#pragma omp single
+            {
+                remaining = 0;
+                for (int i = 0; i < n; i++) remaining += !dc.done[i];
+            }
         }
     }
 
-    int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         int count = dc.n_ended[i];
         Ended *mine = dc.ended + (size_t)i * 2 * beam;
@@ -425,6 +465,7 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
         }
     }
     free(dc.ended), free(dc.n_ended), free(dc.done), free(dc.cand);
+    free(dc.best), free(dc.n_best), free(dc.part_lse);
     if (rc)
         for (int i = 0; i < n; i++) translation_free(&out[i]);
     return rc;
