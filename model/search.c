@@ -269,9 +269,12 @@ static void step_logits(const Decode *dc) {
         int n = 0;
         const real *z = s->logits + (size_t)r * V;
         dc->part_lse[at] = lo < hi ? log_sum_exp(z + lo, hi - lo) : -INFINITY;
-        for (int v = lo; v < hi; v++)
-            if (v != TOK_PAD && v != TOK_BOS)
-                keep_best(best, &n, cap, (Candidate){.score = z[v], .row = r, .token = v});
+        real floor = -INFINITY; /* once the list is full: the logit to beat */
+        for (int v = lo; v < hi; v++) {
+            if ((n == cap && !(z[v] > floor)) || v == TOK_PAD || v == TOK_BOS) continue;
+            keep_best(best, &n, cap, (Candidate){.score = z[v], .row = r, .token = v});
+            if (n == cap) floor = (real)best[cap - 1].score;
+        }
         dc->n_best[at] = n;
     }
 }

@@ -140,7 +140,7 @@ static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
         {&a->o_keep, T * B * O},
         {&a->lse, T * B},
         {&a->d_readout, T * B * O},
-        {&a->scratch, B * 3 * N},
+        {&a->scratch, 2 * B * 3 * N}, /* one half per encoder direction */
     };
     /* Two groups that are never live at the same time share one region: the output layer's
      * chunk buffers, used by the output layer (in model_forward, or at the start of
@@ -229,14 +229,18 @@ void acts_free(Acts *a) {
     memset(a, 0, sizeof *a);
 }
 
-/* The batch rows [*first, *first + *count) of the calling thread. Sentences are independent,
- * so in the recurrences each thread carries its own rows through every time step and the
- * threads never wait for each other inside the time loop; products over all rows and steps
- * (input projections, weight gradients) stay outside, parallel over their own tiles. */
+/* Part `part` of `parts` of B batch rows: [*first, *first + *count). */
+static void share_rows(int B, int part, int parts, int *first, int *count) {
+    *first = (int)((long)B * part / parts);
+    *count = (int)((long)B * (part + 1) / parts) - *first;
+}
+
+/* The batch rows of the calling thread. Sentences are independent, so in the recurrences each
+ * thread carries its own rows through every time step and the threads never wait for each
+ * other inside the time loop; products over all rows and steps (input projections, weight
+ * gradients) stay outside, parallel over their own tiles. */
 static void thread_rows(int B, int *first, int *count) {
-    int threads = omp_get_num_threads(), t = omp_get_thread_num();
-    *first = (int)((long)B * t / threads);
-    *count = (int)((long)B * (t + 1) / threads) - *first;
+    share_rows(B, omp_get_thread_num(), omp_get_num_threads(), first, count);
 }
 
 /* ---- encoder ------------------------------------------------------------------------ */
@@ -264,19 +268,24 @@ static void encoder_forward(const Model *m, Acts *a, int B, int S) {
         memset(state_slot(a->enc_state[dir], dir == 0 ? 0 : S, B, H), 0,
                sizeof(real) * (size_t)B * H);
     }
+    /* With two directions and an even team, each half of the team runs one direction: a
+     * thread then streams one W_hh only, and a single sentence keeps two cores busy. */
 #pragma omp parallel
     {
+        int threads = omp_get_num_threads(), t = omp_get_thread_num();
+        int halves = dirs == 2 && threads % 2 == 0 ? 2 : 1, per_half = threads / halves;
         int b0, nb;
-        thread_rows(B, &b0, &nb);
+        share_rows(B, t % per_half, per_half, &b0, &nb);
         for (int dir = 0; dir < dirs && nb > 0; dir++) {
+            if (halves == 2 && dir != t / per_half) continue;
             const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
-            real *states = a->enc_state[dir];
+            real *states = a->enc_state[dir], *scratch = a->scratch + (size_t)dir * B * 3 * H;
             for (int step = 0; step < S; step++) {
                 int i = dir == 0 ? step : S - 1 - step;
                 int from = dir == 0 ? i : i + 1, to = dir == 0 ? i + 1 : i;
                 size_t row = (size_t)i * B + b0; /* row (i, b0) of [S*B, ...] */
                 gru_step_forward(state_slot(states, to, B, H) + (size_t)b0 * H,
-                                 a->enc_cache[dir] + row * 4 * H, a->scratch + (size_t)b0 * 3 * H,
+                                 a->enc_cache[dir] + row * 4 * H, scratch + (size_t)b0 * 3 * H,
                                  a->enc_gi[dir] + row * 3 * H,
                                  state_slot(states, from, B, H) + (size_t)b0 * H, gw->w_hh,
                                  gw->b_hh, a->src_len + b0, i, nb, H);

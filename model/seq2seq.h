@@ -154,7 +154,8 @@ typedef struct {
     real *carry;        /* [B, max(H,D)] gradient flowing to the previous state */
     real *d_state;      /* [B, max(H,D)] gradient of the current state */
     real *d_context;    /* [B, K] */
-    real *scratch;      /* [B, 3*max(H,D)] the forward recurrences' GRU scratch (not shared) */
+    real *scratch;      /* [2, B, 3*max(H,D)] the forward recurrences' GRU scratch, one per
+                           encoder direction (not shared) */
     real *block;        /* the single allocation behind every real array above */
     int *int_block;
 } Acts;

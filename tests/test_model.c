@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "model/fdcheck.h"
+#include "model/search.h"
 #include "suites.h"
 
 static const ModelDims TINY = {.src_vocab = 11,
@@ -357,6 +358,94 @@ START_TEST(thread_count_changes_results_only_by_round_off) {
 }
 END_TEST
 
+/* Decoding shares its work among threads and across sentences differently from training: the
+ * hypotheses must not depend on the thread count or on which sentences are decoded together,
+ * and a hypothesis' log-probability must be the one teacher forcing gives its tokens. */
+START_TEST(search_agrees_across_threads_batches_and_forcing) {
+    ModelDims dims = {.src_vocab = 300,
+                      .tgt_vocab = 400,
+                      .emb = 32,
+                      .enc_hidden = 48,
+                      .bidirectional = 1,
+                      .dec_hidden = 64,
+                      .att = 40,
+                      .readout = 56};
+    enum { N = 4, S = 12, BEAM = 3, L = 15 };
+    Model m;
+    Searcher searcher;
+    Error err;
+    ck_assert_msg(model_init(&m, &dims, &err) == 0, "%s", err.msg);
+    params_init(m.params, &m.table, 21);
+    ck_assert_msg(search_init(&searcher, &dims, N, S, BEAM, L, &err) == 0, "%s", err.msg);
+    int ids[N][S], lens[N];
+    const int *src[N];
+    Rng rng;
+    rng_seed(&rng, 5, 0);
+    for (int i = 0; i < N; i++) {
+        lens[i] = 5 + 2 * i;
+        for (int j = 0; j < lens[i]; j++)
+            ids[i][j] = j == lens[i] - 1 ? TOK_EOS : 4 + (int)rng_below(&rng, dims.src_vocab - 4);
+        src[i] = ids[i];
+    }
+    SearchOptions opt = {.beam = BEAM, .nbest = BEAM, .max_len = L, .len_norm = 1};
+    int saved = omp_get_max_threads();
+    Translation runs[4][N]; /* 1 thread, 2 threads twice, 2 threads one sentence at a time */
+    const int threads[4] = {1, 2, 2, 2};
+    for (int run = 0; run < 4; run++) {
+        omp_set_num_threads(threads[run]);
+        if (run < 3)
+            ck_assert_msg(search_translate(&searcher, &m, src, lens, N, &opt, runs[run], &err) == 0,
+                          "%s", err.msg);
+        else
+            for (int i = 0; i < N; i++)
+                ck_assert_msg(search_translate(&searcher, &m, src + i, lens + i, 1, &opt,
+                                               &runs[run][i], &err) == 0,
+                              "%s", err.msg);
+    }
+    omp_set_num_threads(saved);
+    for (int i = 0; i < N; i++) {
+        const Translation *ref = &runs[1][i];
+        ck_assert_int_ge(ref->count, 1);
+        for (int run = 0; run < 4; run++) {
+            const Translation *tr = &runs[run][i];
+            ck_assert_int_eq(tr->count, ref->count);
+            for (int h = 0; h < ref->count; h++) {
+                const Hypothesis *a = &tr->hyps[h], *b = &ref->hyps[h];
+                ck_assert_int_eq(a->len, b->len);
+                ck_assert_int_eq(a->complete, b->complete);
+                ck_assert(memcmp(a->tokens, b->tokens, sizeof(int) * (size_t)a->len) == 0);
+                ck_assert_double_eq_tol(a->logprob, b->logprob, 1e-4 * fabs(b->logprob) + 1e-6);
+                if (run == 2) /* the same thread count: the same bits */
+                    ck_assert(memcmp(a->alpha, b->alpha,
+                                     sizeof(real) * (size_t)a->rows * a->src_len) == 0);
+            }
+        }
+        /* teacher forcing the best hypothesis: loss * tokens = -logprob */
+        const Hypothesis *h = &ref->hyps[0];
+        int T = h->len + h->complete, block[2 * S + 4 * L];
+        ck_assert_int_le(batch_block_ints(1, lens[i], T), sizeof block / sizeof block[0]);
+        BatchArrays ba = batch_arrays(block, 1, lens[i], T);
+        memcpy(ba.src, ids[i], sizeof(int) * (size_t)lens[i]);
+        ba.src_len[0] = lens[i], ba.tgt_len[0] = T;
+        for (int t = 0; t < T; t++) {
+            ba.tgt_in[t] = t == 0 ? TOK_BOS : h->tokens[t - 1];
+            ba.tgt_out[t] = t < h->len ? h->tokens[t] : TOK_EOS;
+        }
+        Acts acts;
+        ck_assert_msg(acts_init(&acts, &dims, 1, lens[i], T, &err) == 0, "%s", err.msg);
+        ForwardOptions fo = {0};
+        double loss;
+        ck_assert_msg(model_forward(&m, &acts, &ba.batch, &fo, &loss, &err) == 0, "%s", err.msg);
+        ck_assert_double_eq_tol(-loss * T, h->logprob, 1e-4 * fabs(h->logprob) + 1e-5);
+        acts_free(&acts);
+    }
+    for (int run = 0; run < 4; run++)
+        for (int i = 0; i < N; i++) translation_free(&runs[run][i]);
+    search_free(&searcher);
+    model_free(&m);
+}
+END_TEST
+
 START_TEST(bad_batches_are_rejected) {
     Fixture f;
     fixture_make(&f, &TINY, 2, 4, 3, 1);
@@ -390,6 +479,7 @@ Suite *model_suite(void) {
     tcase_add_test(tc, attention_rows_sum_to_one_and_skip_padding);
     tcase_add_test(tc, initialisation_is_seeded);
     tcase_add_test(tc, thread_count_changes_results_only_by_round_off);
+    tcase_add_test(tc, search_agrees_across_threads_batches_and_forcing);
     tcase_add_test(tc, bad_batches_are_rejected);
     suite_add_tcase(s, tc);
     return s;
