@@ -106,6 +106,20 @@ VECTOR_CLONES real vec_max(const real *x, size_t n) {
     return top;
 }
 
+VECTOR_CLONES real vec_dot(const real *x, const real *y, size_t n) {
+    /* 16 partial sums in a fixed pattern, as vec_sum_exp: one chain would wait on the latency
+     * of every multiply-add in turn */
+    float part[16] = {0};
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+#pragma omp simd
+        for (int j = 0; j < 16; j++) part[j] += x[i + j] * y[i + j];
+    for (int j = 0; i < n; i++, j++) part[j] += x[i] * y[i];
+    float sum = 0;
+    for (int j = 0; j < 16; j++) sum += part[j];
+    return sum;
+}
+
 #else /* double build: libm, exactly */
 
 void vec_tanh(real *x, size_t n) {
@@ -118,6 +132,12 @@ void vec_sigmoid(real *x, size_t n) {
 
 void vec_exp(real *y, const real *x, size_t n, real shift, real scale) {
     for (size_t i = 0; i < n; i++) y[i] = scale * exp(x[i] - shift);
+}
+
+real vec_dot(const real *x, const real *y, size_t n) {
+    real sum = 0;
+    for (size_t i = 0; i < n; i++) sum += x[i] * y[i];
+    return sum;
 }
 
 real vec_max(const real *x, size_t n) {
