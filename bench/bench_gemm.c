@@ -5,7 +5,9 @@
  * `make bench` runs it after the model benchmark (bin/bench_gemm -q). Options: `-q` quick (shorter
  * timing), `-t SECONDS` minimum timing per measurement, `-1` one thread only. Timings are the best
  * of repeated batches, which filters out some of the noise of a shared machine (but not all: check
- * the FMA peak line, measured the same way).
+ * the FMA peak line, measured the same way). For few rows (decoding) the product streams B,
+ * the weights, once per call: the speed it does that at, from L2 or from L3 by the size of B,
+ * is printed too (weights GB/s), as it bounds decoding one sentence at a time.
  */
 #include <omp.h>
 #include <stdio.h>
@@ -39,7 +41,9 @@ static const Shape shapes[] = {
     {32, 384, 128, 0, 1, "recurrent step fwd (toy)"},
     {32, 384, 128, 0, 0, "recurrent step bwd (toy)"},
     {384, 128, 384, 1, 0, "weight grad (toy)"},
+    {1, 1000, 128, 0, 1, "decoding output (toy)"},
     {1, 8000, 256, 0, 1, "decoding output layer"},
+    {1, 14336, 256, 0, 1, "all medium decoder weights"},
     {1, 1536, 512, 0, 1, "decoding recurrent step"},
     {5, 8000, 256, 0, 1, "beam-5 decoding output"},
     {5, 1536, 512, 0, 1, "beam-5 decoding recurrent"},
@@ -89,8 +93,10 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const Shape *s = &shapes[i];
         size_t na = (size_t)s->M * s->K, nb = (size_t)s->K * s->N, nc = (size_t)s->M * s->N;
-        real *A = malloc(sizeof(real) * na), *B = malloc(sizeof(real) * nb),
-             *C = malloc(sizeof(real) * nc);
+        /* aligned as the model's parameters are */
+        real *A = aligned_alloc(64, (sizeof(real) * na + 63) / 64 * 64),
+             *B = aligned_alloc(64, (sizeof(real) * nb + 63) / 64 * 64),
+             *C = aligned_alloc(64, (sizeof(real) * nc + 63) / 64 * 64);
         if (!A || !B || !C) {
             fprintf(stderr, "out of memory\n");
             return 1;
@@ -104,6 +110,11 @@ int main(int argc, char **argv) {
         printf("%-28s %5d %5d %5d  %c%c  %9.1f %9.1f", s->what, s->M, s->N, s->K, s->ta ? 'T' : 'N',
                s->tb ? 'T' : 'N', flops / t[0] / 1e9, t[0] * 1e6);
         if (max_threads > 1) printf("  %9.1f %9.1f", flops / t[1] / 1e9, t[1] * 1e6);
+        if (s->M <= 16) {
+            double bytes = sizeof(real) * (double)nb;
+            printf("   weights GB/s: %.0f", bytes / t[0] / 1e9);
+            if (max_threads > 1) printf(" / %.0f", bytes / t[1] / 1e9);
+        }
         printf("\n");
         fflush(stdout);
         free(A), free(B), free(C);
