@@ -23,37 +23,90 @@ static void sentence_hidden(real *hid_b, const real *q, const real *keys_b, int 
 
 void attention_hidden(real *hidden, const real *query, const real *keys, const int *src_len, int B,
                       int S, int A) {
-#pragma omp parallel for schedule(static) if ((long)B * S * A > 8192)
-    for (int b = 0; b < B; b++)
-        sentence_hidden(hidden + (size_t)b * S * A, query + (size_t)b * A, keys + (size_t)b * S * A,
-                        src_len[b], S, A);
+    if (worth_parallel((double)B * S * A, 8192)) {
+#pragma omp parallel for schedule(static)
+        for (int b = 0; b < B; b++)
+            sentence_hidden(hidden + (size_t)b * S * A, query + (size_t)b * A,
+                            keys + (size_t)b * S * A, src_len[b], S, A);
+    } else {
+        for (int b = 0; b < B; b++)
+            sentence_hidden(hidden + (size_t)b * S * A, query + (size_t)b * A,
+                            keys + (size_t)b * S * A, src_len[b], S, A);
+    }
+}
+
+/* Sentence b of attention_forward. */
+static void sentence_forward(real *context, real *alpha, real *energy, real *hidden,
+                             const real *query, const real *keys, const real *enc_h,
+                             const int *src_len, const real *v, int b, int S, int A, int K) {
+    real *a = alpha + (size_t)b * S, *c = context + (size_t)b * K;
+    int L = src_len[b];
+    /* hidden_i = tanh(q + k_i) */
+    real *hid_b = hidden + (size_t)b * S * A;
+    sentence_hidden(hid_b, query + (size_t)b * A, keys + (size_t)b * S * A, L, S, A);
+    for (int i = 0; i < L; i++) a[i] = vec_dot(v, hid_b + (size_t)i * A, (size_t)A);
+    if (energy)
+        for (int i = 0; i < S; i++) energy[(size_t)b * S + i] = i < L ? a[i] : -INFINITY;
+    /* softmax over the sentence's own positions only; padding gets exactly 0 */
+    softmax_inplace(a, L);
+    for (int i = L; i < S; i++) a[i] = 0;
+    memset(c, 0, sizeof(real) * (size_t)K);
+    for (int i = 0; i < L; i++) {
+        const real *h = enc_h + ((size_t)b * S + i) * K;
+        for (int j = 0; j < K; j++) c[j] += a[i] * h[j];
+    }
 }
 
 void attention_forward(real *context, real *alpha, real *energy, real *hidden, const real *query,
                        const real *keys, const real *enc_h, const int *src_len, const real *v,
                        int B, int S, int A, int K) {
-#pragma omp parallel for schedule(static) if ((long)B * S * A > 8192)
-    for (int b = 0; b < B; b++) {
-        real *a = alpha + (size_t)b * S, *c = context + (size_t)b * K;
-        int L = src_len[b];
-        /* hidden_i = tanh(q + k_i) */
-        real *hid_b = hidden + (size_t)b * S * A;
-        sentence_hidden(hid_b, query + (size_t)b * A, keys + (size_t)b * S * A, L, S, A);
-        for (int i = 0; i < L; i++) {
-            const real *hid = hid_b + (size_t)i * A;
-            real e = 0;
-            for (int j = 0; j < A; j++) e += v[j] * hid[j];
-            a[i] = e;
+    if (worth_parallel((double)B * S * A, 8192)) {
+#pragma omp parallel for schedule(static)
+        for (int b = 0; b < B; b++)
+            sentence_forward(context, alpha, energy, hidden, query, keys, enc_h, src_len, v, b, S,
+                             A, K);
+    } else {
+        for (int b = 0; b < B; b++)
+            sentence_forward(context, alpha, energy, hidden, query, keys, enc_h, src_len, v, b, S,
+                             A, K);
+    }
+}
+
+/* Sentence b of attention_backward. */
+static void sentence_backward(real *dquery, real *denergy, real *dkeys, real *denc_h, real *dv,
+                              const real *dcontext, const real *alpha, const real *hidden,
+                              const real *enc_h, const int *src_len, const real *v, int b, int S,
+                              int A, int K) {
+    const real *dc = dcontext + (size_t)b * K, *a = alpha + (size_t)b * S;
+    real *dq = dquery + (size_t)b * A, *de = denergy + (size_t)b * S, *dv_b = dv + (size_t)b * A;
+    int L = src_len[b];
+    /* forward was c = sum_i alpha_i h_i: dalpha_i = dc . h_i, dh_i += alpha_i dc;
+     * de_i stores dalpha_i for now */
+    real weighted = 0; /* sum_i alpha_i dalpha_i */
+    for (int i = 0; i < L; i++) {
+        const real *h = enc_h + ((size_t)b * S + i) * K;
+        real *dh = denc_h + ((size_t)b * S + i) * K;
+        de[i] = vec_dot(dc, h, (size_t)K);
+        for (int j = 0; j < K; j++) dh[j] += a[i] * dc[j];
+        weighted += a[i] * de[i];
+    }
+    memset(dq, 0, sizeof(real) * (size_t)A);
+    for (int i = 0; i < S; i++) {
+        if (i >= L) {
+            de[i] = 0;
+            continue;
         }
-        if (energy)
-            for (int i = 0; i < S; i++) energy[(size_t)b * S + i] = i < L ? a[i] : -INFINITY;
-        /* softmax over the sentence's own positions only; padding gets exactly 0 */
-        softmax_inplace(a, L);
-        for (int i = L; i < S; i++) a[i] = 0;
-        memset(c, 0, sizeof(real) * (size_t)K);
-        for (int i = 0; i < L; i++) {
-            const real *h = enc_h + ((size_t)b * S + i) * K;
-            for (int j = 0; j < K; j++) c[j] += a[i] * h[j];
+        /* alpha = softmax(e): de_i = alpha_i (dalpha_i - sum_j alpha_j dalpha_j) */
+        de[i] = a[i] * (de[i] - weighted);
+        /* e_i = v . hidden_i, hidden_i = tanh(q + k_i): dv += de_i hidden_i and
+         * d(q + k_i) = de_i * v * (1 - hidden_i^2) */
+        const real *hid = hidden + ((size_t)b * S + i) * A;
+        real *dk = dkeys + ((size_t)b * S + i) * A;
+        for (int j = 0; j < A; j++) {
+            real dpre = de[i] * v[j] * (1 - hid[j] * hid[j]);
+            dv_b[j] += de[i] * hid[j];
+            dq[j] += dpre;
+            dk[j] += dpre;
         }
     }
 }
@@ -62,44 +115,14 @@ void attention_backward(real *dquery, real *denergy, real *dkeys, real *denc_h, 
                         const real *dcontext, const real *alpha, const real *hidden,
                         const real *enc_h, const int *src_len, const real *v, int B, int S, int A,
                         int K) {
-#pragma omp parallel for schedule(static) if ((long)B * S * A > 8192)
-    for (int b = 0; b < B; b++) {
-        const real *dc = dcontext + (size_t)b * K, *a = alpha + (size_t)b * S;
-        real *dq = dquery + (size_t)b * A, *de = denergy + (size_t)b * S,
-             *dv_b = dv + (size_t)b * A;
-        int L = src_len[b];
-        /* forward was c = sum_i alpha_i h_i: dalpha_i = dc . h_i, dh_i += alpha_i dc;
-         * de_i stores dalpha_i for now */
-        real weighted = 0; /* sum_i alpha_i dalpha_i */
-        for (int i = 0; i < L; i++) {
-            const real *h = enc_h + ((size_t)b * S + i) * K;
-            real *dh = denc_h + ((size_t)b * S + i) * K;
-            real dot = 0;
-            for (int j = 0; j < K; j++) {
-                dot += dc[j] * h[j];
-                dh[j] += a[i] * dc[j];
-            }
-            de[i] = dot;
-            weighted += a[i] * dot;
-        }
-        memset(dq, 0, sizeof(real) * (size_t)A);
-        for (int i = 0; i < S; i++) {
-            if (i >= L) {
-                de[i] = 0;
-                continue;
-            }
-            /* alpha = softmax(e): de_i = alpha_i (dalpha_i - sum_j alpha_j dalpha_j) */
-            de[i] = a[i] * (de[i] - weighted);
-            /* e_i = v . hidden_i, hidden_i = tanh(q + k_i): dv += de_i hidden_i and
-             * d(q + k_i) = de_i * v * (1 - hidden_i^2) */
-            const real *hid = hidden + ((size_t)b * S + i) * A;
-            real *dk = dkeys + ((size_t)b * S + i) * A;
-            for (int j = 0; j < A; j++) {
-                real dpre = de[i] * v[j] * (1 - hid[j] * hid[j]);
-                dv_b[j] += de[i] * hid[j];
-                dq[j] += dpre;
-                dk[j] += dpre;
-            }
-        }
+    if (worth_parallel((double)B * S * A, 8192)) {
+#pragma omp parallel for schedule(static)
+        for (int b = 0; b < B; b++)
+            sentence_backward(dquery, denergy, dkeys, denc_h, dv, dcontext, alpha, hidden, enc_h,
+                              src_len, v, b, S, A, K);
+    } else {
+        for (int b = 0; b < B; b++)
+            sentence_backward(dquery, denergy, dkeys, denc_h, dv, dcontext, alpha, hidden, enc_h,
+                              src_len, v, b, S, A, K);
     }
 }
