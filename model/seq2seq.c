@@ -111,7 +111,9 @@ static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
     size_t B = a->max_B, S = a->max_S, T = a->max_T;
     size_t E = d->emb, H = d->enc_hidden, K = dims_enc_state(d), D = d->dec_hidden, A = d->att,
            O = d->readout, V = d->tgt_vocab;
-    size_t R = D + K + E, N = H > D ? H : D, P = S > T ? S : T;
+    size_t R = D + K + E, N = H > D ? H : D;
+    /* d_gh: the decoder's steps, or both encoder directions' steps (run at the same time) */
+    size_t gh = T * B * 3 * D > 2 * S * B * 3 * H ? T * B * 3 * D : 2 * S * B * 3 * H;
     size_t hidden_steps = a->keep_attention ? T : 1, L = a->logit_rows;
     const Slab kept[] = {
         {&a->x, S * B * E},
@@ -153,8 +155,8 @@ static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
     };
     const Slab backward[] = {
         {&a->d_readout_in, T * B * R}, {&a->d_enc_h, B * S * K}, {&a->d_keys, B * S * A},
-        {&a->d_att_v, B * A},          {&a->d_x, S * B * E},     {&a->d_gh, P * B * 3 * N},
-        {&a->d_h_last, B * K},         {&a->carry, B * N},       {&a->d_state, B * N},
+        {&a->d_att_v, B * A},          {&a->d_x, S * B * E},     {&a->d_gh, gh},
+        {&a->d_h_last, B * K},         {&a->carry, 2 * B * N},   {&a->d_state, 2 * B * N},
         {&a->d_context, B * K},
     };
     size_t shared = lay_out(kept, sizeof kept / sizeof kept[0], base, 0);
@@ -245,6 +247,18 @@ static void thread_rows(int B, int *first, int *count) {
 
 /* ---- encoder ------------------------------------------------------------------------ */
 
+/* The calling thread's part of the encoder's recurrences. With two directions and an even team,
+ * each half of the team runs one direction (*only = 0 or 1) over its share of the rows: a
+ * thread then streams one W_hh only, multiplies twice the rows at a time, and a single
+ * sentence keeps two cores busy. Otherwise (*only = -1) each thread runs both directions over
+ * its rows. */
+static void encoder_share(int dirs, int B, int *only, int *first, int *count) {
+    int threads = omp_get_num_threads(), t = omp_get_thread_num();
+    int halves = dirs == 2 && threads % 2 == 0 ? 2 : 1, per_half = threads / halves;
+    *only = halves == 2 ? t / per_half : -1;
+    share_rows(B, t % per_half, per_half, first, count);
+}
+
 /* Slot order of a direction's states [(S+1)*B, H]: the forward GRU starts from slot 0 and
  * writes position i's state into slot i+1; the backward GRU starts from slot S and writes
  * position i's state into slot i. So f_i = slot i+1, g_i = slot i, and the state a step
@@ -268,16 +282,12 @@ static void encoder_forward(const Model *m, Acts *a, int B, int S) {
         memset(state_slot(a->enc_state[dir], dir == 0 ? 0 : S, B, H), 0,
                sizeof(real) * (size_t)B * H);
     }
-    /* With two directions and an even team, each half of the team runs one direction: a
-     * thread then streams one W_hh only, and a single sentence keeps two cores busy. */
 #pragma omp parallel
     {
-        int threads = omp_get_num_threads(), t = omp_get_thread_num();
-        int halves = dirs == 2 && threads % 2 == 0 ? 2 : 1, per_half = threads / halves;
-        int b0, nb;
-        share_rows(B, t % per_half, per_half, &b0, &nb);
+        int only, b0, nb;
+        encoder_share(dirs, B, &only, &b0, &nb);
         for (int dir = 0; dir < dirs && nb > 0; dir++) {
-            if (halves == 2 && dir != t / per_half) continue;
+            if (only >= 0 && dir != only) continue;
             const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
             real *states = a->enc_state[dir], *scratch = a->scratch + (size_t)dir * B * 3 * H;
             for (int step = 0; step < S; step++) {
@@ -328,20 +338,25 @@ static void encoder_backward(Model *m, Acts *a) {
     linear_backward(a->d_enc_h, g->att_w_k, g->att_b, a->d_keys, a->enc_h, K, w->att_w_k, K, B * S,
                     K, A);
     memset(a->d_x, 0, sizeof(real) * (size_t)S * B * E);
-    for (int dir = 0; dir < dirs; dir++) {
-        const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
-        GruWeights *gg = dir == 0 ? &g->enc_fwd : &g->enc_bwd;
-        real *states = a->enc_state[dir], *dgi = a->enc_gi[dir];
-        /* h_last holds this direction's final state: f_{L-1} (carried to slot S) or g_0 */
+    /* each direction's carry starts from its part of d h_last: f_{L-1} (carried to slot S)
+     * or g_0; both directions run at once (see encoder_share), each with its own carry,
+     * d_state and dgh */
+    for (int dir = 0; dir < dirs; dir++)
         for (int b = 0; b < B; b++)
-            memcpy(a->carry + (size_t)b * H, a->d_h_last + (size_t)b * K + dir * H,
+            memcpy(a->carry + ((size_t)dir * B + b) * H, a->d_h_last + (size_t)b * K + dir * H,
                    sizeof(real) * (size_t)H);
 #pragma omp parallel
-        {
-            int b0, nb;
-            thread_rows(B, &b0, &nb);
-            real *carry = a->carry + (size_t)b0 * H, *d_state = a->d_state + (size_t)b0 * H;
-            for (int step = S - 1; step >= 0 && nb > 0; step--) {
+    {
+        int only, b0, nb;
+        encoder_share(dirs, B, &only, &b0, &nb);
+        for (int dir = 0; dir < dirs && nb > 0; dir++) {
+            if (only >= 0 && dir != only) continue;
+            const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
+            real *states = a->enc_state[dir], *dgi = a->enc_gi[dir];
+            real *dgh = a->d_gh + (size_t)dir * S * B * 3 * H;
+            real *carry = a->carry + ((size_t)dir * B + b0) * H,
+                 *d_state = a->d_state + ((size_t)dir * B + b0) * H;
+            for (int step = S - 1; step >= 0; step--) {
                 int i = dir == 0 ? step : S - 1 - step;
                 int from = dir == 0 ? i : i + 1;
                 size_t row = (size_t)i * B + b0;
@@ -352,17 +367,22 @@ static void encoder_backward(Model *m, Acts *a) {
                         d_state[(size_t)b * H + j] =
                             carry[(size_t)b * H + j] +
                             a->d_enc_h[((size_t)(b0 + b) * S + i) * K + dir * H + j];
-                gru_step_backward(carry, dgi + row * 3 * H, a->d_gh + row * 3 * H, d_state,
+                gru_step_backward(carry, dgi + row * 3 * H, dgh + row * 3 * H, d_state,
                                   a->enc_cache[dir] + row * 4 * H,
                                   state_slot(states, from, B, H) + (size_t)b0 * H, gw->w_hh,
                                   a->src_len + b0, i, nb, H);
             }
         }
-        /* weight gradients of all positions at once; position i started from slot i
-         * (forward) or slot i+1 (backward), so the inputs of W_hh are rows of one slab */
-        linear_backward(a->d_x, gg->w_ih, gg->b_ih, dgi, a->x, E, gw->w_ih, E, S * B, E, 3 * H);
-        linear_backward(NULL, gg->w_hh, gg->b_hh, a->d_gh, state_slot(states, dir, B, H), H,
-                        gw->w_hh, H, S * B, H, 3 * H);
+    }
+    /* weight gradients of all positions at once; position i started from slot i (forward) or
+     * slot i+1 (backward), so the inputs of W_hh are rows of one slab */
+    for (int dir = 0; dir < dirs; dir++) {
+        const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
+        GruWeights *gg = dir == 0 ? &g->enc_fwd : &g->enc_bwd;
+        linear_backward(a->d_x, gg->w_ih, gg->b_ih, a->enc_gi[dir], a->x, E, gw->w_ih, E, S * B, E,
+                        3 * H);
+        linear_backward(NULL, gg->w_hh, gg->b_hh, a->d_gh + (size_t)dir * S * B * 3 * H,
+                        state_slot(a->enc_state[dir], dir, B, H), H, gw->w_hh, H, S * B, H, 3 * H);
     }
     embedding_backward(g->src_emb, a->d_x, E, a->src_ids, a->dropout > 0 ? a->x_keep : NULL, S * B,
                        E);

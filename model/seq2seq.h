@@ -149,10 +149,12 @@ typedef struct {
     real *d_keys;       /* [B*S, A] */
     real *d_att_v;      /* [B, A] d loss / d v of each sentence, summed in order at the end */
     real *d_x;          /* [S*B, E] */
-    real *d_gh;         /* [max(S,T)*B, 3*max(H,D)] d (W_hh h + b_hh) of every step */
+    real *d_gh;         /* d (W_hh h + b_hh) of every step: [T*B, 3D] in the decoder,
+                           [2, S*B, 3H] in the encoder (one slab per direction) */
     real *d_h_last;     /* [B, K] */
-    real *carry;        /* [B, max(H,D)] gradient flowing to the previous state */
-    real *d_state;      /* [B, max(H,D)] gradient of the current state */
+    real *carry;        /* [2, B, max(H,D)] gradient flowing to the previous state (one
+                           per encoder direction; the decoder uses the first) */
+    real *d_state;      /* [2, B, max(H,D)] gradient of the current state, likewise */
     real *d_context;    /* [B, K] */
     real *scratch;      /* [2, B, 3*max(H,D)] the forward recurrences' GRU scratch, one per
                            encoder direction (not shared) */
