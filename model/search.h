@@ -2,8 +2,13 @@
  * search.h: translation by beam search over the trained model (greedy search is beam 1).
  *
  * Sentences are decoded together: row n*beam + k holds hypothesis k of sentence n. Each step
- * runs the shared decoder step and readout for all rows, then keeps, per sentence, the beam
- * best continuations; a hypothesis ends when it emits </s>. Finished hypotheses are ranked
+ * runs the decoder step and readout for all rows, then keeps, per sentence, the beam best
+ * continuations; a hypothesis ends when it emits </s>. The step computes the spec's equations
+ * in another order than training does, which changes results only by round-off: the context
+ * c_t enters the GRU input and the readout through products only, so W c_t = sum_i alpha_ti
+ * (W h_i) is formed from each sentence's source states projected once, and the threads share
+ * every product by its output features (decoding is matrix-vector products, bound by how fast
+ * the weights stream from cache: each core streams its part). Finished hypotheses are ranked
  * by log-probability / length^len_norm (length normalisation; 0 ranks by log-probability).
  * Every hypothesis comes back with its alignment matrix (alpha, one row per output token
  * including </s>), the scores e_ti and each chosen token's probability, for inspection.

@@ -390,6 +390,17 @@ static void encoder_backward(Model *m, Acts *a) {
 
 /* ---- decoder ------------------------------------------------------------------------ */
 
+/* The arrays of one decoder step for B rows. */
+typedef struct {
+    real *s_prev, *s;     /* [B, D] s_{t-1} and s_t */
+    real *gi, *cache;     /* [B, 3D] W_ih [u_t ; c_t] + b_ih (holding the u_t part on entry),
+                             [B, 4D] GRU gates */
+    real *query;          /* [B, A] W_q s_{t-1} */
+    real *hidden;         /* [B, S, A] tanh(W_q s_{t-1} + k_i); one step's scratch in training */
+    real *alpha, *energy; /* [B, S] alignment weights and scores */
+    real *context;        /* [B, K] c_t */
+} DecoderStep;
+
 /* The arrays of decoder step t (1..T) from batch row b0 on: the one accessor both passes use
  * (each thread passes the first of its rows). */
 static DecoderStep decoder_step(const Acts *a, const ModelDims *d, int t, int b0) {
@@ -434,8 +445,12 @@ int model_encode(const Model *m, Acts *a, const int *src, const int *src_len, in
     return 0;
 }
 
-void decoder_step_forward(const Model *m, const DecoderStep *st, const real *keys,
-                          const real *enc_h, const int *src_len, real *scratch, int B, int S) {
+/* s_t from s_{t-1} for B rows: query, attention, the c_t part of the GRU input, GRU. st->gi
+ * must hold W_ih[:, :E] u_t + b_ih on entry. keys [B,S,A], enc_h [B,S,K], src_len [B];
+ * scratch [B, 3D]. (Search computes the same step in another order: see search.h.) */
+static void decoder_step_forward(const Model *m, const DecoderStep *st, const real *keys,
+                                 const real *enc_h, const int *src_len, real *scratch, int B,
+                                 int S) {
     const ModelDims *d = &m->dims;
     const Weights *w = &m->w;
     int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att;
@@ -447,16 +462,6 @@ void decoder_step_forward(const Model *m, const DecoderStep *st, const real *key
     gemm(0, 1, B, 3 * D, K, st->context, K, w->dec_gru.w_ih + E, E + K, 1, st->gi, 3 * D);
     gru_step_forward(st->s, st->cache, scratch, st->gi, st->s_prev, w->dec_gru.w_hh,
                      w->dec_gru.b_hh, NULL, 0, B, D);
-}
-
-void readout_forward(const Model *m, real *logits, real *readout, const real *readout_in,
-                     int rows) {
-    const ModelDims *d = &m->dims;
-    const Weights *w = &m->w;
-    int R = d->dec_hidden + dims_enc_state(d) + d->emb, O = d->readout;
-    linear_forward(readout, readout_in, R, w->out_w_o, R, w->out_b_o, rows, R, O);
-    tanh_forward(readout, (size_t)rows * O);
-    linear_forward(logits, readout, O, w->out_w, O, w->out_b, rows, O, d->tgt_vocab);
 }
 
 /* ---- output layer and loss, a chunk of rows at a time ----------------------------------- */

@@ -186,27 +186,6 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
  * layer chunk by chunk (the gradients are the same, bit for bit). */
 void model_backward(Model *m, Acts *a);
 
-/* The arrays of one decoder step for B rows. */
-typedef struct {
-    real *s_prev, *s;     /* [B, D] s_{t-1} and s_t */
-    real *gi, *cache;     /* [B, 3D] W_ih [u_t ; c_t] + b_ih (holding the u_t part on entry),
-                             [B, 4D] GRU gates */
-    real *query;          /* [B, A] W_q s_{t-1} */
-    real *hidden;         /* [B, S, A] tanh(W_q s_{t-1} + k_i); one step's scratch in training */
-    real *alpha, *energy; /* [B, S] alignment weights and scores */
-    real *context;        /* [B, K] c_t */
-} DecoderStep;
-
-/* s_t from s_{t-1} for B rows (training and search share it): query, attention, the c_t part
- * of the GRU input, GRU. st->gi must hold W_ih[:, :E] u_t + b_ih on entry. keys [B,S,A],
- * enc_h [B,S,K], src_len [B]; scratch [B, 3D]. */
-void decoder_step_forward(const Model *m, const DecoderStep *st, const real *keys,
-                          const real *enc_h, const int *src_len, real *scratch, int B, int S);
-
-/* o = tanh(W_o [s ; c ; u] + b_o), z = W_out o + b_out for rows of readout_in [rows, D+K+E];
- * readout [rows, O], logits [rows, Vt]. (Training inlines it to put dropout between.) */
-void readout_forward(const Model *m, real *logits, real *readout, const real *readout_in, int rows);
-
 /* Runs only the encoder and the decoder's initial state on a batch's sources, filling
  * a->enc_h, a->keys and s_0 (row block 0 of a->dec_state). Used by the decoders in search. */
 int model_encode(const Model *m, Acts *a, const int *src, const int *src_len, int B, int S,
