@@ -39,7 +39,7 @@ void attention_hidden(real *hidden, const real *query, const real *keys, const i
 static void sentence_forward(real *context, real *alpha, real *energy, real *hidden,
                              const real *query, const real *keys, const real *enc_h,
                              const int *src_len, const real *v, int b, int S, int A, int K) {
-    real *a = alpha + (size_t)b * S, *c = context + (size_t)b * K;
+    real *a = alpha + (size_t)b * S, *c = context ? context + (size_t)b * K : NULL;
     int L = src_len[b];
     /* hidden_i = tanh(q + k_i) */
     real *hid_b = hidden + (size_t)b * S * A;
@@ -50,6 +50,7 @@ static void sentence_forward(real *context, real *alpha, real *energy, real *hid
     /* softmax over the sentence's own positions only; padding gets exactly 0 */
     softmax_inplace(a, L);
     for (int i = L; i < S; i++) a[i] = 0;
+    if (!context) return;
     memset(c, 0, sizeof(real) * (size_t)K);
     for (int i = 0; i < L; i++) {
         const real *h = enc_h + ((size_t)b * S + i) * K;

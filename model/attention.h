@@ -15,8 +15,9 @@
 
 #include "common.h"
 
-/* Writes context [B,K], alpha [B,S] (exactly 0 at padding), energy [B,S] (the e_ti, -inf at
- * padding; may be NULL) and the cache hidden [B,S,A] = tanh(query + keys) (0 at padding).
+/* Writes context [B,K] (unless NULL), alpha [B,S] (exactly 0 at padding), energy [B,S] (the
+ * e_ti, -inf at padding; may be NULL) and the cache hidden [B,S,A] = tanh(query + keys) (0 at
+ * padding).
  * query [B,A] = W_q s_{t-1}. */
 void attention_forward(real *context, real *alpha, real *energy, real *hidden, const real *query,
                        const real *keys, const real *enc_h, const int *src_len, const real *v,

@@ -29,8 +29,7 @@ int search_init(Searcher *s, const ModelDims *d, int max_sentences, int max_src,
     s->max_sentences = max_sentences, s->max_src = max_src, s->beam = beam, s->max_len = max_len;
     if (acts_init(&s->enc, d, max_sentences, max_src, 1, err)) return -1;
     size_t R = (size_t)max_sentences * beam, S = max_src, L = max_len;
-    size_t E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att, O = d->readout,
-           V = d->tgt_vocab;
+    size_t E = d->emb, D = d->dec_hidden, A = d->att, O = d->readout, V = d->tgt_vocab;
     /* ctx_gi and ctx_ro are per sentence and source position: see search_translate */
     const Slab slabs[] = {
         {&s->ctx_gi, (size_t)max_sentences * S * 3 * D},
@@ -45,7 +44,6 @@ int search_init(Searcher *s, const ModelDims *d, int max_sentences, int max_src,
         {&s->hidden, R * S * A},
         {&s->alpha, R * S},
         {&s->energy, R * S},
-        {&s->context, R * K},
         {&s->readout, R * O},
         {&s->logits, R * V},
         {&s->hist_alpha, L * R * S},
@@ -207,8 +205,8 @@ static void step_inputs(const Decode *dc) {
 }
 
 /* Attention, the GRU and the context's part of the readout for the rows of sentence i:
- * alpha_t; gi += sum_j alpha_tj ctx_gi_j; s_t = GRU gates; readout = b_o + sum_j alpha_tj
- * ctx_ro_j. */
+ * alpha_t (c_t itself is never formed); gi += sum_j alpha_tj ctx_gi_j; s_t = GRU gates;
+ * readout = b_o + sum_j alpha_tj ctx_ro_j. */
 static void step_attend(const Decode *dc, int i, int t) {
     const ModelDims *d = &dc->m->dims;
     const Weights *w = &dc->m->w;
@@ -217,10 +215,9 @@ static void step_attend(const Decode *dc, int i, int t) {
     int base = i * dc->beam, rows = dc->beam;
     const real *keys = s->enc.keys + (size_t)i * S * A, *enc_h = s->enc.enc_h + (size_t)i * S * K;
     for (int r = base; r < base + rows; r++)
-        attention_forward(s->context + (size_t)r * K, s->alpha + (size_t)r * S,
-                          s->energy + (size_t)r * S, s->hidden + (size_t)r * S * A,
-                          s->query + (size_t)r * A, keys, enc_h, s->src_len + r, w->att_v, 1, S, A,
-                          K);
+        attention_forward(NULL, s->alpha + (size_t)r * S, s->energy + (size_t)r * S,
+                          s->hidden + (size_t)r * S * A, s->query + (size_t)r * A, keys, enc_h,
+                          s->src_len + r, w->att_v, 1, S, A, K);
     const real *alpha = s->alpha + (size_t)base * S;
     gemm(0, 0, rows, 3 * D, S, alpha, S, s->ctx_gi + (size_t)i * S * 3 * D, 3 * D, 1,
          s->gi + (size_t)base * 3 * D, 3 * D);

@@ -56,7 +56,7 @@ typedef struct {
     real *ctx_gi, *ctx_ro;
     /* per row (max_sentences * beam) */
     int *src_len, *y_prev;
-    real *u, *s, *s_next, *gi, *gh, *cache, *query, *hidden, *alpha, *energy, *context;
+    real *u, *s, *s_next, *gi, *gh, *cache, *query, *hidden, *alpha, *energy;
     real *readout, *logits;
     double *score; /* cumulative log-probability of each row's hypothesis */
     /* history, [max_len][rows] */
