@@ -1,5 +1,7 @@
 /*
- * fastmath.h: exp, tanh and sigmoid over arrays, written so the compiler vectorises them.
+ * fastmath.h: exp, tanh and sigmoid over arrays, and the sums and maxima the model reduces
+ * arrays with, written so the compiler vectorises them (reductions keep 16 partial results in a
+ * fixed pattern, so their order, and so their round-off, never changes).
  *
  * The model spends much of its time in these functions (additive attention alone takes one
  * tanh per decoder step, sentence, source position and attention unit), and libm's scalar
