@@ -20,6 +20,16 @@ static const ModelDims TINY = {.src_vocab = 11,
                                .att = 3,
                                .readout = 7};
 
+/* Big enough that the parallel loops really split. */
+static const ModelDims SPLIT = {.src_vocab = 300,
+                                .tgt_vocab = 400,
+                                .emb = 32,
+                                .enc_hidden = 48,
+                                .bidirectional = 1,
+                                .dec_hidden = 64,
+                                .att = 40,
+                                .readout = 56};
+
 typedef struct {
     Model model;
     Acts acts;
@@ -314,15 +324,7 @@ END_TEST
  * matrix-product path with another thread count: results may differ by round-off across
  * thread counts, but never more, and are bit-identical for the same thread count. */
 START_TEST(thread_count_changes_results_only_by_round_off) {
-    /* big enough that the parallel loops really split */
-    ModelDims dims = {.src_vocab = 300,
-                      .tgt_vocab = 400,
-                      .emb = 32,
-                      .enc_hidden = 48,
-                      .bidirectional = 1,
-                      .dec_hidden = 64,
-                      .att = 40,
-                      .readout = 56};
+    ModelDims dims = SPLIT;
     enum { B = 16, S = 12, T = 10 };
     Fixture f;
     fixture_make(&f, &dims, B, S, T, 8);
@@ -362,14 +364,7 @@ END_TEST
  * hypotheses must not depend on the thread count or on which sentences are decoded together,
  * and a hypothesis' log-probability must be the one teacher forcing gives its tokens. */
 START_TEST(search_agrees_across_threads_batches_and_forcing) {
-    ModelDims dims = {.src_vocab = 300,
-                      .tgt_vocab = 400,
-                      .emb = 32,
-                      .enc_hidden = 48,
-                      .bidirectional = 1,
-                      .dec_hidden = 64,
-                      .att = 40,
-                      .readout = 56};
+    ModelDims dims = SPLIT;
     enum { N = 4, S = 12, BEAM = 3, L = 15 };
     Model m;
     Searcher searcher;
