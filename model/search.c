@@ -166,7 +166,8 @@ typedef struct {
     Candidate *best; /* [threads][R][2*beam]: each thread's best tokens of its vocabulary share */
     int *n_best;     /* [threads][R] */
     real *part_lse;  /* [threads][R]: log-sum-exp of each thread's share */
-    int threads;
+    int threads;     /* in the team */
+    int remaining;   /* sentences not done */
     double *next_score;
 } Decode;
 
@@ -364,6 +365,35 @@ static void step_select(const Decode *dc, int i, int t) {
                       dc->m->w.tgt_emb, beam, d->emb);
 }
 
+/* The decoding loop, run by every thread of the team. Each step's phases are separated by
+ * barriers (the implicit ones of the worksharing loops included): the products that need only
+ * s_{t-1} and y_{t-1}; per sentence, attention and the GRU (which need the whole query and gh);
+ * the readout (which needs the whole s_t); the logits; per sentence, the choice of tokens
+ * (which needs every thread's share of the vocabulary). */
+static void decode_steps(Decode *dc) {
+#pragma omp single
+    dc->threads = omp_get_num_threads();
+    for (int t = 0; t < dc->opt->max_len && dc->remaining > 0; t++) {
+        step_inputs(dc);
+#pragma omp barrier
+#pragma omp for schedule(static)
+        for (int i = 0; i < dc->n; i++)
+            if (!dc->done[i]) step_attend(dc, i, t);
+        step_readout(dc);
+#pragma omp barrier
+        step_logits(dc);
+#pragma omp barrier
+#pragma omp for schedule(static)
+        for (int i = 0; i < dc->n; i++)
+            if (!dc->done[i]) step_select(dc, i, t);
+#pragma omp single
+        {
+            dc->remaining = 0;
+            for (int i = 0; i < dc->n; i++) dc->remaining += !dc->done[i];
+        }
+    }
+}
+
 int search_translate(Searcher *s, const Model *m, const int *const *src, const int *src_len, int n,
                      const SearchOptions *opt, Translation *out, Error *err) {
     const ModelDims *d = &m->dims;
@@ -410,8 +440,8 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
      * across steps); the per-sentence work is shared out by sentences. */
     double work =
         (double)R * ((double)A * D + 3.0 * D * (D + E) + (double)O * (D + E) + (double)V * O);
-    int threads = work < 1 << 16 ? 1 : omp_get_max_threads(), remaining = n, cap = 2 * beam;
-    Decode dc = {.s = s, .m = m, .opt = opt, .n = n, .beam = beam, .R = R, .S = S};
+    int threads = work < 1 << 16 ? 1 : omp_get_max_threads(), cap = 2 * beam;
+    Decode dc = {.s = s, .m = m, .opt = opt, .n = n, .beam = beam, .R = R, .S = S, .remaining = n};
     dc.ended = checked_calloc((size_t)n * cap, sizeof(Ended), "search results", err);
     dc.n_ended = checked_calloc((size_t)n, sizeof(int), "search results", err);
     dc.done = checked_calloc((size_t)n, 1, "search results", err);
@@ -424,29 +454,9 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
         !dc.ended || !dc.n_ended || !dc.done || !dc.cand || !dc.best || !dc.n_best || !dc.part_lse
             ? -1
             : 0;
-#pragma omp parallel num_threads(threads) if (rc == 0)
-    {
-#pragma omp single
-        dc.threads = omp_get_num_threads();
-        for (int t = 0; t < L && remaining > 0 && rc == 0; t++) {
-            step_inputs(&dc);
-#pragma omp barrier
-#pragma omp for schedule(static)
-            for (int i = 0; i < n; i++)
-                if (!dc.done[i]) step_attend(&dc, i, t);
-            step_readout(&dc);
-#pragma omp barrier
-            step_logits(&dc);
-#pragma omp barrier
-#pragma omp for schedule(static)
-            for (int i = 0; i < n; i++)
-                if (!dc.done[i]) step_select(&dc, i, t);
-#pragma omp single
-            {
-                remaining = 0;
-                for (int i = 0; i < n; i++) remaining += !dc.done[i];
-            }
-        }
+    if (rc == 0) {
+#pragma omp parallel num_threads(threads)
+        decode_steps(&dc);
     }
 
     for (int i = 0; i < n && rc == 0; i++) {
