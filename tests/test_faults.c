@@ -156,22 +156,24 @@ static void forge_checkpoint(const Scratch *s, Forgery change) {
  * looks like this; every value is still finite, so the loader accepts it. */
 static void forge_huge_output_layer(unsigned char *data, const ParamTable *table, size_t params) {
     const ParamInfo *out_w = &table->info[P_OUT_W];
+    real edge = sizeof(real) == 8 ? 1e308 : 3e38f;
     for (size_t i = 0; i < out_w->size; i++) {
-        float x = i % 2 ? 3e38f : -3e38f;
-        memcpy(data + params + 4 * (out_w->offset + i), &x, 4);
+        real x = i % 2 ? edge : -edge;
+        memcpy(data + params + sizeof(real) * (out_w->offset + i), &x, sizeof x);
     }
 }
 
-/* Adam moments that make the next update of one parameter overflow: m = 1e38 and v = 0 for
- * src_emb[4], the first element of the <unk> row. No training word is unknown, so its gradient
- * stays 0 and the step is lr * m / eps, far beyond the float range. Finite and non-negative,
- * so the loader accepts them. */
+/* Adam moments that make the next update of one parameter overflow: m = 1e38 (1e306 in a
+ * double build) and v = 0 for src_emb[4], the first element of the <unk> row. No training word
+ * is unknown, so its gradient stays 0 and the step is lr * m / eps, far beyond the range of
+ * real. Finite and non-negative, so the loader accepts them. */
 static void forge_overflowing_moments(unsigned char *data, const ParamTable *table, size_t params) {
-    size_t m = params + 4 * table->total + 96, v = m + 4 * table->total; /* after the state */
-    size_t at = 4 * (table->info[P_SRC_EMB].offset + (size_t)table->info[P_SRC_EMB].shape[1]);
-    float huge = 1e38f, zero = 0;
-    memcpy(data + m + at, &huge, 4);
-    memcpy(data + v + at, &zero, 4);
+    size_t bytes = sizeof(real) * table->total;
+    size_t m = params + bytes + 96, v = m + bytes; /* after the state */
+    size_t at = sizeof(real) * (table->info[P_SRC_EMB].offset + table->info[P_SRC_EMB].shape[1]);
+    real huge = sizeof(real) == 8 ? 1e306 : 1e38f, zero = 0;
+    memcpy(data + m + at, &huge, sizeof huge);
+    memcpy(data + v + at, &zero, sizeof zero);
 }
 
 /* Resumes from the forged checkpoint and expects training to stop at step 5 with a message

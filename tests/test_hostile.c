@@ -516,12 +516,14 @@ START_TEST(hostile_checkpoint_huge_sizes_are_not_allocated) {
                       sizes[4], sizes[5], sizes[6], sizes[7]};
     ParamTable table;
     param_table_build(&table, &dims);
-    ck_assert_uint_gt(table.total, (size_t)1 << 28); /* over a gigabyte of floats */
+    ck_assert_uint_gt(table.total, (size_t)1 << 28); /* over a gigabyte of reals */
     put_u32(data + AT_SIZES + 2 * 4, 1u << 24);
     uint64_t count = table.total;
     memcpy(data + AT_COUNT, &count, 8);
     fix_checksum(data, size);
-    expect_translate_refuses(&s, data, size, "parameters of 4 bytes do not fit");
+    char expected[64];
+    snprintf(expected, sizeof expected, "parameters of %zu bytes do not fit", sizeof(real));
+    expect_translate_refuses(&s, data, size, expected);
     free(data);
     scratch_free(&s);
 }
@@ -634,16 +636,16 @@ START_TEST(hostile_checkpoint_non_finite_values) {
     size_t params = params_offset(data);
     uint64_t count;
     memcpy(&count, data + AT_COUNT, 8);
-    ck_assert_uint_eq(get_u32(data + AT_WIDTH), sizeof(float));
+    ck_assert_uint_eq(get_u32(data + AT_WIDTH), sizeof(real));
     /* a NaN parameter, then a negative second moment of Adam */
-    float nan_value = NAN, negative = -1;
-    memcpy(data + params + 4 * 3, &nan_value, 4);
+    real nan_value = NAN, negative = -1;
+    memcpy(data + params + sizeof(real) * 3, &nan_value, sizeof nan_value);
     fix_checksum(data, size);
     expect_translate_refuses(&s, data, size, "parameter src_emb[3] is nan");
     free(data);
     data = slurp_file(path, &size);
-    size_t second_moments = params + 2 * 4 * count + 96; /* params, state (96 bytes), m */
-    memcpy(data + second_moments, &negative, 4);
+    size_t second_moments = params + 2 * sizeof(real) * count + 96; /* params, state, m */
+    memcpy(data + second_moments, &negative, sizeof negative);
     fix_checksum(data, size);
     Error err;
     ck_assert_int_eq(load_bytes(data, size, &err), -1);
