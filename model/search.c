@@ -234,9 +234,8 @@ static void step_attend(const Decode *dc, int i, int t) {
     memcpy(s->hist_energy + at, s->energy + (size_t)base * S, sizeof(real) * (size_t)rows * S);
 }
 
-/* The rest of the readout and the output layer, split by output features:
- * o_t = tanh(W_o[:, :D] s_t + W_o[:, D+K:] u_t + (b_o + context part));
- * z_t = W_out o_t + b_out (the two phases are separated by the caller's barrier). */
+/* The rest of the readout, split by output features:
+ * o_t = tanh(W_o[:, :D] s_t + W_o[:, D+K:] u_t + (b_o + context part)). */
 static void step_readout(const Decode *dc) {
     const ModelDims *d = &dc->m->dims;
     const Weights *w = &dc->m->w;
@@ -249,9 +248,9 @@ static void step_readout(const Decode *dc) {
     for (int r = 0; r < R && lo < hi; r++) tanh_forward(s->readout + (size_t)r * O + lo, hi - lo);
 }
 
-/* Each thread computes its share of the logits and, while they are in its cache, reduces them
- * for step_select: their log-sum-exp and, per row, its 2*beam best tokens (by logit, which
- * within a row ranks as log p does). */
+/* z_t = W_out o_t + b_out, split by output features. Each thread computes its share of the
+ * logits and, while they are in its cache, reduces them for step_select: their log-sum-exp and, per
+ * row, its 2*beam best tokens (by logit, which within a row ranks as log p does). */
 static void step_logits(const Decode *dc) {
     const ModelDims *d = &dc->m->dims;
     const Weights *w = &dc->m->w;
@@ -277,7 +276,7 @@ static void step_logits(const Decode *dc) {
     }
 }
 
-/* log p of row r's token v, from the threads' partial sums. */
+/* Row r's log-sum-exp over the whole vocabulary, from the threads' partial ones. */
 static real row_lse(const Decode *dc, int r) {
     real top = -INFINITY, sum = 0;
     for (int t = 0; t < dc->threads; t++) {
