@@ -22,9 +22,10 @@
  *
  *  - Small shapes. With few rows, each element of B is used too few times to repay a copy.
  *    When op(B) is B itself, its rows are read in place. When B is transposed ([N,K], as in
- *    the forward y = x W^T), up to 4 rows (decoding, small beams) are done as dot products
- *    of rows of op(A) and B, in vector lanes along k, with B streamed through once (measured:
- *    from about 8 rows on, the transposed path below is faster); up to 128
+ *    the forward y = x W^T), up to 16 rows (decoding, beams, a thread's share of a small
+ *    batch) are done as dot products of rows of op(A) and B, in vector lanes along k, with B
+ *    streamed through once (measured: 2x the transposed path below at 5-16 rows, which
+ *    wastes half its 32-row panel there); up to 128
  *    rows (a training batch), as C^T = op(B)^T op(A)^T: rows of B are broadcast in place, only
  *    the small op(A) is packed, and each tile is transposed on its way to C. M == 1 with B not
  *    transposed is a vector-matrix loop; N == 1 is done as the transposed problem, with M == 1.
@@ -36,15 +37,16 @@
  *
  *  - Threads. OpenMP splits C into disjoint ranges of whole tiles: columns when M <= N (each
  *    thread then packs all of the smaller op(A)), rows otherwise. Each thread packs into its
- *    own buffer, allocated on its first product and kept. Products below a work threshold
- *    run on the calling thread alone.
+ *    own buffer, allocated on its first product and kept. Products below a work threshold,
+ *    or called from inside a parallel region (whose threads have shared out the work), run on
+ *    the calling thread alone, without entering a region.
  *
  * Determinism. K is never split across threads, and the K blocks depend only on K. Every
  * element of C is: for each K block in order, a sum started at zero and taken over k in order
  * (a fused multiply-add per term with AVX2/AVX-512, a multiply then an add in the portable
  * code), then stored (first block, beta 0) or added to C. So results are bit-identical for
  * any number of threads and from run to run, and a row of C does not depend on M or on which
- * path computed it. The one exception is the dot-product path (B transposed and M <= 4 with
+ * path computed it. The one exception is the dot-product path (B transposed and M <= 16 with
  * AVX-512, M == 1 otherwise; N == 1 with A not transposed): there each element is summed in
  * vector lanes over chunks of 1024 k, then reduced in a fixed tree, which is also the same for
  * every thread count and every M that takes that path. A thread that cannot get its buffer
