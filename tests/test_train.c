@@ -73,8 +73,8 @@ static void train_steps(NmtModel *nm, const Dataset *ds, Adam *adam, int steps, 
         ck_assert(model_forward(&nm->model, &acts, batch, &opt, &losses[s], &err) == 0);
         model_zero_grad(&nm->model);
         model_backward(&nm->model, &acts);
-        clip_grad_norm(nm->model.grads, nm->model.table.total, 1.0);
-        adam_step(adam, nm->model.params, nm->model.grads, 0.01);
+        double norm = grad_norm(nm->model.grads, nm->model.table.total);
+        adam_step(adam, nm->model.params, nm->model.grads, clip_scale(norm, 1.0), 0.01);
     }
     acts_free(&acts);
     batch_buffer_free(&bb);
@@ -224,12 +224,24 @@ END_TEST
 
 START_TEST(clipping_bounds_the_norm) {
     real g[4] = {3, 4, 0, 0};
-    double norm = clip_grad_norm(g, 4, 1.0);
+    double norm = grad_norm(g, 4);
     ck_assert_double_eq_tol(norm, 5, 1e-9);
-    ck_assert_double_eq_tol(grad_norm(g, 4), 1, 1e-5);
-    real h[2] = {0.3f, 0.4f};
-    clip_grad_norm(h, 2, 1.0); /* below the limit: untouched */
-    ck_assert(h[0] == 0.3f && h[1] == 0.4f);
+    real scale = clip_scale(norm, 1.0), clipped[4];
+    for (int i = 0; i < 4; i++) clipped[i] = g[i] * scale;
+    ck_assert_double_eq_tol(grad_norm(clipped, 4), 1, 1e-5);
+    ck_assert(clip_scale(grad_norm((real[]){0.3f, 0.4f}, 2), 1.0) == 1); /* within the limit */
+    ck_assert(clip_scale(5, 0) == 1);                                    /* 0: no clipping */
+    /* Adam reads the gradients scaled: the same update as from scaled gradients */
+    Adam a, b;
+    Error err;
+    ck_assert(adam_init(&a, 4, 0.9, 0.999, 1e-8, &err) == 0);
+    ck_assert(adam_init(&b, 4, 0.9, 0.999, 1e-8, &err) == 0);
+    real p[4] = {1, 2, 3, 4}, q[4] = {1, 2, 3, 4};
+    adam_step(&a, p, g, scale, 0.1);
+    adam_step(&b, q, clipped, 1, 0.1);
+    ck_assert(memcmp(p, q, sizeof p) == 0);
+    adam_free(&a);
+    adam_free(&b);
 }
 END_TEST
 

@@ -25,7 +25,7 @@ void adam_free(Adam *adam) {
     memset(adam, 0, sizeof *adam);
 }
 
-void adam_step(Adam *adam, real *params, const real *grads, double lr) {
+void adam_step(Adam *adam, real *params, const real *grads, real grad_scale, double lr) {
     adam->t++;
     double c1 = 1 - pow(adam->beta1, (double)adam->t), c2 = 1 - pow(adam->beta2, (double)adam->t);
     real b1 = (real)adam->beta1, b2 = (real)adam->beta2, eps = (real)adam->eps;
@@ -34,7 +34,7 @@ void adam_step(Adam *adam, real *params, const real *grads, double lr) {
     long n = (long)adam->n;
 #pragma omp parallel for simd schedule(static) if (n > 100000)
     for (long i = 0; i < n; i++) {
-        real g = grads[i];
+        real g = grads[i] * grad_scale;
         m[i] = b1 * m[i] + (1 - b1) * g;
         v[i] = b2 * v[i] + (1 - b2) * g * g;
         params[i] -= step * m[i] / (sqrt(v[i] * inv_c2) + eps);
@@ -59,12 +59,6 @@ double grad_norm(const real *grads, size_t n) {
     return sqrt(total);
 }
 
-double clip_grad_norm(real *grads, size_t n, double max_norm) {
-    double norm = grad_norm(grads, n);
-    if (max_norm > 0 && norm > max_norm) {
-        real scale = (real)(max_norm / (norm + 1e-12));
-#pragma omp parallel for simd schedule(static) if (n > 100000)
-        for (size_t i = 0; i < n; i++) grads[i] *= scale;
-    }
-    return norm;
+real clip_scale(double norm, double max_norm) {
+    return max_norm > 0 && norm > max_norm ? (real)(max_norm / (norm + 1e-12)) : 1;
 }

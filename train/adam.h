@@ -23,12 +23,14 @@ typedef struct {
 
 int adam_init(Adam *adam, size_t n, double beta1, double beta2, double eps, Error *err);
 void adam_free(Adam *adam);
-void adam_step(Adam *adam, real *params, const real *grads, double lr);
+/* One Adam update with the gradients multiplied by grad_scale as they are read (clipping: see
+ * clip_scale), which spares a pass that would scale them in place first. */
+void adam_step(Adam *adam, real *params, const real *grads, real grad_scale, double lr);
 
 /* The L2 norm of all gradients (accumulated in double, in a fixed order). */
 double grad_norm(const real *grads, size_t n);
-/* Scales gradients so their norm is at most max_norm (0: no clipping); returns the norm
- * before clipping. */
-double clip_grad_norm(real *grads, size_t n, double max_norm);
+/* The factor that brings a gradient of this norm down to max_norm: 1 when the norm is within
+ * it or max_norm is 0 (no clipping). */
+real clip_scale(double norm, double max_norm);
 
 #endif

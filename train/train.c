@@ -427,7 +427,7 @@ static int train(Trainer *tr, Error *err) {
             }
             model_zero_grad(m);
             model_backward(m, &tr->acts);
-            double norm = clip_grad_norm(m->grads, m->table.total, cfg->optim.clip_norm);
+            double norm = grad_norm(m->grads, m->table.total);
             if (!isfinite(loss) || !isfinite(norm)) {
                 char what[64];
                 snprintf(what, sizeof what, "the %s is %g",
@@ -436,7 +436,7 @@ static int train(Trainer *tr, Error *err) {
                 return diverged(tr, what, err);
             }
             lr = learning_rate(&cfg->optim, st);
-            adam_step(&tr->adam, m->params, m->grads, lr);
+            adam_step(&tr->adam, m->params, m->grads, clip_scale(norm, cfg->optim.clip_norm), lr);
             /* finite gradients can still overflow a parameter (e.g. from damaged moments) */
             if (!all_finite(m->params, m->table.total)) {
                 epoch_plan_free(&plan);
