@@ -247,15 +247,15 @@ static void thread_rows(int B, int *first, int *count) {
 
 /* ---- encoder ------------------------------------------------------------------------ */
 
-/* The calling thread's part of the encoder's recurrences. With two directions and an even team,
- * each half of the team runs one direction (*only = 0 or 1) over its share of the rows: a
- * thread then streams one W_hh only, multiplies twice the rows at a time, and a single
- * sentence keeps two cores busy. Otherwise (*only = -1) each thread runs both directions over
- * its rows. */
-static void encoder_share(int dirs, int B, int *only, int *first, int *count) {
+/* The calling thread's part of the encoder's recurrences: directions [*dir0, *dir1) over its
+ * share of the rows. With two directions and an even team, each half of the team runs one
+ * direction: a thread then streams one W_hh only, multiplies twice the rows at a time, and a
+ * single sentence keeps two cores busy. Otherwise each thread runs every direction. */
+static void encoder_share(int dirs, int B, int *dir0, int *dir1, int *first, int *count) {
     int threads = omp_get_num_threads(), t = omp_get_thread_num();
     int halves = dirs == 2 && threads % 2 == 0 ? 2 : 1, per_half = threads / halves;
-    *only = halves == 2 ? t / per_half : -1;
+    *dir0 = halves == 2 ? t / per_half : 0;
+    *dir1 = halves == 2 ? *dir0 + 1 : dirs;
     share_rows(B, t % per_half, per_half, first, count);
 }
 
@@ -284,10 +284,9 @@ static void encoder_forward(const Model *m, Acts *a, int B, int S) {
     }
 #pragma omp parallel
     {
-        int only, b0, nb;
-        encoder_share(dirs, B, &only, &b0, &nb);
-        for (int dir = 0; dir < dirs && nb > 0; dir++) {
-            if (only >= 0 && dir != only) continue;
+        int dir0, dir1, b0, nb;
+        encoder_share(dirs, B, &dir0, &dir1, &b0, &nb);
+        for (int dir = dir0; dir < dir1 && nb > 0; dir++) {
             const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
             real *states = a->enc_state[dir], *scratch = a->scratch + (size_t)dir * B * 3 * H;
             for (int step = 0; step < S; step++) {
@@ -347,10 +346,9 @@ static void encoder_backward(Model *m, Acts *a) {
                    sizeof(real) * (size_t)H);
 #pragma omp parallel
     {
-        int only, b0, nb;
-        encoder_share(dirs, B, &only, &b0, &nb);
-        for (int dir = 0; dir < dirs && nb > 0; dir++) {
-            if (only >= 0 && dir != only) continue;
+        int dir0, dir1, b0, nb;
+        encoder_share(dirs, B, &dir0, &dir1, &b0, &nb);
+        for (int dir = dir0; dir < dir1 && nb > 0; dir++) {
             const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
             real *states = a->enc_state[dir], *dgi = a->enc_gi[dir];
             real *dgh = a->d_gh + (size_t)dir * S * B * 3 * H;

@@ -731,6 +731,22 @@ END_TEST
 
 /* ---- translation input through bin/translate and bin/align ------------------------------ */
 
+/* A scratch folder with the trained test model (its path in model) and input.txt holding
+ * before, input and after on their own lines (its path in lines). */
+static void input_scratch(Scratch *s, const char *before, const char *input, const char *after,
+                          char model[512], char lines[512]) {
+    scratch_make(s);
+    scratch_train_model(s);
+    scratch_path(s, "run/best.ckpt", model, 512);
+    scratch_path(s, "input.txt", lines, 512);
+    size_t size = strlen(before) + strlen(input) + strlen(after) + 8;
+    char *text = malloc(size);
+    ck_assert_ptr_nonnull(text);
+    snprintf(text, size, "%s%s\n%s", before, input, after);
+    scratch_write_text(s, "input.txt", text);
+    free(text);
+}
+
 /* Translates {"I love cats", input, "the black cat"} as arguments and as lines of standard
  * input with the setup's model. When fragment is NULL the input must be translated (exit 0,
  * three output lines); otherwise it must be refused with one line naming argument 2 / line 2
@@ -738,17 +754,8 @@ END_TEST
  * NULL, is a line a translated input must get on stderr. */
 static void expect_translate_input(const char *input, const char *fragment, const char *warning) {
     Scratch s;
-    scratch_make(&s);
-    scratch_train_model(&s);
     char model[512], lines[512];
-    scratch_path(&s, "run/best.ckpt", model, sizeof model);
-    scratch_path(&s, "input.txt", lines, sizeof lines);
-    size_t len = strlen(input);
-    char *text = malloc(len + 64);
-    ck_assert_ptr_nonnull(text);
-    sprintf(text, "I love cats\n%s\nthe black cat\n", input);
-    scratch_write_text(&s, "input.txt", text);
-    free(text);
+    input_scratch(&s, "I love cats\n", input, "the black cat\n", model, lines);
     for (int from_stdin = 0; from_stdin < 2; from_stdin++) {
         RunResult r;
         if (from_stdin)
@@ -782,17 +789,8 @@ static void expect_translate_input(const char *input, const char *fragment, cons
  * refused with one line holding fragment, or aligned when fragment is NULL. */
 static void expect_align_input(const char *input, const char *fragment) {
     Scratch s;
-    scratch_make(&s);
-    scratch_train_model(&s);
     char model[512], lines[512];
-    scratch_path(&s, "run/best.ckpt", model, sizeof model);
-    scratch_path(&s, "input.txt", lines, sizeof lines);
-    size_t len = strlen(input);
-    char *text = malloc(len + 2);
-    ck_assert_ptr_nonnull(text);
-    sprintf(text, "%s\n", input);
-    scratch_write_text(&s, "input.txt", text);
-    free(text);
+    input_scratch(&s, "", input, "", model, lines);
     for (int from_stdin = 0; from_stdin < 2; from_stdin++) {
         RunResult r;
         if (from_stdin)
