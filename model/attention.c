@@ -9,16 +9,19 @@
 #include "fastmath.h"
 #include "loss.h"
 
-/* One sentence's hidden layer: the whole sentence's pre-activations first, then one vector
- * tanh over [L, A]. */
-static void sentence_hidden(real *hid_b, const real *q, const real *keys_b, int L, int S, int A) {
+/* One sentence's hidden layer over the features [lo, hi): hid[i, j - lo] = tanh(q_j + k_ij)
+ * for positions i < L, 0 for L <= i < S; hid is [S, hi - lo]. The pre-activations first, then
+ * one vector tanh over all of them. */
+static void sentence_hidden(real *hid, const real *q, const real *keys_b, int L, int S, int A,
+                            int lo, int hi) {
+    int w = hi - lo;
     for (int i = 0; i < L; i++) {
         const real *k = keys_b + (size_t)i * A;
-        real *hid = hid_b + (size_t)i * A;
-        for (int j = 0; j < A; j++) hid[j] = q[j] + k[j];
+        real *h = hid + (size_t)i * w;
+        for (int j = lo; j < hi; j++) h[j - lo] = q[j] + k[j];
     }
-    memset(hid_b + (size_t)L * A, 0, sizeof(real) * (size_t)(S - L) * A);
-    vec_tanh(hid_b, (size_t)L * A);
+    memset(hid + (size_t)L * w, 0, sizeof(real) * (size_t)(S - L) * w);
+    vec_tanh(hid, (size_t)L * w);
 }
 
 void attention_hidden(real *hidden, const real *query, const real *keys, const int *src_len, int B,
@@ -27,12 +30,26 @@ void attention_hidden(real *hidden, const real *query, const real *keys, const i
 #pragma omp parallel for schedule(static)
         for (int b = 0; b < B; b++)
             sentence_hidden(hidden + (size_t)b * S * A, query + (size_t)b * A,
-                            keys + (size_t)b * S * A, src_len[b], S, A);
+                            keys + (size_t)b * S * A, src_len[b], S, A, 0, A);
     } else {
         for (int b = 0; b < B; b++)
             sentence_hidden(hidden + (size_t)b * S * A, query + (size_t)b * A,
-                            keys + (size_t)b * S * A, src_len[b], S, A);
+                            keys + (size_t)b * S * A, src_len[b], S, A, 0, A);
     }
+}
+
+void attention_energy_part(real *part, real *hid, const real *query, const real *keys,
+                           const real *v, int L, int S, int A, int lo, int hi) {
+    sentence_hidden(hid, query, keys, L, S, A, lo, hi);
+    for (int i = 0; i < L; i++) part[i] = vec_dot(v + lo, hid + (size_t)i * (hi - lo), (size_t)(hi - lo));
+}
+
+void attention_weights(real *alpha, real *energy, int L, int S) {
+    if (energy)
+        for (int i = 0; i < S; i++) energy[i] = i < L ? alpha[i] : -INFINITY;
+    /* softmax over the sentence's own positions only; padding gets exactly 0 */
+    softmax_inplace(alpha, L);
+    for (int i = L; i < S; i++) alpha[i] = 0;
 }
 
 /* Sentence b of attention_forward. */
@@ -41,15 +58,9 @@ static void sentence_forward(real *context, real *alpha, real *energy, real *hid
                              const int *src_len, const real *v, int b, int S, int A, int K) {
     real *a = alpha + (size_t)b * S, *c = context ? context + (size_t)b * K : NULL;
     int L = src_len[b];
-    /* hidden_i = tanh(q + k_i) */
-    real *hid_b = hidden + (size_t)b * S * A;
-    sentence_hidden(hid_b, query + (size_t)b * A, keys + (size_t)b * S * A, L, S, A);
-    for (int i = 0; i < L; i++) a[i] = vec_dot(v, hid_b + (size_t)i * A, (size_t)A);
-    if (energy)
-        for (int i = 0; i < S; i++) energy[(size_t)b * S + i] = i < L ? a[i] : -INFINITY;
-    /* softmax over the sentence's own positions only; padding gets exactly 0 */
-    softmax_inplace(a, L);
-    for (int i = L; i < S; i++) a[i] = 0;
+    attention_energy_part(a, hidden + (size_t)b * S * A, query + (size_t)b * A,
+                          keys + (size_t)b * S * A, v, L, S, A, 0, A);
+    attention_weights(a, energy ? energy + (size_t)b * S : NULL, L, S);
     if (!context) return;
     memset(c, 0, sizeof(real) * (size_t)K);
     for (int i = 0; i < L; i++) {

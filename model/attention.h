@@ -29,6 +29,17 @@ void attention_forward(real *context, real *alpha, real *energy, real *hidden, c
 void attention_hidden(real *hidden, const real *query, const real *keys, const int *src_len, int B,
                       int S, int A);
 
+/* For callers that share one sentence's attention among threads by attention features: the
+ * features [lo, hi) of e_i = sum_j v_j tanh(q_j + k_ij), for one query q [A] and its sentence's
+ * keys [S,A]: part[i] for i < L. The e_i are the sums of the parts over the features split into
+ * ranges. hid [S, hi - lo] is scratch: it gets the tanh values (0 at padding). */
+void attention_energy_part(real *part, real *hid, const real *query, const real *keys,
+                           const real *v, int L, int S, int A, int lo, int hi);
+
+/* alpha [S] holds e_i (i < L) on entry and alpha_i on return: the softmax over the L positions,
+ * exactly 0 at padding. energy [S] (unless NULL) gets the e_i, -inf at padding. */
+void attention_weights(real *alpha, real *energy, int L, int S);
+
 /* Given dcontext [B,K] and the forward's hidden [B,S,A]: writes dquery [B,A] and denergy [B,S]
  * (d loss / d e_ti); accumulates dkeys [B,S,A], denc_h [B,S,K] and dv [B,A], one row of
  * d loss / d v per sentence (the caller sums the rows in a fixed order, so the result does not

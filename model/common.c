@@ -3,6 +3,7 @@
  */
 #include "common.h"
 
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -10,6 +11,13 @@
 #include <string.h>
 
 #include <omp.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define spin_pause() _mm_pause()
+#else
+#define spin_pause() ((void)0)
+#endif
 
 int error_set(Error *err, const char *fmt, ...) {
     if (err) {
@@ -56,4 +64,28 @@ real *checked_calloc_aligned(size_t n, void **block, const char *what, Error *er
 
 int worth_parallel(double work, double threshold) {
     return work > threshold && omp_get_max_threads() > 1 && !omp_in_parallel();
+}
+
+void spin_barrier_init(SpinBarrier *b, int threads) {
+    atomic_init(&b->arrived, 0);
+    atomic_init(&b->generation, 0);
+    b->threads = (unsigned)threads;
+}
+
+void spin_barrier_wait(SpinBarrier *b) {
+    unsigned gen = atomic_load_explicit(&b->generation, memory_order_relaxed);
+    /* the last to arrive opens the barrier: its release publishes every thread's writes, as
+     * each arrival was a release-acquire step on `arrived` */
+    if (atomic_fetch_add_explicit(&b->arrived, 1, memory_order_acq_rel) == b->threads - 1) {
+        atomic_store_explicit(&b->arrived, 0, memory_order_relaxed);
+        atomic_store_explicit(&b->generation, gen + 1, memory_order_release);
+        return;
+    }
+    for (long spins = 0; atomic_load_explicit(&b->generation, memory_order_acquire) == gen;
+         spins++) {
+        if (spins < 4096)
+            spin_pause();
+        else
+            sched_yield();
+    }
 }

@@ -9,6 +9,7 @@
 #ifndef NMT_COMMON_H
 #define NMT_COMMON_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #ifdef REAL_DOUBLE
@@ -44,5 +45,19 @@ int worth_parallel(double work, double threshold);
  * a multiple of 16 floats never straddle two cache lines (which halves the speed at which a
  * matrix-vector product streams a matrix). *block gets the pointer to free. */
 real *checked_calloc_aligned(size_t n, void **block, const char *what, Error *err);
+
+/* A barrier for the threads of one parallel region that waits by spinning. An OpenMP barrier
+ * makes a futex system call each time it opens (0.2-0.4 us on these machines, as much as a
+ * small matrix-vector product), and decoding one sentence meets several barriers a step.
+ * After a while of spinning the waiters yield their core, so a team that shares its cores
+ * with other work still moves on. Initialise with the team's size, inside or before the
+ * region; every thread of the team must call spin_barrier_wait the same number of times. */
+typedef struct {
+    atomic_uint arrived, generation;
+    unsigned threads;
+} SpinBarrier;
+
+void spin_barrier_init(SpinBarrier *b, int threads);
+void spin_barrier_wait(SpinBarrier *b);
 
 #endif

@@ -13,22 +13,26 @@ void gru_step_forward(real *h_out, real *cache, real *scratch, const real *gi, c
     gru_gates_forward(h_out, cache, gi, gh, h_prev, b_hh, len, pos, B, N);
 }
 
-/* Row b of gru_gates_forward. */
+/* Units [lo, hi) of row b of gru_gates_forward. */
 static void gates_row(real *h_out, real *cache, const real *gi, const real *gh, const real *h_prev,
-                      const real *b_hh, const int *len, int pos, int b, int N) {
+                      const real *b_hh, const int *len, int pos, int b, int N, int lo, int hi) {
     const real *gi_b = gi + (size_t)b * 3 * N, *gh_b = gh + (size_t)b * 3 * N;
     const real *hp = h_prev + (size_t)b * N;
     real *c = cache + (size_t)b * GRU_CACHE_WIDTH * N, *h = h_out + (size_t)b * N;
-    int active = !len || pos < len[b];
-    /* r and z: sigmoid over their 2N pre-activations at once; then n: tanh over N */
-    for (int j = 0; j < 2 * N; j++) c[j] = gi_b[j] + gh_b[j] + b_hh[j];
-    vec_sigmoid(c, (size_t)2 * N);
-    for (int j = 0; j < N; j++) {
+    int active = !len || pos < len[b], w = hi - lo;
+    /* r and z: sigmoid over their pre-activations at once; then n: tanh */
+    for (int g = 0; g < 2; g++)
+        for (int j = g * N + lo; j < g * N + hi; j++) c[j] = gi_b[j] + gh_b[j] + b_hh[j];
+    if (w == N)
+        vec_sigmoid(c, (size_t)2 * N);
+    else
+        vec_sigmoid(c + lo, (size_t)w), vec_sigmoid(c + N + lo, (size_t)w);
+    for (int j = lo; j < hi; j++) {
         c[3 * N + j] = gh_b[2 * N + j] + b_hh[2 * N + j]; /* hn */
         c[2 * N + j] = gi_b[2 * N + j] + c[j] * c[3 * N + j];
     }
-    vec_tanh(c + 2 * N, (size_t)N);
-    for (int j = 0; j < N; j++) {
+    vec_tanh(c + 2 * N + lo, (size_t)w);
+    for (int j = lo; j < hi; j++) {
         real z = c[N + j], n = c[2 * N + j];
         h[j] = active ? (1 - z) * n + z * hp[j] : hp[j];
     }
@@ -38,10 +42,18 @@ void gru_gates_forward(real *h_out, real *cache, const real *gi, const real *gh,
                        const real *b_hh, const int *len, int pos, int B, int N) {
     if (worth_parallel((double)B * N, 4096)) {
 #pragma omp parallel for schedule(static)
-        for (int b = 0; b < B; b++) gates_row(h_out, cache, gi, gh, h_prev, b_hh, len, pos, b, N);
+        for (int b = 0; b < B; b++)
+            gates_row(h_out, cache, gi, gh, h_prev, b_hh, len, pos, b, N, 0, N);
     } else {
-        for (int b = 0; b < B; b++) gates_row(h_out, cache, gi, gh, h_prev, b_hh, len, pos, b, N);
+        for (int b = 0; b < B; b++)
+            gates_row(h_out, cache, gi, gh, h_prev, b_hh, len, pos, b, N, 0, N);
     }
+}
+
+void gru_gates_units(real *h_out, real *cache, const real *gi, const real *gh, const real *h_prev,
+                     const real *b_hh, int B, int N, int lo, int hi) {
+    for (int b = 0; b < B; b++)
+        gates_row(h_out, cache, gi, gh, h_prev, b_hh, NULL, 0, b, N, lo, hi);
 }
 
 /* Row b of gru_step_backward's element-wise part. */

@@ -31,6 +31,11 @@ void gru_step_forward(real *h_out, real *cache, real *scratch, const real *gi, c
 void gru_gates_forward(real *h_out, real *cache, const real *gi, const real *gh, const real *h_prev,
                        const real *b_hh, const int *len, int pos, int B, int N);
 
+/* The gates and new state of the units [lo, hi) only (each unit's r, z and n columns of gi and
+ * gh), for every row: for callers that share out the units among threads. */
+void gru_gates_units(real *h_out, real *cache, const real *gi, const real *gh, const real *h_prev,
+                     const real *b_hh, int B, int N, int lo, int hi);
+
 /* Given dh = d loss / d h' [B,N], writes dgi = d loss / d gi [B,3N], dgh = d loss / d (W_hh h
  * + b_hh) [B,3N] and dh_prev = d loss / d h [B,N] (all three written, not accumulated). */
 void gru_step_backward(real *dh_prev, real *dgi, real *dgh, const real *dh, const real *cache,

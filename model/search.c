@@ -4,12 +4,14 @@
 #include "search.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <omp.h>
 
 #include "attention.h"
+#include "fastmath.h"
 #include "gemm.h"
 #include "gru.h"
 #include "layers.h"
@@ -41,9 +43,6 @@ int search_init(Searcher *s, const ModelDims *d, int max_sentences, int max_src,
         {&s->gh, R * 3 * D},
         {&s->cache, R * 4 * D},
         {&s->query, R * A},
-        {&s->hidden, R * S * A},
-        {&s->alpha, R * S},
-        {&s->energy, R * S},
         {&s->readout, R * O},
         {&s->logits, R * V},
         {&s->hist_alpha, L * R * S},
@@ -153,6 +152,45 @@ static int compare_ended(const void *a, const void *b) {
     return x->score > y->score ? -1 : x->score < y->score ? 1 : x->step - y->step;
 }
 
+/* Each thread's part of a search call's memory: its results for the others to read and its
+ * scratch. Threads write their parts at the same time, so each part has cache lines of its
+ * own (a line written by two cores would travel between them at every write). */
+typedef struct {
+    real *energy_part; /* [R][S]: its attention features' part of e_ti */
+    real *alpha;       /* [R][S]: its own copy of alpha_t */
+    real *hid;         /* [S][A]: scratch for its tanh values */
+    real *lse;         /* [R]: log-sum-exp of its share of the vocabulary */
+    Candidate *best;   /* [R][2*beam]: its best tokens of that share, by row */
+    int *n_best;       /* [R] */
+} ThreadPart;
+
+/* The parts of `threads` threads, each on cache lines of its own; *block gets the memory to
+ * free besides the returned array. */
+static ThreadPart *thread_parts(int threads, int R, int S, int A, int cap, void **block,
+                                Error *err) {
+    size_t bytes = sizeof(Candidate) * R * cap + sizeof(real) * (2 * R * S + S * A + R) +
+                   sizeof(int) * R,
+           line = 64, stride = (bytes + line - 1) / line * line;
+    ThreadPart *part = checked_calloc((size_t)threads, sizeof *part, "search", err);
+    char *base = checked_calloc((size_t)threads * stride + line, 1, "search", err);
+    *block = base;
+    if (!part || !base) {
+        free(part);
+        return NULL;
+    }
+    char *first = base + (line - (uintptr_t)base % line) % line;
+    for (int t = 0; t < threads; t++) {
+        char *at = first + (size_t)t * stride; /* Candidate first: it holds a double */
+        part[t].best = (Candidate *)at, at += sizeof(Candidate) * R * cap;
+        part[t].energy_part = (real *)at, at += sizeof(real) * R * S;
+        part[t].alpha = (real *)at, at += sizeof(real) * R * S;
+        part[t].hid = (real *)at, at += sizeof(real) * S * A;
+        part[t].lse = (real *)at, at += sizeof(real) * R;
+        part[t].n_best = (int *)at;
+    }
+    return part;
+}
+
 /* One search call's state, shared by the threads of its team. */
 typedef struct {
     Searcher *s;
@@ -163,11 +201,10 @@ typedef struct {
     int *n_ended;    /* [n] */
     char *done;      /* [n] */
     Candidate *cand; /* [n][2*beam] */
-    Candidate *best; /* [threads][R][2*beam]: each thread's best tokens of its vocabulary share */
-    int *n_best;     /* [threads][R] */
-    real *part_lse;  /* [threads][R]: log-sum-exp of each thread's share */
-    int threads;     /* in the team */
-    int remaining;   /* sentences not done */
+    ThreadPart *part; /* [threads] */
+    void *part_block;
+    int threads;      /* in the team */
+    SpinBarrier barrier;
     double *next_score;
 } Decode;
 
@@ -190,63 +227,102 @@ static void bias_part(real *y, int ldy, const real *b, int R, int lo, int hi) {
         for (int j = lo; j < hi; j++) y[(size_t)r * ldy + j] += b[j];
 }
 
-/* Everything of step t that needs only s_{t-1} and u_t, split by output features:
- * query = W_q s_{t-1}; gh = W_hh s_{t-1}; gi = W_ih[:, :E] u_t + b_ih. */
+/* Everything of step t that needs only s_{t-1} and u_t, shared out by features: this thread's
+ * attention features of query = W_q s_{t-1} and of every live row's energies (their part of
+ * e_ti, see attention_energy_part), and its hidden units' r, z and n columns of
+ * gh = W_hh s_{t-1} and gi = W_ih[:, :E] u_t + b_ih. */
 static void step_inputs(const Decode *dc) {
     const ModelDims *d = &dc->m->dims;
     const Weights *w = &dc->m->w;
     Searcher *s = dc->s;
-    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att, R = dc->R, lo, hi;
+    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att, R = dc->R, S = dc->S;
+    int me = omp_get_thread_num(), lo, hi;
     feature_share(A, &lo, &hi);
     product_part(s->query, A, s->s, D, w->att_w_q, D, R, D, lo, hi, 0);
-    feature_share(3 * D, &lo, &hi);
-    product_part(s->gh, 3 * D, s->s, D, w->dec_gru.w_hh, D, R, D, lo, hi, 0);
-    product_part(s->gi, 3 * D, s->u, E, w->dec_gru.w_ih, E + K, R, E, lo, hi, 0);
-    bias_part(s->gi, 3 * D, w->dec_gru.b_ih, R, lo, hi);
+    real *part = dc->part[me].energy_part, *hid = dc->part[me].hid;
+    for (int i = 0; i < dc->n; i++) {
+        if (dc->done[i]) continue;
+        const real *keys = s->enc.keys + (size_t)i * S * A;
+        for (int r = i * dc->beam; r < (i + 1) * dc->beam; r++)
+            attention_energy_part(part + (size_t)r * S, hid, s->query + (size_t)r * A, keys,
+                                  w->att_v, s->src_len[r], S, A, lo, hi);
+    }
+    feature_share(D, &lo, &hi);
+    for (int g = 0; g < 3; g++) { /* the gate's columns g*D + [lo, hi) */
+        int c0 = g * D + lo, c1 = g * D + hi;
+        product_part(s->gh, 3 * D, s->s, D, w->dec_gru.w_hh, D, R, D, c0, c1, 0);
+        product_part(s->gi, 3 * D, s->u, E, w->dec_gru.w_ih, E + K, R, E, c0, c1, 0);
+        bias_part(s->gi, 3 * D, w->dec_gru.b_ih, R, c0, c1);
+    }
 }
 
-/* Attention, the GRU and the context's part of the readout for the rows of sentence i:
- * alpha_t (c_t itself is never formed); gi += sum_j alpha_tj ctx_gi_j; s_t = GRU gates;
- * readout = b_o + sum_j alpha_tj ctx_ro_j. */
-static void step_attend(const Decode *dc, int i, int t) {
+/* This thread's hidden units of s_t, for the rows of every live sentence: alpha_t from the
+ * energies' parts (every thread forms all of alpha_t for itself, so no thread waits for
+ * another); the context's part of the GRU input on its units' columns,
+ * gi += sum_i alpha_ti ctx_gi_i (c_t itself is never formed); the gates. Thread 0 records
+ * alpha_t and e_t. */
+static void step_gates(const Decode *dc, int t) {
     const ModelDims *d = &dc->m->dims;
-    const Weights *w = &dc->m->w;
     Searcher *s = dc->s;
-    int K = dims_enc_state(d), D = d->dec_hidden, A = d->att, O = d->readout, S = dc->S;
-    int base = i * dc->beam, rows = dc->beam;
-    const real *keys = s->enc.keys + (size_t)i * S * A, *enc_h = s->enc.enc_h + (size_t)i * S * K;
-    for (int r = base; r < base + rows; r++)
-        attention_forward(NULL, s->alpha + (size_t)r * S, s->energy + (size_t)r * S,
-                          s->hidden + (size_t)r * S * A, s->query + (size_t)r * A, keys, enc_h,
-                          s->src_len + r, w->att_v, 1, S, A, K);
-    const real *alpha = s->alpha + (size_t)base * S;
-    gemm(0, 0, rows, 3 * D, S, alpha, S, s->ctx_gi + (size_t)i * S * 3 * D, 3 * D, 1,
-         s->gi + (size_t)base * 3 * D, 3 * D);
-    gru_gates_forward(s->s_next + (size_t)base * D, s->cache + (size_t)base * 4 * D,
-                      s->gi + (size_t)base * 3 * D, s->gh + (size_t)base * 3 * D,
-                      s->s + (size_t)base * D, w->dec_gru.b_hh, NULL, 0, rows, D);
-    for (int r = base; r < base + rows; r++)
-        memcpy(s->readout + (size_t)r * O, w->out_b_o, sizeof(real) * (size_t)O);
-    gemm(0, 0, rows, O, S, alpha, S, s->ctx_ro + (size_t)i * S * O, O, 1,
-         s->readout + (size_t)base * O, O);
-    size_t at = ((size_t)t * dc->R + base) * S;
-    memcpy(s->hist_alpha + at, alpha, sizeof(real) * (size_t)rows * S);
-    memcpy(s->hist_energy + at, s->energy + (size_t)base * S, sizeof(real) * (size_t)rows * S);
+    int D = d->dec_hidden, R = dc->R, S = dc->S, beam = dc->beam;
+    int me = omp_get_thread_num(), lo, hi;
+    real *alpha = dc->part[me].alpha;
+    feature_share(D, &lo, &hi);
+    for (int i = 0; i < dc->n; i++) {
+        if (dc->done[i]) continue;
+        int base = i * beam;
+        for (int r = base; r < base + beam; r++) {
+            real *a = alpha + (size_t)r * S;
+            int L = s->src_len[r];
+            for (int p = 0; p < L; p++) { /* the parts in thread order */
+                real e = 0;
+                for (int th = 0; th < dc->threads; th++)
+                    e += dc->part[th].energy_part[(size_t)r * S + p];
+                a[p] = e;
+            }
+            size_t at = ((size_t)t * R + r) * S;
+            attention_weights(a, me == 0 ? s->hist_energy + at : NULL, L, S);
+            if (me == 0) memcpy(s->hist_alpha + at, a, sizeof(real) * (size_t)S);
+        }
+        for (int g = 0; g < 3 && lo < hi; g++) {
+            size_t c0 = (size_t)g * D + lo;
+            gemm(0, 0, beam, hi - lo, S, alpha + (size_t)base * S, S,
+                 s->ctx_gi + (size_t)i * S * 3 * D + c0, 3 * D, 1,
+                 s->gi + (size_t)base * 3 * D + c0, 3 * D);
+        }
+        gru_gates_units(s->s_next + (size_t)base * D, s->cache + (size_t)base * 4 * D,
+                        s->gi + (size_t)base * 3 * D, s->gh + (size_t)base * 3 * D,
+                        s->s + (size_t)base * D, dc->m->w.dec_gru.b_hh, beam, D, lo, hi);
+    }
 }
 
-/* The rest of the readout, split by output features:
- * o_t = tanh(W_o[:, :D] s_t + W_o[:, D+K:] u_t + (b_o + context part)). */
+/* The readout, shared out by output features: o_t = tanh(W_o [s_t ; c_t ; u_t] + b_o), with
+ * the context's part as sum_i alpha_ti ctx_ro_i for live sentences. */
 static void step_readout(const Decode *dc) {
     const ModelDims *d = &dc->m->dims;
     const Weights *w = &dc->m->w;
     Searcher *s = dc->s;
-    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, O = d->readout, R = dc->R, lo, hi;
-    int RW = D + K + E;
+    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, O = d->readout, R = dc->R;
+    int S = dc->S, beam = dc->beam, RW = D + K + E, lo, hi;
+    const real *alpha = dc->part[omp_get_thread_num()].alpha;
     feature_share(O, &lo, &hi);
+    if (lo == hi) return;
+    for (int i = 0; i < dc->n; i++) {
+        if (dc->done[i]) continue;
+        int base = i * beam;
+        for (int r = base; r < base + beam; r++)
+            memcpy(s->readout + (size_t)r * O + lo, w->out_b_o + lo, sizeof(real) * (size_t)(hi - lo));
+        gemm(0, 0, beam, hi - lo, S, alpha + (size_t)base * S, S, s->ctx_ro + (size_t)i * S * O + lo,
+             O, 1, s->readout + (size_t)base * O + lo, O);
+    }
     product_part(s->readout, O, s->s_next, D, w->out_w_o, RW, R, D, lo, hi, 1);
     product_part(s->readout, O, s->u, E, w->out_w_o + D + K, RW, R, E, lo, hi, 1);
-    for (int r = 0; r < R && lo < hi; r++) tanh_forward(s->readout + (size_t)r * O + lo, hi - lo);
+    for (int r = 0; r < R; r++) tanh_forward(s->readout + (size_t)r * O + lo, hi - lo);
 }
+
+/* Logits looked at by step_logits as one block when searching for the best: the block's maximum
+ * (a vector loop) almost always shows it holds none. */
+enum { SCAN_BLOCK = 64 };
 
 /* z_t = W_out o_t + b_out, split by output features. Each thread computes its share of the
  * logits and, while they are in its cache, reduces them for step_select: their log-sum-exp and, per
@@ -256,23 +332,29 @@ static void step_logits(const Decode *dc) {
     const Weights *w = &dc->m->w;
     Searcher *s = dc->s;
     int O = d->readout, V = d->tgt_vocab, R = dc->R, cap = 2 * dc->beam, lo, hi;
-    int t = omp_get_thread_num();
+    const ThreadPart *mine = &dc->part[omp_get_thread_num()];
     feature_share(V, &lo, &hi);
     product_part(s->logits, V, s->readout, O, w->out_w, O, R, O, lo, hi, 0);
     bias_part(s->logits, V, w->out_b, R, lo, hi);
     for (int r = 0; r < R; r++) {
-        size_t at = (size_t)t * R + r;
-        Candidate *best = dc->best + at * cap;
+        Candidate *best = mine->best + (size_t)r * cap;
         int n = 0;
         const real *z = s->logits + (size_t)r * V;
-        dc->part_lse[at] = lo < hi ? log_sum_exp(z + lo, hi - lo) : -INFINITY;
+        mine->lse[r] = lo < hi ? log_sum_exp(z + lo, hi - lo) : -INFINITY;
         real floor = -INFINITY; /* once the list is full: the logit to beat */
-        for (int v = lo; v < hi; v++) {
-            if ((n == cap && !(z[v] > floor)) || v == TOK_PAD || v == TOK_BOS) continue;
-            keep_best(best, &n, cap, (Candidate){.score = z[v], .row = r, .token = v});
-            if (n == cap) floor = (real)best[cap - 1].score;
+        for (int v0 = lo; v0 < hi; v0 += SCAN_BLOCK) {
+            int v1 = v0 + SCAN_BLOCK < hi ? v0 + SCAN_BLOCK : hi;
+            real top = vec_max(z + v0, (size_t)(v1 - v0));
+            /* a block whose largest logit does not beat the list's last changes nothing (a
+             * NaN top, from a NaN first logit, sends the block through the full test) */
+            if (n == cap && !(top > floor) && top == top) continue;
+            for (int v = v0; v < v1; v++) {
+                if ((n == cap && !(z[v] > floor)) || v == TOK_PAD || v == TOK_BOS) continue;
+                keep_best(best, &n, cap, (Candidate){.score = z[v], .row = r, .token = v});
+                if (n == cap) floor = (real)best[cap - 1].score;
+            }
         }
-        dc->n_best[at] = n;
+        mine->n_best[r] = n;
     }
 }
 
@@ -280,10 +362,10 @@ static void step_logits(const Decode *dc) {
 static real row_lse(const Decode *dc, int r) {
     real top = -INFINITY, sum = 0;
     for (int t = 0; t < dc->threads; t++) {
-        real x = dc->part_lse[(size_t)t * dc->R + r];
+        real x = dc->part[t].lse[r];
         if (x > top) top = x;
     }
-    for (int t = 0; t < dc->threads; t++) sum += exp(dc->part_lse[(size_t)t * dc->R + r] - top);
+    for (int t = 0; t < dc->threads; t++) sum += exp(dc->part[t].lse[r] - top);
     return top + log(sum);
 }
 
@@ -306,9 +388,9 @@ static void step_select(const Decode *dc, int i, int t) {
         if (s->score[r] == -INFINITY) continue;
         real lse = row_lse(dc, r);
         for (int t = 0; t < dc->threads; t++) {
-            size_t at = (size_t)t * R + r;
-            for (int c = 0; c < dc->n_best[at]; c++) {
-                Candidate b = dc->best[at * cap + c];
+            const ThreadPart *theirs = &dc->part[t];
+            for (int c = 0; c < theirs->n_best[r]; c++) {
+                Candidate b = theirs->best[(size_t)r * cap + c];
                 b.logp = (real)b.score - lse;
                 b.score = s->score[r] + b.logp;
                 keep_best(cand, &ncand, cap, b);
@@ -365,31 +447,34 @@ static void step_select(const Decode *dc, int i, int t) {
 }
 
 /* The decoding loop, run by every thread of the team. Each step's phases are separated by
- * barriers (the implicit ones of the worksharing loops included): the products that need only
- * s_{t-1} and y_{t-1}; per sentence, attention and the GRU (which need the whole query and gh);
- * the readout (which needs the whole s_t); the logits; per sentence, the choice of tokens
- * (which needs every thread's share of the vocabulary). */
+ * barriers: the products and attention features that need only s_{t-1} and y_{t-1}; the
+ * GRU's units (which need all of the energies, gi and gh); the readout (which needs the whole
+ * s_t); the logits; per sentence, the choice of tokens (which needs every thread's share of
+ * the vocabulary). The barriers spin (see SpinBarrier): a step of one sentence is a few
+ * microseconds. */
 static void decode_steps(Decode *dc) {
 #pragma omp single
-    dc->threads = omp_get_num_threads();
-    for (int t = 0; t < dc->opt->max_len && dc->remaining > 0; t++) {
+    {
+        dc->threads = omp_get_num_threads();
+        spin_barrier_init(&dc->barrier, dc->threads);
+    }
+    int remaining = dc->n;
+    for (int t = 0; t < dc->opt->max_len && remaining > 0; t++) {
         step_inputs(dc);
-#pragma omp barrier
-#pragma omp for schedule(static)
-        for (int i = 0; i < dc->n; i++)
-            if (!dc->done[i]) step_attend(dc, i, t);
+        spin_barrier_wait(&dc->barrier);
+        step_gates(dc, t);
+        spin_barrier_wait(&dc->barrier);
         step_readout(dc);
-#pragma omp barrier
+        spin_barrier_wait(&dc->barrier);
         step_logits(dc);
-#pragma omp barrier
-#pragma omp for schedule(static)
+        spin_barrier_wait(&dc->barrier);
+#pragma omp for schedule(static) nowait
         for (int i = 0; i < dc->n; i++)
             if (!dc->done[i]) step_select(dc, i, t);
-#pragma omp single
-        {
-            dc->remaining = 0;
-            for (int i = 0; i < dc->n; i++) dc->remaining += !dc->done[i];
-        }
+        spin_barrier_wait(&dc->barrier);
+        /* done[] is settled: each thread counts for itself */
+        remaining = 0;
+        for (int i = 0; i < dc->n; i++) remaining += !dc->done[i];
     }
 }
 
@@ -440,19 +525,14 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
     double work =
         (double)R * ((double)A * D + 3.0 * D * (D + E) + (double)O * (D + E) + (double)V * O);
     int threads = work < 1 << 16 ? 1 : omp_get_max_threads(), cap = 2 * beam;
-    Decode dc = {.s = s, .m = m, .opt = opt, .n = n, .beam = beam, .R = R, .S = S, .remaining = n};
+    Decode dc = {.s = s, .m = m, .opt = opt, .n = n, .beam = beam, .R = R, .S = S};
     dc.ended = checked_calloc((size_t)n * cap, sizeof(Ended), "search results", err);
     dc.n_ended = checked_calloc((size_t)n, sizeof(int), "search results", err);
     dc.done = checked_calloc((size_t)n, 1, "search results", err);
     dc.cand = checked_calloc((size_t)n * cap, sizeof(Candidate), "search", err);
-    dc.best = checked_calloc((size_t)threads * R * cap, sizeof(Candidate), "search", err);
-    dc.n_best = checked_calloc((size_t)threads * R, sizeof(int), "search", err);
-    dc.part_lse = checked_calloc((size_t)threads * R, sizeof(real), "search", err);
+    dc.part = thread_parts(threads, R, S, A, cap, &dc.part_block, err);
     dc.next_score = s->score + R;
-    int rc =
-        !dc.ended || !dc.n_ended || !dc.done || !dc.cand || !dc.best || !dc.n_best || !dc.part_lse
-            ? -1
-            : 0;
+    int rc = !dc.ended || !dc.n_ended || !dc.done || !dc.cand || !dc.part ? -1 : 0;
     if (rc == 0) {
 #pragma omp parallel num_threads(threads)
         decode_steps(&dc);
@@ -474,7 +554,7 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
         }
     }
     free(dc.ended), free(dc.n_ended), free(dc.done), free(dc.cand);
-    free(dc.best), free(dc.n_best), free(dc.part_lse);
+    free(dc.part), free(dc.part_block);
     if (rc)
         for (int i = 0; i < n; i++) translation_free(&out[i]);
     return rc;

@@ -7,8 +7,9 @@
  * in another order than training does, which changes results only by round-off: the context
  * c_t enters the GRU input and the readout through products only, so W c_t = sum_i alpha_ti
  * (W h_i) is formed from each sentence's source states projected once, and the threads share
- * every product by its output features (decoding is matrix-vector products, bound by how fast
- * the weights stream from cache: each core streams its part). Finished hypotheses are ranked
+ * out every product by its output features, attention by its features and the GRU by its units
+ * (decoding is matrix-vector products, bound by how fast the weights stream from cache: each
+ * core streams its part, even for one sentence). Finished hypotheses are ranked
  * by log-probability / length^len_norm (length normalisation; 0 ranks by log-probability).
  * Every hypothesis comes back with its alignment matrix (alpha, one row per output token
  * including </s>), the scores e_ti and each chosen token's probability, for inspection.
@@ -56,7 +57,7 @@ typedef struct {
     real *ctx_gi, *ctx_ro;
     /* per row (max_sentences * beam) */
     int *src_len, *y_prev;
-    real *u, *s, *s_next, *gi, *gh, *cache, *query, *hidden, *alpha, *energy;
+    real *u, *s, *s_next, *gi, *gh, *cache, *query;
     real *readout, *logits;
     double *score; /* cumulative log-probability of each row's hypothesis */
     /* history, [max_len][rows] */
