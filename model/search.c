@@ -208,12 +208,57 @@ typedef struct {
     double *next_score;
 } Decode;
 
-/* The calling thread's share [*lo, *hi) of n output features, in whole cache lines, so that
- * threads writing the same rows never share a line. */
-static void feature_share(int n, int *lo, int *hi) {
-    int parts = omp_get_num_threads(), t = omp_get_thread_num(), units = (n + 15) / 16;
-    *lo = (int)((long)units * t / parts) * 16, *hi = (int)((long)units * (t + 1) / parts) * 16;
+/* Share `part` of `parts` [*lo, *hi) of n features, in whole cache lines, so that threads
+ * writing the same rows never share a line. */
+static void share_of(int n, int part, int parts, int *lo, int *hi) {
+    int units = (n + 15) / 16;
+    *lo = (int)((long)units * part / parts) * 16, *hi = (int)((long)units * (part + 1) / parts) * 16;
     *lo = *lo < n ? *lo : n, *hi = *hi < n ? *hi : n;
+}
+
+/* The calling thread's share of n output features, among all the threads. */
+static void feature_share(int n, int *lo, int *hi) {
+    share_of(n, omp_get_thread_num(), omp_get_num_threads(), lo, hi);
+}
+
+/* The columns of the hidden units [lo, hi) in the [r | z | n] layout of gi and gh: the ranges
+ * [c0[g], c1[g]) for g < the count returned (one range when the units are all of them). */
+static int gate_columns(int D, int lo, int hi, int c0[3], int c1[3]) {
+    if (lo == 0 && hi == D) {
+        c0[0] = 0, c1[0] = 3 * D;
+        return 1;
+    }
+    for (int g = 0; g < 3; g++) c0[g] = g * D + lo, c1[g] = g * D + hi;
+    return 3;
+}
+
+/* Attention and the GRU go by sentences when there are at least as many sentences as threads
+ * (thread t takes sentences [n t / T, n (t+1) / T)); otherwise every thread takes a share of the
+ * features of every sentence, so that one sentence alone still uses every core. */
+static int by_sentence(const Decode *dc) {
+    return dc->n >= dc->threads;
+}
+
+/* The sentences [*i0, *i1) that the calling thread works on, and its share [*lo, *hi) of n
+ * features of each. */
+static void sentence_share(const Decode *dc, int n, int *i0, int *i1, int *lo, int *hi) {
+    int me = omp_get_thread_num(), threads = dc->threads;
+    if (by_sentence(dc)) {
+        *i0 = (int)((long)dc->n * me / threads), *i1 = (int)((long)dc->n * (me + 1) / threads);
+        *lo = 0, *hi = n;
+    } else {
+        *i0 = 0, *i1 = dc->n;
+        share_of(n, me, threads, lo, hi);
+    }
+}
+
+/* The thread whose copy of alpha_t holds sentence i's rows (by sentences: the one that worked
+ * on it; by features: every thread has all of alpha_t). */
+static int alpha_holder(const Decode *dc, int i) {
+    if (!by_sentence(dc)) return omp_get_thread_num();
+    int t = dc->threads - 1;
+    while (t > 0 && (long)dc->n * t / dc->threads > i) t--;
+    return t;
 }
 
 /* y[r, lo:hi] (+)= x[r, :] W[lo:hi, :]^T for R rows: the columns [lo, hi) of x W^T. */
@@ -227,48 +272,54 @@ static void bias_part(real *y, int ldy, const real *b, int R, int lo, int hi) {
         for (int j = lo; j < hi; j++) y[(size_t)r * ldy + j] += b[j];
 }
 
-/* Everything of step t that needs only s_{t-1} and u_t, shared out by features: this thread's
- * attention features of query = W_q s_{t-1} and of every live row's energies (their part of
- * e_ti, see attention_energy_part), and its hidden units' r, z and n columns of
- * gh = W_hh s_{t-1} and gi = W_ih[:, :E] u_t + b_ih. */
+/* Everything of step t that needs only s_{t-1} and u_t: this thread's share of the output
+ * features of gh = W_hh s_{t-1} and gi = W_ih[:, :E] u_t + b_ih (by hidden units: a unit's
+ * r, z and n columns go together); for its sentences (see sentence_share), its attention
+ * features of query = W_q s_{t-1} and of the energies (their part of e_ti, see
+ * attention_energy_part). */
 static void step_inputs(const Decode *dc) {
     const ModelDims *d = &dc->m->dims;
     const Weights *w = &dc->m->w;
     Searcher *s = dc->s;
     int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att, R = dc->R, S = dc->S;
-    int me = omp_get_thread_num(), lo, hi;
-    feature_share(A, &lo, &hi);
-    product_part(s->query, A, s->s, D, w->att_w_q, D, R, D, lo, hi, 0);
-    real *part = dc->part[me].energy_part, *hid = dc->part[me].hid;
-    for (int i = 0; i < dc->n; i++) {
+    int beam = dc->beam, i0, i1, lo, hi, c0[3], c1[3];
+    const ThreadPart *mine = &dc->part[omp_get_thread_num()];
+    feature_share(D, &lo, &hi);
+    for (int g = 0, ranges = gate_columns(D, lo, hi, c0, c1); g < ranges; g++) {
+        product_part(s->gh, 3 * D, s->s, D, w->dec_gru.w_hh, D, R, D, c0[g], c1[g], 0);
+        product_part(s->gi, 3 * D, s->u, E, w->dec_gru.w_ih, E + K, R, E, c0[g], c1[g], 0);
+        bias_part(s->gi, 3 * D, w->dec_gru.b_ih, R, c0[g], c1[g]);
+    }
+    sentence_share(dc, A, &i0, &i1, &lo, &hi);
+    if (i0 == i1) return;
+    size_t r0 = (size_t)i0 * beam;
+    product_part(s->query + r0 * A, A, s->s + r0 * D, D, w->att_w_q, D, (i1 - i0) * beam, D, lo,
+                 hi, 0);
+    for (int i = i0; i < i1; i++) {
         if (dc->done[i]) continue;
         const real *keys = s->enc.keys + (size_t)i * S * A;
-        for (int r = i * dc->beam; r < (i + 1) * dc->beam; r++)
-            attention_energy_part(part + (size_t)r * S, hid, s->query + (size_t)r * A, keys,
-                                  w->att_v, s->src_len[r], S, A, lo, hi);
-    }
-    feature_share(D, &lo, &hi);
-    for (int g = 0; g < 3; g++) { /* the gate's columns g*D + [lo, hi) */
-        int c0 = g * D + lo, c1 = g * D + hi;
-        product_part(s->gh, 3 * D, s->s, D, w->dec_gru.w_hh, D, R, D, c0, c1, 0);
-        product_part(s->gi, 3 * D, s->u, E, w->dec_gru.w_ih, E + K, R, E, c0, c1, 0);
-        bias_part(s->gi, 3 * D, w->dec_gru.b_ih, R, c0, c1);
+        for (int r = i * beam; r < (i + 1) * beam; r++)
+            attention_energy_part(mine->energy_part + (size_t)r * S, mine->hid,
+                                  s->query + (size_t)r * A, keys, w->att_v, s->src_len[r], S, A,
+                                  lo, hi);
     }
 }
 
-/* This thread's hidden units of s_t, for the rows of every live sentence: alpha_t from the
- * energies' parts (every thread forms all of alpha_t for itself, so no thread waits for
- * another); the context's part of the GRU input on its units' columns,
- * gi += sum_i alpha_ti ctx_gi_i (c_t itself is never formed); the gates. Thread 0 records
- * alpha_t and e_t. */
+/* For this thread's sentences, its share of the hidden units of s_t: alpha_t from the
+ * energies' parts (by features, every thread forms all of alpha_t for itself, so that no thread
+ * waits for another); the context's part of the GRU input on its units' columns,
+ * gi += sum_i alpha_ti ctx_gi_i (c_t itself is never formed); the gates. The first thread of
+ * each sentence records alpha_t and e_t. */
 static void step_gates(const Decode *dc, int t) {
     const ModelDims *d = &dc->m->dims;
     Searcher *s = dc->s;
-    int D = d->dec_hidden, R = dc->R, S = dc->S, beam = dc->beam;
-    int me = omp_get_thread_num(), lo, hi;
+    int D = d->dec_hidden, R = dc->R, S = dc->S, beam = dc->beam, me = omp_get_thread_num();
+    int i0, i1, lo, hi, c0[3], c1[3];
     real *alpha = dc->part[me].alpha;
-    feature_share(D, &lo, &hi);
-    for (int i = 0; i < dc->n; i++) {
+    /* the threads whose energy parts add up */
+    int first = by_sentence(dc) ? me : 0, last = by_sentence(dc) ? me + 1 : dc->threads;
+    sentence_share(dc, D, &i0, &i1, &lo, &hi);
+    for (int i = i0; i < i1; i++) {
         if (dc->done[i]) continue;
         int base = i * beam;
         for (int r = base; r < base + beam; r++) {
@@ -276,20 +327,18 @@ static void step_gates(const Decode *dc, int t) {
             int L = s->src_len[r];
             for (int p = 0; p < L; p++) { /* the parts in thread order */
                 real e = 0;
-                for (int th = 0; th < dc->threads; th++)
+                for (int th = first; th < last; th++)
                     e += dc->part[th].energy_part[(size_t)r * S + p];
                 a[p] = e;
             }
             size_t at = ((size_t)t * R + r) * S;
-            attention_weights(a, me == 0 ? s->hist_energy + at : NULL, L, S);
-            if (me == 0) memcpy(s->hist_alpha + at, a, sizeof(real) * (size_t)S);
+            attention_weights(a, me == first ? s->hist_energy + at : NULL, L, S);
+            if (me == first) memcpy(s->hist_alpha + at, a, sizeof(real) * (size_t)S);
         }
-        for (int g = 0; g < 3 && lo < hi; g++) {
-            size_t c0 = (size_t)g * D + lo;
-            gemm(0, 0, beam, hi - lo, S, alpha + (size_t)base * S, S,
-                 s->ctx_gi + (size_t)i * S * 3 * D + c0, 3 * D, 1,
-                 s->gi + (size_t)base * 3 * D + c0, 3 * D);
-        }
+        for (int g = 0, ranges = gate_columns(D, lo, hi, c0, c1); g < ranges; g++)
+            gemm(0, 0, beam, c1[g] - c0[g], S, alpha + (size_t)base * S, S,
+                 s->ctx_gi + (size_t)i * S * 3 * D + c0[g], 3 * D, 1,
+                 s->gi + (size_t)base * 3 * D + c0[g], 3 * D);
         gru_gates_units(s->s_next + (size_t)base * D, s->cache + (size_t)base * 4 * D,
                         s->gi + (size_t)base * 3 * D, s->gh + (size_t)base * 3 * D,
                         s->s + (size_t)base * D, dc->m->w.dec_gru.b_hh, beam, D, lo, hi);
@@ -304,16 +353,16 @@ static void step_readout(const Decode *dc) {
     Searcher *s = dc->s;
     int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, O = d->readout, R = dc->R;
     int S = dc->S, beam = dc->beam, RW = D + K + E, lo, hi;
-    const real *alpha = dc->part[omp_get_thread_num()].alpha;
     feature_share(O, &lo, &hi);
     if (lo == hi) return;
     for (int i = 0; i < dc->n; i++) {
         if (dc->done[i]) continue;
         int base = i * beam;
+        const real *alpha = dc->part[alpha_holder(dc, i)].alpha + (size_t)base * S;
         for (int r = base; r < base + beam; r++)
             memcpy(s->readout + (size_t)r * O + lo, w->out_b_o + lo, sizeof(real) * (size_t)(hi - lo));
-        gemm(0, 0, beam, hi - lo, S, alpha + (size_t)base * S, S, s->ctx_ro + (size_t)i * S * O + lo,
-             O, 1, s->readout + (size_t)base * O + lo, O);
+        gemm(0, 0, beam, hi - lo, S, alpha, S, s->ctx_ro + (size_t)i * S * O + lo, O, 1,
+             s->readout + (size_t)base * O + lo, O);
     }
     product_part(s->readout, O, s->s_next, D, w->out_w_o, RW, R, D, lo, hi, 1);
     product_part(s->readout, O, s->u, E, w->out_w_o + D + K, RW, R, E, lo, hi, 1);
