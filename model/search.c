@@ -495,6 +495,22 @@ static void step_select(const Decode *dc, int i, int t) {
                       dc->m->w.tgt_emb, beam, d->emb);
 }
 
+/* The context enters the model only through products: W c_t = sum_i alpha_ti (W h_i). So the
+ * context's columns of W_ih and W_o are applied once per source position, as one matrix product
+ * each (this thread's share of the columns), instead of once per step and hypothesis (equal up
+ * to round-off). */
+static void context_projections(const Decode *dc) {
+    const ModelDims *d = &dc->m->dims;
+    const Weights *w = &dc->m->w;
+    Searcher *s = dc->s;
+    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, O = d->readout, rows = dc->n * dc->S;
+    int lo, hi;
+    feature_share(3 * D, &lo, &hi);
+    product_part(s->ctx_gi, 3 * D, s->enc.enc_h, K, w->dec_gru.w_ih + E, E + K, rows, K, lo, hi, 0);
+    feature_share(O, &lo, &hi);
+    product_part(s->ctx_ro, O, s->enc.enc_h, K, w->out_w_o + D, D + K + E, rows, K, lo, hi, 0);
+}
+
 /* The decoding loop, run by every thread of the team. Each step's phases are separated by
  * barriers: the products and attention features that need only s_{t-1} and y_{t-1}; the
  * GRU's units (which need all of the energies, gi and gh); the readout (which needs the whole
@@ -507,6 +523,8 @@ static void decode_steps(Decode *dc) {
         dc->threads = omp_get_num_threads();
         spin_barrier_init(&dc->barrier, dc->threads);
     }
+    context_projections(dc);
+    spin_barrier_wait(&dc->barrier);
     int remaining = dc->n;
     for (int t = 0; t < dc->opt->max_len && remaining > 0; t++) {
         step_inputs(dc);
@@ -545,7 +563,7 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
                              s->max_src);
         if (src_len[i] > S) S = src_len[i];
     }
-    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att, O = d->readout,
+    int E = d->emb, D = d->dec_hidden, A = d->att, O = d->readout,
         V = d->tgt_vocab, R = n * beam;
     memset(out, 0, sizeof *out * (size_t)n);
 
@@ -554,11 +572,6 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
     memset(padded, 0, sizeof(int) * (size_t)n * S);
     for (int i = 0; i < n; i++) memcpy(padded + (size_t)i * S, src[i], sizeof(int) * src_len[i]);
     if (model_encode(m, &s->enc, padded, src_len, n, S, err)) return -1;
-    /* The context enters the model only through products: W c_t = sum_j alpha_tj (W h_j). So
-     * the context's columns of W_ih and W_o are applied once per source position, as one
-     * matrix product, instead of once per step and hypothesis (equal up to round-off). */
-    gemm(0, 1, n * S, 3 * D, K, s->enc.enc_h, K, w->dec_gru.w_ih + E, E + K, 0, s->ctx_gi, 3 * D);
-    gemm(0, 1, n * S, O, K, s->enc.enc_h, K, w->out_w_o + D, D + K + E, 0, s->ctx_ro, O);
     for (int r = 0; r < R; r++) {
         int i = r / beam;
         memcpy(s->s + (size_t)r * D, s->enc.dec_state + (size_t)i * D, sizeof(real) * (size_t)D);

@@ -247,16 +247,28 @@ static void thread_rows(int B, int *first, int *count) {
 
 /* ---- encoder ------------------------------------------------------------------------ */
 
-/* The calling thread's part of the encoder's recurrences: directions [*dir0, *dir1) over its
- * share of the rows. With two directions and an even team, each half of the team runs one
- * direction: a thread then streams one W_hh only, multiplies twice the rows at a time, and a
- * single sentence keeps two cores busy. Otherwise each thread runs every direction. */
-static void encoder_share(int dirs, int B, int *dir0, int *dir1, int *first, int *count) {
+/* The calling thread's part of the encoder's recurrences: directions [*dir0, *dir1), and its
+ * place *part among the *parts threads that share them. With two directions and an even team,
+ * each half of the team runs one direction: a thread then streams one W_hh only, multiplies
+ * twice the rows at a time, and a single sentence keeps two cores busy. Otherwise each thread
+ * runs every direction. The threads of a direction share its rows in the recurrence and the
+ * columns of its input projection. */
+static void encoder_share(int dirs, int *dir0, int *dir1, int *part, int *parts) {
     int threads = omp_get_num_threads(), t = omp_get_thread_num();
     int halves = dirs == 2 && threads % 2 == 0 ? 2 : 1, per_half = threads / halves;
     *dir0 = halves == 2 ? t / per_half : 0;
     *dir1 = halves == 2 ? *dir0 + 1 : dirs;
-    share_rows(B, t % per_half, per_half, first, count);
+    *part = t % per_half, *parts = per_half;
+}
+
+/* y[:, lo:hi] = x W[lo:hi, :]^T + b[lo:hi] for `rows` rows, y [rows, out]: columns [lo, hi) of
+ * linear_forward, for threads that share out a product by its columns. */
+static void linear_columns(real *y, const real *x, int ldx, const real *w, int ldw, const real *b,
+                           int rows, int in, int out, int lo, int hi) {
+    if (lo >= hi) return;
+    gemm(0, 1, rows, hi - lo, in, x, ldx, w + (size_t)lo * ldw, ldw, 0, y + lo, out);
+    for (int r = 0; r < rows; r++)
+        for (int j = lo; j < hi; j++) y[(size_t)r * out + j] += b[j];
 }
 
 /* Slot order of a direction's states [(S+1)*B, H]: the forward GRU starts from slot 0 and
@@ -269,23 +281,29 @@ static real *state_slot(real *states, int slot, int B, int N) {
 
 /* x_i = src_emb[src_i]; forward GRU over i = 0..L-1 -> f_i; backward GRU over i = L-1..0
  * -> g_i; h_i = [f_i ; g_i] (zero at padding); h_last = [f_{L-1} ; g_0];
- * k_i = W_k h_i + b; s_0 = tanh(W_init h_last + b_init). */
+ * k_i = W_k h_i + b; s_0 = tanh(W_init h_last + b_init). One parallel region for all of it:
+ * for one sentence, entering a region costs as much as some of its products. */
 static void encoder_forward(const Model *m, Acts *a, int B, int S) {
     const ModelDims *d = &m->dims;
     const Weights *w = &m->w;
     int E = d->emb, H = d->enc_hidden, K = dims_enc_state(d), D = d->dec_hidden, A = d->att;
     int dirs = d->bidirectional ? 2 : 1;
     embedding_forward(a->x, E, a->src_ids, a->dropout > 0 ? a->x_keep : NULL, w->src_emb, S * B, E);
-    for (int dir = 0; dir < dirs; dir++) {
-        const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
-        linear_forward(a->enc_gi[dir], a->x, E, gw->w_ih, E, gw->b_ih, S * B, E, 3 * H);
+    for (int dir = 0; dir < dirs; dir++)
         memset(state_slot(a->enc_state[dir], dir == 0 ? 0 : S, B, H), 0,
                sizeof(real) * (size_t)B * H);
-    }
 #pragma omp parallel
     {
-        int dir0, dir1, b0, nb;
-        encoder_share(dirs, B, &dir0, &dir1, &b0, &nb);
+        int dir0, dir1, part, parts, b0, nb, lo, n;
+        encoder_share(dirs, &dir0, &dir1, &part, &parts);
+        share_rows(B, part, parts, &b0, &nb);
+        for (int dir = dir0; dir < dir1; dir++) { /* gi = W_ih x_i + b_ih, all positions */
+            const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
+            share_rows(3 * H, part, parts, &lo, &n);
+            linear_columns(a->enc_gi[dir], a->x, E, gw->w_ih, E, gw->b_ih, S * B, E, 3 * H, lo,
+                           lo + n);
+        }
+#pragma omp barrier
         for (int dir = dir0; dir < dir1 && nb > 0; dir++) {
             const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
             real *states = a->enc_state[dir], *scratch = a->scratch + (size_t)dir * B * 3 * H;
@@ -299,26 +317,26 @@ static void encoder_forward(const Model *m, Acts *a, int B, int S) {
                                  state_slot(states, from, B, H) + (size_t)b0 * H, gw->w_hh,
                                  gw->b_hh, a->src_len + b0, i, nb, H);
             }
-        }
-    }
-    for (int b = 0; b < B; b++) {
-        for (int i = 0; i < S; i++) {
-            real *h = a->enc_h + ((size_t)b * S + i) * K;
-            for (int dir = 0; dir < dirs; dir++) {
-                const real *st = state_slot(a->enc_state[dir], dir == 0 ? i + 1 : i, B, H);
-                for (int j = 0; j < H; j++)
-                    h[dir * H + j] = i < a->src_len[b] ? st[(size_t)b * H + j] : 0;
+            /* h_i and h_last: this direction's half of the rows' encoder states */
+            for (int b = b0; b < b0 + nb; b++) {
+                for (int i = 0; i < S; i++) {
+                    real *h = a->enc_h + ((size_t)b * S + i) * K + dir * H;
+                    const real *st = state_slot(states, dir == 0 ? i + 1 : i, B, H) + (size_t)b * H;
+                    for (int j = 0; j < H; j++) h[j] = i < a->src_len[b] ? st[j] : 0;
+                }
+                memcpy(a->h_last + (size_t)b * K + dir * H,
+                       state_slot(states, dir == 0 ? S : 0, B, H) + (size_t)b * H,
+                       sizeof(real) * (size_t)H);
             }
         }
-        for (int dir = 0; dir < dirs; dir++) {
-            const real *st = state_slot(a->enc_state[dir], dir == 0 ? S : 0, B, H);
-            memcpy(a->h_last + (size_t)b * K + dir * H, st + (size_t)b * H,
-                   sizeof(real) * (size_t)H);
-        }
+#pragma omp barrier
+        /* keys and s_0: every thread takes a share of the columns */
+        share_rows(A, omp_get_thread_num(), omp_get_num_threads(), &lo, &n);
+        linear_columns(a->keys, a->enc_h, K, w->att_w_k, K, w->att_b, B * S, K, A, lo, lo + n);
+        share_rows(D, omp_get_thread_num(), omp_get_num_threads(), &lo, &n);
+        linear_columns(a->dec_state, a->h_last, K, w->init_w, K, w->init_b, B, K, D, lo, lo + n);
+        for (int b = 0; b < B && n > 0; b++) tanh_forward(a->dec_state + (size_t)b * D + lo, n);
     }
-    linear_forward(a->keys, a->enc_h, K, w->att_w_k, K, w->att_b, B * S, K, A);
-    linear_forward(a->dec_state, a->h_last, K, w->init_w, K, w->init_b, B, K, D);
-    tanh_forward(a->dec_state, (size_t)B * D);
 }
 
 static void encoder_backward(Model *m, Acts *a) {
@@ -346,8 +364,9 @@ static void encoder_backward(Model *m, Acts *a) {
                    sizeof(real) * (size_t)H);
 #pragma omp parallel
     {
-        int dir0, dir1, b0, nb;
-        encoder_share(dirs, B, &dir0, &dir1, &b0, &nb);
+        int dir0, dir1, part, parts, b0, nb;
+        encoder_share(dirs, &dir0, &dir1, &part, &parts);
+        share_rows(B, part, parts, &b0, &nb);
         for (int dir = dir0; dir < dir1 && nb > 0; dir++) {
             const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
             real *states = a->enc_state[dir], *dgi = a->enc_gi[dir];
