@@ -384,11 +384,14 @@ START_TEST(search_agrees_across_threads_batches_and_forcing) {
     }
     SearchOptions opt = {.beam = BEAM, .nbest = BEAM, .max_len = L, .len_norm = 1};
     int saved = omp_get_max_threads();
-    Translation runs[4][N]; /* 1 thread, 2 threads twice, 2 threads one sentence at a time */
-    const int threads[4] = {1, 2, 2, 2};
-    for (int run = 0; run < 4; run++) {
+    /* 1 thread, 2 threads twice, then 2 and 3 threads (uneven shares) both with all the
+     * sentences together (attention by sentences) and one sentence at a time (by features) */
+    enum { RUNS = 6 };
+    Translation runs[RUNS][N];
+    const int threads[RUNS] = {1, 2, 2, 2, 3, 3};
+    for (int run = 0; run < RUNS; run++) {
         omp_set_num_threads(threads[run]);
-        if (run < 3)
+        if (run < 3 || run == 4)
             ck_assert_msg(search_translate(&searcher, &m, src, lens, N, &opt, runs[run], &err) == 0,
                           "%s", err.msg);
         else
@@ -401,7 +404,7 @@ START_TEST(search_agrees_across_threads_batches_and_forcing) {
     for (int i = 0; i < N; i++) {
         const Translation *ref = &runs[1][i];
         ck_assert_int_ge(ref->count, 1);
-        for (int run = 0; run < 4; run++) {
+        for (int run = 0; run < RUNS; run++) {
             const Translation *tr = &runs[run][i];
             ck_assert_int_eq(tr->count, ref->count);
             for (int h = 0; h < ref->count; h++) {
@@ -434,7 +437,7 @@ START_TEST(search_agrees_across_threads_batches_and_forcing) {
         ck_assert_double_eq_tol(-loss * T, h->logprob, 1e-4 * fabs(h->logprob) + 1e-5);
         acts_free(&acts);
     }
-    for (int run = 0; run < 4; run++)
+    for (int run = 0; run < RUNS; run++)
         for (int i = 0; i < N; i++) translation_free(&runs[run][i]);
     search_free(&searcher);
     model_free(&m);
