@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fastmath.h"
+#include "gemm.h"
 #include "loss.h"
 
 /* One sentence's hidden layer over the features [lo, hi): hid[i, j - lo] = tanh(q_j + k_ij)
@@ -41,7 +42,8 @@ void attention_hidden(real *hidden, const real *query, const real *keys, const i
 void attention_energy_part(real *part, real *hid, const real *query, const real *keys,
                            const real *v, int L, int S, int A, int lo, int hi) {
     sentence_hidden(hid, query, keys, L, S, A, lo, hi);
-    for (int i = 0; i < L; i++) part[i] = vec_dot(v + lo, hid + (size_t)i * (hi - lo), (size_t)(hi - lo));
+    /* part = hid v[lo:hi]: one product over the L positions */
+    gemm(0, 1, 1, L, hi - lo, v + lo, hi - lo, hid, hi - lo, 0, part, L);
 }
 
 void attention_weights(real *alpha, real *energy, int L, int S) {
