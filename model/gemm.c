@@ -83,6 +83,9 @@
 #define IN_PLACE_MAX_BYTES (512 * 1024)
 /* The dot-product path (B transposed, few rows): K is summed in chunks of DOT_CHUNK, and
  * rows of op(A) that are not contiguous are copied DOT_ROWS at a time to a stack buffer. */
+#ifndef DOT_MAX_M_AVX2
+#define DOT_MAX_M_AVX2 16
+#endif
 #define DOT_CHUNK 1024
 #define DOT_ROWS  4
 /* Below twice this many multiply-adds a second thread costs more than it brings. */
@@ -300,13 +303,16 @@ __attribute__((target("avx2"))) static inline float hsum8(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+/* The sums over k of a_i[k] b_j[k] for lanes k, k+8, ... of one chain each; hsum8 ends each
+ * chain. Both paths below form every (i, j) by the same chain, so a row's result does not depend
+ * on how many rows come with it. */
 __attribute__((target("avx2,fma"))) static void dot_avx2(int m, int n, int kc, const float *a,
                                                          ptrdiff_t lda, const float *b,
                                                          ptrdiff_t ldb, int add, float *c,
                                                          ptrdiff_t rsc, ptrdiff_t csc) {
-    /* 4 rows of b at a time share each load of a row of a */
-    for (int i = 0; i < m; i++) {
-        const float *ai = a + i * lda;
+    __m256i tail = mask8(kc % 8);
+    int full = kc - kc % 8;
+    if (m == 1) { /* a vector: 4 rows of b at a time share each load of it */
         for (int j = 0; j < n; j += 4) {
             int rows = imin(4, n - j);
             const float *bq[4];
@@ -314,25 +320,67 @@ __attribute__((target("avx2,fma"))) static void dot_avx2(int m, int n, int kc, c
             __m256 s[4];
 #pragma GCC unroll 4
             for (int q = 0; q < 4; q++) s[q] = _mm256_setzero_ps();
-            int k = 0;
-            for (; k + 8 <= kc; k += 8) {
-                __m256 ak = _mm256_loadu_ps(ai + k);
+            for (int k = 0; k < full; k += 8) {
+                __m256 ak = _mm256_loadu_ps(a + k);
 #pragma GCC unroll 4
                 for (int q = 0; q < 4; q++)
                     s[q] = _mm256_fmadd_ps(ak, _mm256_loadu_ps(bq[q] + k), s[q]);
             }
-            if (k < kc) {
-                __m256i mk = mask8(kc - k);
-                __m256 ak = _mm256_maskload_ps(ai + k, mk);
+            if (full < kc) {
+                __m256 ak = _mm256_maskload_ps(a + full, tail);
 #pragma GCC unroll 4
                 for (int q = 0; q < 4; q++)
-                    s[q] = _mm256_fmadd_ps(ak, _mm256_maskload_ps(bq[q] + k, mk), s[q]);
+                    s[q] = _mm256_fmadd_ps(ak, _mm256_maskload_ps(bq[q] + full, tail), s[q]);
             }
 #pragma GCC unroll 4
             for (int q = 0; q < 4; q++) {
                 if (q >= rows) continue;
-                float r = hsum8(s[q]), *cq = c + i * rsc + (j + q) * csc;
+                float r = hsum8(s[q]), *cq = c + (j + q) * csc;
                 *cq = add ? *cq + r : r;
+            }
+        }
+        return;
+    }
+    /* 2 x 4 tiles of 8 chains: each row of b is loaded once for two rows of a (the 16 ymm
+     * registers hold 8 sums, 2 rows of a and the rows of b in turn) */
+    for (int j = 0; j < n; j += 4) {
+        int nj = imin(4, n - j);
+        const float *bq[4];
+        for (int q = 0; q < 4; q++) bq[q] = b + (j + imin(q, nj - 1)) * ldb;
+        for (int i = 0; i < m; i += 2) {
+            int mi = imin(2, m - i);
+            const float *a0 = a + i * lda, *a1 = a + (i + mi - 1) * lda;
+            __m256 s[2][4];
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) s[0][q] = s[1][q] = _mm256_setzero_ps();
+            for (int k = 0; k < full; k += 8) {
+                __m256 x0 = _mm256_loadu_ps(a0 + k), x1 = _mm256_loadu_ps(a1 + k);
+#pragma GCC unroll 4
+                for (int q = 0; q < 4; q++) {
+                    __m256 y = _mm256_loadu_ps(bq[q] + k);
+                    s[0][q] = _mm256_fmadd_ps(x0, y, s[0][q]);
+                    s[1][q] = _mm256_fmadd_ps(x1, y, s[1][q]);
+                }
+            }
+            if (full < kc) {
+                __m256 x0 = _mm256_maskload_ps(a0 + full, tail),
+                       x1 = _mm256_maskload_ps(a1 + full, tail);
+#pragma GCC unroll 4
+                for (int q = 0; q < 4; q++) {
+                    __m256 y = _mm256_maskload_ps(bq[q] + full, tail);
+                    s[0][q] = _mm256_fmadd_ps(x0, y, s[0][q]);
+                    s[1][q] = _mm256_fmadd_ps(x1, y, s[1][q]);
+                }
+            }
+#pragma GCC unroll 2
+            for (int p = 0; p < 2; p++) {
+                if (p >= mi) continue;
+#pragma GCC unroll 4
+                for (int q = 0; q < 4; q++) {
+                    if (q >= nj) continue;
+                    float r = hsum8(s[p][q]), *cpq = c + (i + p) * rsc + (j + q) * csc;
+                    *cpq = add ? *cpq + r : r;
+                }
             }
         }
     }
@@ -346,7 +394,7 @@ static const Isa isa_avx2 = {.name = "avx2",
                              .kernel = kernel_avx2,
                              .gemv_n = gemv_n_avx2,
                              .dot = dot_avx2,
-                             .dot_max_m = 1};
+                             .dot_max_m = DOT_MAX_M_AVX2};
 
 /* ---- AVX-512 kernels (float) ------------------------------------------------------------- */
 
