@@ -297,18 +297,20 @@ static int run_one(int argc, char **argv, int quick) {
     }
     if (strcmp(argv[0], "decode") == 0 && argc == 4) {
         DecodeCase dc = {c, positive_int(argv[3]), positive_int(argv[2]), quick ? 1 : ROUNDS};
-        return dc.batch > 0 && dc.beam > 0 ? decode_report(&dc) : -1;
+        if (dc.batch > 0 && dc.beam > 0) return decode_report(&dc);
     }
-    if ((strcmp(argv[0], "length") == 0 || strcmp(argv[0], "batch") == 0) && argc == 2) {
+    if ((strcmp(argv[0], "length") == 0 || strcmp(argv[0], "batch") == 0) && argc == 2 &&
+        positive_int(argv[1]) > 0) {
         int n = positive_int(argv[1]), by_length = argv[0][0] == 'l';
         int B = by_length ? 32 : n, L = by_length ? n : 20;
         TrainFigures f;
-        if (n < 1 || time_training(&TOY.dims, B, L, L, quick ? 3 : 10, &f)) return -1;
+        if (time_training(&TOY.dims, B, L, L, quick ? 3 : 10, &f)) return -1;
         printf("  B=%-3d S=T=%-3d %8.2f ms/step %8.0f tok/s\n", B, L, f.ms_per_step, f.tok_per_s);
         printf("BENCH name=toy-%s%d threads=%d ms_per_step=%.2f tok_per_s=%.0f\n",
                by_length ? "len" : "batch", n, omp_get_max_threads(), f.ms_per_step, f.tok_per_s);
         return 0;
     }
+    fprintf(stderr, "bench: unknown measurement '%s' (see bench --help)\n", argv[0]);
     return -1;
 }
 
@@ -340,11 +342,17 @@ int main(int argc, char **argv) {
     int at = 1 + quick;
     if (argc > at + 2 && strcmp(argv[at], "--run") == 0) {
         machine_peak = strtod(argv[at + 1], NULL);
+        if (!(machine_peak > 0)) /* a run by hand: measure the peak the percentages refer to */
+            machine_peak = fma_peak_gflops(omp_get_max_threads());
         return run_one(argc - at - 2, argv + at + 2, quick) ? 1 : 0;
     }
     if (argc > at) {
-        fprintf(stderr, "usage: bench [--quick]\n(run from the repository root; threads: "
-                        "OMP_NUM_THREADS)\n");
+        fprintf(stderr,
+                "usage: bench [--quick]                      all the measurements\n"
+                "       bench [--quick] --run PEAK WHAT...   one, in this process: WHAT is\n"
+                "         train toy|medium, decode toy|medium BEAM BATCH, length L or batch B;\n"
+                "         PEAK is the FMA peak in GFLOP/s for the percentages (0: measure it)\n"
+                "(run from the repository root; threads: OMP_NUM_THREADS)\n");
         return 2;
     }
     const char *self = "/proc/self/exe";
