@@ -197,14 +197,14 @@ typedef struct {
     const Model *m;
     const SearchOptions *opt;
     int n, beam, R, S;
-    Ended *ended;    /* [n][2*beam] */
-    int *n_ended;    /* [n] */
-    char *done;      /* [n] */
-    Candidate *cand; /* [n][2*beam] */
+    Ended *ended;     /* [n][2*beam] */
+    int *n_ended;     /* [n] */
+    char *done;       /* [n] */
+    Candidate *cand;  /* [n][2*beam] */
     ThreadPart *part; /* [threads] */
     void *part_block;
-    int threads;      /* in the team */
     SpinBarrier barrier;
+    int threads; /* in the team */
     double *next_score;
 } Decode;
 
@@ -212,7 +212,8 @@ typedef struct {
  * writing the same rows never share a line. */
 static void share_of(int n, int part, int parts, int *lo, int *hi) {
     int units = (n + 15) / 16;
-    *lo = (int)((long)units * part / parts) * 16, *hi = (int)((long)units * (part + 1) / parts) * 16;
+    *lo = (int)((long)units * part / parts) * 16;
+    *hi = (int)((long)units * (part + 1) / parts) * 16;
     *lo = *lo < n ? *lo : n, *hi = *hi < n ? *hi : n;
 }
 
@@ -274,9 +275,9 @@ static void bias_part(real *y, int ldy, const real *b, int R, int lo, int hi) {
 
 /* Everything of step t that needs only s_{t-1} and u_t: this thread's share of the output
  * features of gh = W_hh s_{t-1} and gi = W_ih[:, :E] u_t + b_ih (a contiguous share: a
- * product of a few rows streams its weights fastest in one long run); for its sentences (see sentence_share), its attention
- * features of query = W_q s_{t-1} and of the energies (their part of e_ti, see
- * attention_energy_part). */
+ * product of a few rows streams its weights fastest in one long run); for its sentences (see
+ * sentence_share), its attention features of query = W_q s_{t-1} and of the energies (their part of
+ * e_ti, see attention_energy_part). */
 static void step_inputs(const Decode *dc) {
     const ModelDims *d = &dc->m->dims;
     const Weights *w = &dc->m->w;
@@ -291,15 +292,15 @@ static void step_inputs(const Decode *dc) {
     sentence_share(dc, A, &i0, &i1, &lo, &hi);
     if (i0 == i1) return;
     size_t r0 = (size_t)i0 * beam;
-    product_part(s->query + r0 * A, A, s->s + r0 * D, D, w->att_w_q, D, (i1 - i0) * beam, D, lo,
-                 hi, 0);
+    product_part(s->query + r0 * A, A, s->s + r0 * D, D, w->att_w_q, D, (i1 - i0) * beam, D, lo, hi,
+                 0);
     for (int i = i0; i < i1; i++) {
         if (dc->done[i]) continue;
         const real *keys = s->enc.keys + (size_t)i * S * A;
         for (int r = i * beam; r < (i + 1) * beam; r++)
             attention_energy_part(mine->energy_part + (size_t)r * S, mine->hid,
-                                  s->query + (size_t)r * A, keys, w->att_v, s->src_len[r], S, A,
-                                  lo, hi);
+                                  s->query + (size_t)r * A, keys, w->att_v, s->src_len[r], S, A, lo,
+                                  hi);
     }
 }
 
@@ -358,7 +359,8 @@ static void step_readout(const Decode *dc) {
         int base = i * beam;
         const real *alpha = dc->part[alpha_holder(dc, i)].alpha + (size_t)base * S;
         for (int r = base; r < base + beam; r++)
-            memcpy(s->readout + (size_t)r * O + lo, w->out_b_o + lo, sizeof(real) * (size_t)(hi - lo));
+            memcpy(s->readout + (size_t)r * O + lo, w->out_b_o + lo,
+                   sizeof(real) * (size_t)(hi - lo));
         gemm(0, 0, beam, hi - lo, S, alpha, S, s->ctx_ro + (size_t)i * S * O + lo, O, 1,
              s->readout + (size_t)base * O + lo, O);
     }
@@ -561,8 +563,7 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
                              s->max_src);
         if (src_len[i] > S) S = src_len[i];
     }
-    int E = d->emb, D = d->dec_hidden, A = d->att, O = d->readout,
-        V = d->tgt_vocab, R = n * beam;
+    int E = d->emb, D = d->dec_hidden, A = d->att, O = d->readout, V = d->tgt_vocab, R = n * beam;
     memset(out, 0, sizeof *out * (size_t)n);
 
     /* encode the padded sources once; every beam row starts from its sentence's s_0 */
