@@ -1,16 +1,18 @@
 /*
  * test_layers.c: each layer's forward against hand-computed values and its backward against
  * finite differences; the attention on the course notes' worked example; softmax and the
- * loss on huge logits.
+ * loss on huge logits; the vector exp, tanh and sigmoid against libm, and the fixed-order sums.
  *
  * Backward checks use the scalar f = sum_j w_j * out_j with fixed random w, so d f / d out = w
  * is the gradient fed to the backward pass.
  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/attention.h"
+#include "model/fastmath.h"
 #include "model/gru.h"
 #include "model/layers.h"
 #include "model/loss.h"
@@ -318,6 +320,108 @@ START_TEST(loss_backward_matches_finite_differences) {
 }
 END_TEST
 
+/* ---- fastmath -------------------------------------------------------------------------- */
+
+/* The largest relative error of f over x against the long double reference, in units of the
+ * build's epsilon. */
+static double worst_error(void (*f)(real *, size_t), long double (*ref)(long double), const real *x,
+                          size_t n) {
+    real *y = malloc(sizeof(real) * n);
+    ck_assert_ptr_nonnull(y);
+    memcpy(y, x, sizeof(real) * n);
+    f(y, n);
+    double eps = sizeof(real) == 8 ? DBL_EPSILON : FLT_EPSILON, worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        long double r = ref(x[i]);
+        double e = (double)(fabsl((long double)y[i] - r) / fabsl(r)) / eps;
+        if (e > worst) worst = e;
+    }
+    free(y);
+    return worst;
+}
+
+static long double tanh_ref(long double x) {
+    return tanhl(x);
+}
+
+static long double sigmoid_ref(long double x) {
+    return 1 / (1 + expl(-x));
+}
+
+static void exp_in_place(real *x, size_t n) {
+    vec_exp(x, x, n, 0, 1);
+}
+
+static long double exp_ref(long double x) {
+    return expl(x);
+}
+
+/* fastmath.h promises a few units in the last place: every float in a sweep of [-20, 20]
+ * (both branches of tanh and its switch at 0.25, sigmoid's tails) and tiny arguments. */
+START_TEST(vector_functions_match_libm) {
+    enum { N = 400001, TINY = 1000 };
+    real *x = malloc(sizeof(real) * (N + TINY));
+    ck_assert_ptr_nonnull(x);
+    for (int i = 0; i < N; i++) x[i] = (real)(-20.0 + 40.0 * i / (N - 1));
+    for (int i = 0; i < TINY; i++) x[N + i] = (real)(i % 2 ? 1e-7 : -1e-5) * (i + 1);
+    double tanh_err = worst_error(vec_tanh, tanh_ref, x, N + TINY);
+    double sigmoid_err = worst_error(vec_sigmoid, sigmoid_ref, x, N + TINY);
+    /* exp within the range it does not saturate in: [-80, 80] */
+    for (int i = 0; i < N; i++) x[i] = (real)(-80.0 + 160.0 * i / (N - 1));
+    double exp_err = worst_error(exp_in_place, exp_ref, x, N);
+    ck_assert_msg(tanh_err <= 2, "tanh: %.2f eps", tanh_err);
+    ck_assert_msg(sigmoid_err <= 2, "sigmoid: %.2f eps", sigmoid_err);
+    ck_assert_msg(exp_err <= 2, "exp: %.2f eps", exp_err);
+    free(x);
+}
+END_TEST
+
+/* The limits and the NaN behaviour fastmath.h describes. */
+START_TEST(vector_functions_limits_and_nan) {
+    real t[5] = {(real)-100, (real)100, (real)0, (real)NAN, (real)-0.0};
+    vec_tanh(t, 5);
+    ck_assert(t[0] == -1 && t[1] == 1 && t[2] == 0 && isnan(t[3]) && t[4] == 0);
+    real g[3] = {(real)-100, (real)100, (real)NAN};
+    vec_sigmoid(g, 3);
+    ck_assert(g[0] >= 0 && g[0] < 1e-30 && g[1] == 1 && isnan(g[2]));
+    real e[2] = {(real)-200, (real)NAN};
+    vec_exp(e, e, 2, 0, 1);
+    ck_assert(e[0] >= 0 && e[0] < 1e-30 && isnan(e[1]));
+}
+END_TEST
+
+/* The reductions agree with a double-precision sum, and vec_max passes over NaNs after the
+ * first value as the scalar loop does. */
+START_TEST(vector_reductions) {
+    enum { N = 1037 }; /* not a multiple of 16: the tail too */
+    real x[N], y[N];
+    Rng rng;
+    rng_seed(&rng, 4, 0);
+    fill_random(x, N, &rng, 3);
+    fill_random(y, N, &rng, 3);
+    double dot = 0, sum_exp = 0, top = x[0];
+    for (int i = 0; i < N; i++) {
+        dot += (double)x[i] * y[i];
+        sum_exp += exp((double)x[i] - 1);
+        if (x[i] > top) top = x[i];
+    }
+    ck_assert_double_eq_tol(vec_dot(x, y, N), dot, 1e-4 * sqrt(N));
+    ck_assert_double_eq_tol(vec_sum_exp(x, N, 1), sum_exp, 1e-5 * sum_exp);
+    ck_assert(vec_max(x, N) == (real)top);
+    /* a NaN after the first value is passed over; a NaN first is the answer */
+    int largest = 0;
+    for (int i = 1; i < N; i++)
+        if (x[i] > x[largest]) largest = i;
+    x[largest] = (real)NAN;
+    double second = x[largest == 0 ? 1 : 0];
+    for (int i = 0; i < N; i++)
+        if (x[i] > second) second = x[i];
+    ck_assert(largest != 0 && vec_max(x, N) == (real)second);
+    x[0] = (real)NAN;
+    ck_assert(isnan(vec_max(x, N)));
+}
+END_TEST
+
 Suite *layers_suite(void) {
     Suite *s = suite_create("layers");
     TCase *tc = tcase_create("layers");
@@ -329,6 +433,9 @@ Suite *layers_suite(void) {
     tcase_add_test(tc, embedding_gathers_and_scatters);
     tcase_add_test(tc, softmax_and_loss_stay_finite_for_huge_logits);
     tcase_add_test(tc, loss_backward_matches_finite_differences);
+    tcase_add_test(tc, vector_functions_match_libm);
+    tcase_add_test(tc, vector_functions_limits_and_nan);
+    tcase_add_test(tc, vector_reductions);
     suite_add_tcase(s, tc);
     return s;
 }
