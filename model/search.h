@@ -13,7 +13,9 @@
  * by log-probability / length^len_norm (length normalisation; 0 ranks by log-probability).
  * Every hypothesis comes back with its alignment matrix (alpha, one row per output token
  * including </s>), the scores e_ti and each chosen token's probability, for inspection.
- * All memory is planned in search_init; decoding allocates only the returned results.
+ * search_init plans the arrays that grow with the model, the batch and the length; a call
+ * allocates only its bookkeeping, each thread's part (sized by the call's threads and rows)
+ * and the returned results, never inside the step loop.
  */
 #ifndef NMT_SEARCH_H
 #define NMT_SEARCH_H
