@@ -62,6 +62,12 @@ real *checked_calloc_aligned(size_t n, void **block, const char *what, Error *er
     return p ? p + ((64 - ((uintptr_t)p & 63)) & 63) / sizeof(real) : NULL;
 }
 
+void share_range(int n, int unit, int part, int parts, int *lo, int *hi) {
+    long units = (n + unit - 1) / unit;
+    *lo = (int)(units * part / parts) * unit, *hi = (int)(units * (part + 1) / parts) * unit;
+    *lo = *lo < n ? *lo : n, *hi = *hi < n ? *hi : n;
+}
+
 int worth_parallel(double work, double threshold) {
     return work > threshold && omp_get_max_threads() > 1 && !omp_in_parallel();
 }

@@ -41,6 +41,10 @@ void *checked_calloc(size_t count, size_t size, const char *what, Error *err);
  * body directly instead. */
 int worth_parallel(double work, double threshold);
 
+/* [*lo, *hi): part `part` of `parts` of [0, n), cut at multiples of `unit` (a cache line of
+ * features, a GEMM tile), for threads that share out rows or columns. */
+void share_range(int n, int unit, int part, int parts, int *lo, int *hi);
+
 /* n zeroed reals starting on a 64-byte boundary, so that vector loads of rows whose length is
  * a multiple of 16 floats never straddle two cache lines (which halves the speed at which a
  * matrix-vector product streams a matrix). *block gets the pointer to free. */

@@ -83,9 +83,6 @@
 #define IN_PLACE_MAX_BYTES (512 * 1024)
 /* The dot-product path (B transposed, few rows): K is summed in chunks of DOT_CHUNK, and
  * rows of op(A) that are not contiguous are copied DOT_ROWS at a time to a stack buffer. */
-#ifndef DOT_MAX_M_AVX2
-#define DOT_MAX_M_AVX2 16
-#endif
 #define DOT_CHUNK 1024
 #define DOT_ROWS  4
 /* Below twice this many multiply-adds a second thread costs more than it brings. */
@@ -394,7 +391,7 @@ static const Isa isa_avx2 = {.name = "avx2",
                              .kernel = kernel_avx2,
                              .gemv_n = gemv_n_avx2,
                              .dot = dot_avx2,
-                             .dot_max_m = DOT_MAX_M_AVX2};
+                             .dot_max_m = 16};
 
 /* ---- AVX-512 kernels (float) ------------------------------------------------------------- */
 
@@ -902,13 +899,6 @@ static int threads_for(double work) {
     return worth_parallel(work, 2.0 * WORK_PER_THREAD) ? omp_get_max_threads() : 1;
 }
 
-/* [lo, hi): part t of `parts` of [0, n), in whole units. */
-static void split(int n, int unit, int parts, int t, int *lo, int *hi) {
-    long units = (n + unit - 1) / unit;
-    *lo = imin((int)(units * t / parts) * unit, n);
-    *hi = imin((int)(units * (t + 1) / parts) * unit, n);
-}
-
 /* Part t of `parts` of a blocked product: the longer side of C is split, and every thread
  * packs all of the other side's operand. */
 static void blocked_share(const Isa *isa, const Problem *p, int M, int N, int t, int parts) {
@@ -917,9 +907,9 @@ static void blocked_share(const Isa *isa, const Problem *p, int M, int N, int t,
     int unit = swapped ? 8 : split_n ? isa->nr : isa->mr;
     int m0 = 0, m1 = M, n0 = 0, n1 = N;
     if (split_n)
-        split(N, unit, parts, t, &n0, &n1);
+        share_range(N, unit, t, parts, &n0, &n1);
     else
-        split(M, unit, parts, t, &m0, &m1);
+        share_range(M, unit, t, parts, &m0, &m1);
     if (m0 >= m1 || n0 >= n1) return;
     real *ws = workspace();
     if (!ws)
@@ -952,7 +942,7 @@ static void gemv(const Isa *isa, int n, int K, const real *x, ptrdiff_t incx, co
 #pragma omp parallel num_threads(nt)
     {
         int j0, j1;
-        split(n, 16, omp_get_num_threads(), omp_get_thread_num(), &j0, &j1);
+        share_range(n, 16, omp_get_thread_num(), omp_get_num_threads(), &j0, &j1);
         if (j0 < j1) isa->gemv_n(j1 - j0, K, x, incx, B + j0, ldb, add, y + j0 * incy, incy);
     }
 }
@@ -994,7 +984,7 @@ static void gemm_dot(const Isa *isa, int m, int n, int K, const real *x, ptrdiff
 #pragma omp parallel num_threads(nt)
     {
         int j0, j1;
-        split(n, 8, omp_get_num_threads(), omp_get_thread_num(), &j0, &j1);
+        share_range(n, 8, omp_get_thread_num(), omp_get_num_threads(), &j0, &j1);
         dot_share(isa, m, j0, j1, K, x, rsx, csx, y, ldy, add, c, rsc, csc);
     }
 }

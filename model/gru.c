@@ -20,13 +20,11 @@ static void gates_row(real *h_out, real *cache, const real *gi, const real *gh, 
     const real *hp = h_prev + (size_t)b * N;
     real *c = cache + (size_t)b * GRU_CACHE_WIDTH * N, *h = h_out + (size_t)b * N;
     int active = !len || pos < len[b], w = hi - lo;
-    /* r and z: sigmoid over their pre-activations at once; then n: tanh */
-    for (int g = 0; g < 2; g++)
+    /* r and z: sigmoid over each gate's pre-activations at once; then n: tanh */
+    for (int g = 0; g < 2; g++) {
         for (int j = g * N + lo; j < g * N + hi; j++) c[j] = gi_b[j] + gh_b[j] + b_hh[j];
-    if (w == N)
-        vec_sigmoid(c, (size_t)2 * N);
-    else
-        vec_sigmoid(c + lo, (size_t)w), vec_sigmoid(c + N + lo, (size_t)w);
+        vec_sigmoid(c + g * N + lo, (size_t)w);
+    }
     for (int j = lo; j < hi; j++) {
         c[3 * N + j] = gh_b[2 * N + j] + b_hh[2 * N + j]; /* hn */
         c[2 * N + j] = gi_b[2 * N + j] + c[j] * c[3 * N + j];

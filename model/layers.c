@@ -44,6 +44,16 @@ void linear_forward(real *y, const real *x, int ldx, const real *w, int ldw, con
     }
 }
 
+void linear_columns(real *y, int ldy, const real *x, int ldx, const real *w, int ldw, const real *b,
+                    int rows, int in, int lo, int hi, int accumulate) {
+    if (lo >= hi) return;
+    gemm(0, 1, rows, hi - lo, in, x, ldx, w + (size_t)lo * ldw, ldw, accumulate ? 1 : 0, y + lo,
+         ldy);
+    if (!b) return;
+    for (int r = 0; r < rows; r++)
+        for (int j = lo; j < hi; j++) y[(size_t)r * ldy + j] += b[j];
+}
+
 void linear_backward(real *dx, real *dw, real *db, const real *dy, const real *x, int ldx,
                      const real *w, int ldw, int rows, int in, int out) {
     if (dx) gemm(0, 0, rows, in, out, dy, out, w, ldw, 1, dx, ldx);

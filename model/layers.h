@@ -28,6 +28,11 @@ void embedding_backward(real *demb, const real *dout, int ld, const int *ids, co
  * y [R, out] contiguous, x [R, in] with row stride ldx, W [out, in] with row stride ldw */
 void linear_forward(real *y, const real *x, int ldx, const real *w, int ldw, const real *b,
                     int rows, int in, int out);
+/* The output columns [lo, hi) of linear_forward, for threads that share out a product by its
+ * outputs: y[r, lo:hi] = x_r W[lo:hi, :]^T + b[lo:hi] (b may be NULL), or += when accumulate.
+ * y has row stride ldy. */
+void linear_columns(real *y, int ldy, const real *x, int ldx, const real *w, int ldw, const real *b,
+                    int rows, int in, int lo, int hi, int accumulate);
 /* dx += dy W (skipped when dx is NULL; dx has the row stride ldx of x),
  * dW += dy^T x, db += sum_r dy_r (skipped when db is NULL) */
 void linear_backward(real *dx, real *dw, real *db, const real *dy, const real *x, int ldx,

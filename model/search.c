@@ -4,7 +4,6 @@
 #include "search.h"
 
 #include <math.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -170,15 +169,14 @@ static ThreadPart *thread_parts(int threads, int R, int S, int A, int cap, void 
                                 Error *err) {
     size_t bytes = sizeof(Candidate) * R * cap + sizeof(real) * (2 * R * S + S * A + R) +
                    sizeof(int) * R,
-           line = 64, stride = (bytes + line - 1) / line * line;
+           stride = (bytes + 63) / 64 * 64;
     ThreadPart *part = checked_calloc((size_t)threads, sizeof *part, "search", err);
-    char *base = checked_calloc((size_t)threads * stride + line, 1, "search", err);
-    *block = base;
-    if (!part || !base) {
+    char *first = (char *)checked_calloc_aligned((size_t)threads * stride / sizeof(real), block,
+                                                 "search", err);
+    if (!part || !first) {
         free(part);
         return NULL;
     }
-    char *first = base + (line - (uintptr_t)base % line) % line;
     for (int t = 0; t < threads; t++) {
         char *at = first + (size_t)t * stride; /* Candidate first: it holds a double */
         part[t].best = (Candidate *)at, at += sizeof(Candidate) * R * cap;
@@ -208,18 +206,13 @@ typedef struct {
     double *next_score;
 } Decode;
 
-/* Share `part` of `parts` [*lo, *hi) of n features, in whole cache lines, so that threads
- * writing the same rows never share a line. */
-static void share_of(int n, int part, int parts, int *lo, int *hi) {
-    int units = (n + 15) / 16;
-    *lo = (int)((long)units * part / parts) * 16;
-    *hi = (int)((long)units * (part + 1) / parts) * 16;
-    *lo = *lo < n ? *lo : n, *hi = *hi < n ? *hi : n;
-}
+/* Features are shared out in whole cache lines, so that threads writing the same rows never
+ * share a line. */
+enum { LINE = 64 / sizeof(real) };
 
 /* The calling thread's share of n output features, among all the threads. */
 static void feature_share(int n, int *lo, int *hi) {
-    share_of(n, omp_get_thread_num(), omp_get_num_threads(), lo, hi);
+    share_range(n, LINE, omp_get_thread_num(), omp_get_num_threads(), lo, hi);
 }
 
 /* The columns of the hidden units [lo, hi) in the [r | z | n] layout of gi and gh: the ranges
@@ -249,7 +242,7 @@ static void sentence_share(const Decode *dc, int n, int *i0, int *i1, int *lo, i
         *lo = 0, *hi = n;
     } else {
         *i0 = 0, *i1 = dc->n;
-        share_of(n, me, threads, lo, hi);
+        share_range(n, LINE, me, threads, lo, hi);
     }
 }
 
@@ -260,17 +253,6 @@ static int alpha_holder(const Decode *dc, int i) {
     int t = dc->threads - 1;
     while (t > 0 && (long)dc->n * t / dc->threads > i) t--;
     return t;
-}
-
-/* y[r, lo:hi] (+)= x[r, :] W[lo:hi, :]^T for R rows: the columns [lo, hi) of x W^T. */
-static void product_part(real *y, int ldy, const real *x, int ldx, const real *w, int ldw, int R,
-                         int in, int lo, int hi, real beta) {
-    gemm(0, 1, R, hi - lo, in, x, ldx, w + (size_t)lo * ldw, ldw, beta, y + lo, ldy);
-}
-
-static void bias_part(real *y, int ldy, const real *b, int R, int lo, int hi) {
-    for (int r = 0; r < R; r++)
-        for (int j = lo; j < hi; j++) y[(size_t)r * ldy + j] += b[j];
 }
 
 /* Everything of step t that needs only s_{t-1} and u_t: this thread's share of the output
@@ -286,14 +268,13 @@ static void step_inputs(const Decode *dc) {
     int beam = dc->beam, i0, i1, lo, hi;
     const ThreadPart *mine = &dc->part[omp_get_thread_num()];
     feature_share(3 * D, &lo, &hi);
-    product_part(s->gh, 3 * D, s->s, D, w->dec_gru.w_hh, D, R, D, lo, hi, 0);
-    product_part(s->gi, 3 * D, s->u, E, w->dec_gru.w_ih, E + K, R, E, lo, hi, 0);
-    bias_part(s->gi, 3 * D, w->dec_gru.b_ih, R, lo, hi);
+    linear_columns(s->gh, 3 * D, s->s, D, w->dec_gru.w_hh, D, NULL, R, D, lo, hi, 0);
+    linear_columns(s->gi, 3 * D, s->u, E, w->dec_gru.w_ih, E + K, w->dec_gru.b_ih, R, E, lo, hi, 0);
     sentence_share(dc, A, &i0, &i1, &lo, &hi);
     if (i0 == i1) return;
     size_t r0 = (size_t)i0 * beam;
-    product_part(s->query + r0 * A, A, s->s + r0 * D, D, w->att_w_q, D, (i1 - i0) * beam, D, lo, hi,
-                 0);
+    linear_columns(s->query + r0 * A, A, s->s + r0 * D, D, w->att_w_q, D, NULL, (i1 - i0) * beam, D,
+                   lo, hi, 0);
     for (int i = i0; i < i1; i++) {
         if (dc->done[i]) continue;
         const real *keys = s->enc.keys + (size_t)i * S * A;
@@ -364,8 +345,8 @@ static void step_readout(const Decode *dc) {
         gemm(0, 0, beam, hi - lo, S, alpha, S, s->ctx_ro + (size_t)i * S * O + lo, O, 1,
              s->readout + (size_t)base * O + lo, O);
     }
-    product_part(s->readout, O, s->s_next, D, w->out_w_o, RW, R, D, lo, hi, 1);
-    product_part(s->readout, O, s->u, E, w->out_w_o + D + K, RW, R, E, lo, hi, 1);
+    linear_columns(s->readout, O, s->s_next, D, w->out_w_o, RW, NULL, R, D, lo, hi, 1);
+    linear_columns(s->readout, O, s->u, E, w->out_w_o + D + K, RW, NULL, R, E, lo, hi, 1);
     for (int r = 0; r < R; r++) tanh_forward(s->readout + (size_t)r * O + lo, hi - lo);
 }
 
@@ -383,8 +364,7 @@ static void step_logits(const Decode *dc) {
     int O = d->readout, V = d->tgt_vocab, R = dc->R, cap = 2 * dc->beam, lo, hi;
     const ThreadPart *mine = &dc->part[omp_get_thread_num()];
     feature_share(V, &lo, &hi);
-    product_part(s->logits, V, s->readout, O, w->out_w, O, R, O, lo, hi, 0);
-    bias_part(s->logits, V, w->out_b, R, lo, hi);
+    linear_columns(s->logits, V, s->readout, O, w->out_w, O, w->out_b, R, O, lo, hi, 0);
     for (int r = 0; r < R; r++) {
         Candidate *best = mine->best + (size_t)r * cap;
         int n = 0;
@@ -506,9 +486,11 @@ static void context_projections(const Decode *dc) {
     int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, O = d->readout, rows = dc->n * dc->S;
     int lo, hi;
     feature_share(3 * D, &lo, &hi);
-    product_part(s->ctx_gi, 3 * D, s->enc.enc_h, K, w->dec_gru.w_ih + E, E + K, rows, K, lo, hi, 0);
+    linear_columns(s->ctx_gi, 3 * D, s->enc.enc_h, K, w->dec_gru.w_ih + E, E + K, NULL, rows, K, lo,
+                   hi, 0);
     feature_share(O, &lo, &hi);
-    product_part(s->ctx_ro, O, s->enc.enc_h, K, w->out_w_o + D, D + K + E, rows, K, lo, hi, 0);
+    linear_columns(s->ctx_ro, O, s->enc.enc_h, K, w->out_w_o + D, D + K + E, NULL, rows, K, lo, hi,
+                   0);
 }
 
 /* The decoding loop, run by every thread of the team. Each step's phases are separated by

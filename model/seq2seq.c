@@ -233,8 +233,9 @@ void acts_free(Acts *a) {
 
 /* Part `part` of `parts` of B batch rows: [*first, *first + *count). */
 static void share_rows(int B, int part, int parts, int *first, int *count) {
-    *first = (int)((long)B * part / parts);
-    *count = (int)((long)B * (part + 1) / parts) - *first;
+    int end;
+    share_range(B, 1, part, parts, first, &end);
+    *count = end - *first;
 }
 
 /* The batch rows of the calling thread. Sentences are independent, so in the recurrences each
@@ -259,16 +260,6 @@ static void encoder_share(int dirs, int *dir0, int *dir1, int *part, int *parts)
     *dir0 = halves == 2 ? t / per_half : 0;
     *dir1 = halves == 2 ? *dir0 + 1 : dirs;
     *part = t % per_half, *parts = per_half;
-}
-
-/* y[:, lo:hi] = x W[lo:hi, :]^T + b[lo:hi] for `rows` rows, y [rows, out]: columns [lo, hi) of
- * linear_forward, for threads that share out a product by its columns. */
-static void linear_columns(real *y, const real *x, int ldx, const real *w, int ldw, const real *b,
-                           int rows, int in, int out, int lo, int hi) {
-    if (lo >= hi) return;
-    gemm(0, 1, rows, hi - lo, in, x, ldx, w + (size_t)lo * ldw, ldw, 0, y + lo, out);
-    for (int r = 0; r < rows; r++)
-        for (int j = lo; j < hi; j++) y[(size_t)r * out + j] += b[j];
 }
 
 /* Slot order of a direction's states [(S+1)*B, H]: the forward GRU starts from slot 0 and
@@ -300,8 +291,8 @@ static void encoder_forward(const Model *m, Acts *a, int B, int S) {
         for (int dir = dir0; dir < dir1; dir++) { /* gi = W_ih x_i + b_ih, all positions */
             const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
             share_rows(3 * H, part, parts, &lo, &n);
-            linear_columns(a->enc_gi[dir], a->x, E, gw->w_ih, E, gw->b_ih, S * B, E, 3 * H, lo,
-                           lo + n);
+            linear_columns(a->enc_gi[dir], 3 * H, a->x, E, gw->w_ih, E, gw->b_ih, S * B, E, lo,
+                           lo + n, 0);
         }
 #pragma omp barrier
         for (int dir = dir0; dir < dir1 && nb > 0; dir++) {
@@ -332,9 +323,9 @@ static void encoder_forward(const Model *m, Acts *a, int B, int S) {
 #pragma omp barrier
         /* keys and s_0: every thread takes a share of the columns */
         share_rows(A, omp_get_thread_num(), omp_get_num_threads(), &lo, &n);
-        linear_columns(a->keys, a->enc_h, K, w->att_w_k, K, w->att_b, B * S, K, A, lo, lo + n);
+        linear_columns(a->keys, A, a->enc_h, K, w->att_w_k, K, w->att_b, B * S, K, lo, lo + n, 0);
         share_rows(D, omp_get_thread_num(), omp_get_num_threads(), &lo, &n);
-        linear_columns(a->dec_state, a->h_last, K, w->init_w, K, w->init_b, B, K, D, lo, lo + n);
+        linear_columns(a->dec_state, D, a->h_last, K, w->init_w, K, w->init_b, B, K, lo, lo + n, 0);
         for (int b = 0; b < B && n > 0; b++) tanh_forward(a->dec_state + (size_t)b * D + lo, n);
     }
 }
