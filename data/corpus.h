@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "model/common.h"
+#include "base/base.h"
 
 /* Sentence pairs exactly as written (untokenized UTF-8 without the line end). */
 typedef struct {

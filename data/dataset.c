@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/rng.h"
+#include "base/rng.h"
 
 int tokenized_corpus_make(TokenizedCorpus *out, const Corpus *corpus, const char *name,
                           bool lowercase, Error *err) {

@@ -16,7 +16,7 @@
 #include "data/corpus.h"
 #include "data/tokenizer.h"
 #include "data/vocab.h"
-#include "model/seq2seq.h"
+#include "base/batch.h"
 
 /* Both sides of a corpus, tokenized. */
 typedef struct {

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/common.h"
+#include "base/base.h"
 
 /* An owning list of tokens: each tokens[i] is a NUL-terminated UTF-8 string from malloc. */
 typedef struct {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const special_tokens[VOCAB_SPECIALS] = {"<pad>", "<unk>", "<s>", "</s>"};
+static const char *const special_tokens[TOK_SPECIALS] = {"<pad>", "<unk>", "<s>", "</s>"};
 
 static uint64_t hash_string(const char *s) {
     uint64_t hash = 0xcbf29ce484222325u; /* FNV-1a offset basis and prime */
@@ -51,7 +51,7 @@ static int index_tokens(Vocab *vocab, Error *err) {
 
 int vocab_id(const Vocab *vocab, const char *token) {
     uint32_t stored = vocab->slots[find_slot(vocab, token)];
-    return stored != 0 ? (int)stored - 1 : VOCAB_UNK;
+    return stored != 0 ? (int)stored - 1 : TOK_UNK;
 }
 
 const char *vocab_token(const Vocab *vocab, int id) {
@@ -117,7 +117,7 @@ static int compare_counts(const void *a, const void *b) {
 }
 
 static bool is_special(const char *token) {
-    for (int id = 0; id < VOCAB_SPECIALS; id++)
+    for (int id = 0; id < TOK_SPECIALS; id++)
         if (strcmp(token, special_tokens[id]) == 0) return true;
     return false;
 }
@@ -135,10 +135,10 @@ static int append_copy(Vocab *vocab, const char *token, Error *err) {
  * frequent enough and there is room. */
 static int fill_vocab(Vocab *vocab, const TokenCount *ranked, size_t ranked_count, size_t min_count,
                       size_t max_size, Error *err) {
-    if (max_size > ranked_count + VOCAB_SPECIALS) max_size = ranked_count + VOCAB_SPECIALS;
+    if (max_size > ranked_count + TOK_SPECIALS) max_size = ranked_count + TOK_SPECIALS;
     vocab->tokens = checked_calloc(max_size, sizeof *vocab->tokens, "vocabulary", err);
     if (!vocab->tokens) return -1;
-    for (int id = 0; id < VOCAB_SPECIALS; id++)
+    for (int id = 0; id < TOK_SPECIALS; id++)
         if (append_copy(vocab, special_tokens[id], err) != 0) return -1;
     for (size_t i = 0; i < ranked_count && vocab->size < max_size; i++) {
         if (ranked[i].count < min_count) break; /* the rest are rarer still */
@@ -151,9 +151,9 @@ static int fill_vocab(Vocab *vocab, const TokenCount *ranked, size_t ranked_coun
 int vocab_build(const TokenList *sentences, size_t sentence_count, size_t min_count,
                 size_t max_size, Vocab *out, Error *err) {
     *out = (Vocab){0};
-    if (max_size < VOCAB_SPECIALS)
+    if (max_size < TOK_SPECIALS)
         return error_set(err, "vocabulary size %zu leaves no room for the %d reserved tokens",
-                         max_size, VOCAB_SPECIALS);
+                         max_size, TOK_SPECIALS);
     if (max_size > VOCAB_MAX_SIZE) max_size = VOCAB_MAX_SIZE;
     CountTable table = {0};
     table.mask = 1023;
@@ -237,8 +237,8 @@ int vocab_read(Vocab *out, FILE *in, size_t max_bytes, Error *err) {
     if (max_bytes < 4 || read_u32(in, &count) != 0)
         return error_set(err, "vocabulary: truncated before its token count");
     size_t budget = max_bytes - 4;
-    if (count < VOCAB_SPECIALS || count > VOCAB_MAX_SIZE)
-        return error_set(err, "vocabulary: %u tokens is outside %d..%zu", count, VOCAB_SPECIALS,
+    if (count < TOK_SPECIALS || count > VOCAB_MAX_SIZE)
+        return error_set(err, "vocabulary: %u tokens is outside %d..%zu", count, TOK_SPECIALS,
                          VOCAB_MAX_SIZE);
     if (count > budget / 5) /* every token takes at least 4 length bytes and 1 byte */
         return error_set(err, "vocabulary: %u tokens cannot fit in %zu bytes", count, budget);
@@ -247,7 +247,7 @@ int vocab_read(Vocab *out, FILE *in, size_t max_bytes, Error *err) {
     for (size_t id = 0; id < count && status == 0; id++)
         status = read_token(out, in, id, &budget, err);
     char quoted[128];
-    for (int id = 0; id < VOCAB_SPECIALS && status == 0; id++)
+    for (int id = 0; id < TOK_SPECIALS && status == 0; id++)
         if (strcmp(out->tokens[id], special_tokens[id]) != 0)
             status = error_set(err, "vocabulary: id %d is \"%s\", not the reserved \"%s\"", id,
                                text_for_message(quoted, sizeof quoted, out->tokens[id], 80),

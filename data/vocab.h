@@ -13,10 +13,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/batch.h"
 #include "data/tokenizer.h"
-#include "model/common.h"
-
-enum { VOCAB_PAD = 0, VOCAB_UNK = 1, VOCAB_BOS = 2, VOCAB_EOS = 3, VOCAB_SPECIALS = 4 };
+#include "base/base.h"
 
 /* Largest vocabulary built or read, specials included; ids then always fit an int. */
 #define VOCAB_MAX_SIZE ((size_t)1 << 24)
@@ -31,12 +30,12 @@ typedef struct {
 /* Builds *out (overwritten) from sentences[0..sentence_count): every token seen at least
  * min_count times, most frequent first, keeping at most max_size tokens in all (specials
  * included; pass SIZE_MAX for no limit beyond VOCAB_MAX_SIZE). Tokens spelled like a special
- * ("<unk>") map to that special. Returns 0, or -1 when max_size < VOCAB_SPECIALS or out of
+ * ("<unk>") map to that special. Returns 0, or -1 when max_size < TOK_SPECIALS or out of
  * memory. */
 int vocab_build(const TokenList *sentences, size_t sentence_count, size_t min_count,
                 size_t max_size, Vocab *out, Error *err);
 
-/* The id of token, VOCAB_UNK when it is not in the vocabulary. */
+/* The id of token, TOK_UNK when it is not in the vocabulary. */
 int vocab_id(const Vocab *vocab, const char *token);
 
 /* The token with this id, NULL when id is outside 0..size-1. */
@@ -52,7 +51,7 @@ int vocab_write(const Vocab *vocab, FILE *out);
 
 /* Reads the layout above into *out (overwritten), consuming at most max_bytes bytes (e.g.
  * what is left of a checkpoint file). Trusts nothing: the count must lie in
- * VOCAB_SPECIALS..VOCAB_MAX_SIZE, every length must be non-zero and fit what is left of
+ * TOK_SPECIALS..VOCAB_MAX_SIZE, every length must be non-zero and fit what is left of
  * max_bytes, tokens must be valid UTF-8 without NUL, spaces or control characters, and
  * distinct, and ids 0..3 must be the specials. Returns 0, or -1 with *out empty and err saying
  * what was wrong where. */

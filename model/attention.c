@@ -2,6 +2,7 @@
  * attention.c: additive attention forward and backward for one decoder step (see attention.h).
  */
 #include "attention.h"
+#include "parallel.h"
 
 #include <math.h>
 #include <string.h>

@@ -13,7 +13,7 @@
 #ifndef NMT_ATTENTION_H
 #define NMT_ATTENTION_H
 
-#include "common.h"
+#include "base/base.h"
 
 /* Writes context [B,K] (unless NULL), alpha [B,S] (exactly 0 at padding), energy [B,S] (the
  * e_ti, -inf at padding; may be NULL) and the cache hidden [B,S,A] = tanh(query + keys) (0 at

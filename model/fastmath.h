@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "common.h"
+#include "base/base.h"
 
 /* x = tanh(x), in place, over n values. */
 void vec_tanh(real *x, size_t n);

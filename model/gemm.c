@@ -54,6 +54,7 @@
  * the results either.
  */
 #include "gemm.h"
+#include "parallel.h"
 
 #include <math.h>
 #include <omp.h>

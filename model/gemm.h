@@ -17,7 +17,7 @@
 #ifndef NMT_GEMM_H
 #define NMT_GEMM_H
 
-#include "common.h"
+#include "base/base.h"
 
 void gemm(int trans_a, int trans_b, int M, int N, int K, const real *A, int lda, const real *B,
           int ldb, real beta, real *C, int ldc);

@@ -2,6 +2,7 @@
  * gru.c: GRU step forward and backward (see gru.h).
  */
 #include "gru.h"
+#include "parallel.h"
 
 #include "fastmath.h"
 #include "gemm.h"

@@ -13,7 +13,7 @@
 #ifndef NMT_GRU_H
 #define NMT_GRU_H
 
-#include "common.h"
+#include "base/base.h"
 
 /* Per-step cache: [B, 4N] holding r, z, n and hn = W_hn h_prev + b_hn for each row. */
 enum { GRU_CACHE_WIDTH = 4 };

@@ -2,6 +2,7 @@
  * layers.c: embedding lookup, affine layer, tanh and dropout (see layers.h).
  */
 #include "layers.h"
+#include "parallel.h"
 
 #include <string.h>
 #include <tgmath.h>

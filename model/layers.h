@@ -14,7 +14,7 @@
 #ifndef NMT_LAYERS_H
 #define NMT_LAYERS_H
 
-#include "common.h"
+#include "base/base.h"
 
 /* out_r = emb[ids_r] (* keep_r, the inverted-dropout scale, when keep is not NULL)
  * out [R, E] with row stride ld, ids [R], keep [R, E] or NULL, emb [V, E] */

@@ -9,7 +9,7 @@
 #ifndef NMT_LOSS_H
 #define NMT_LOSS_H
 
-#include "common.h"
+#include "base/base.h"
 
 /* x = softmax(x) over n values, in place (n > 0). */
 void softmax_inplace(real *x, int n);

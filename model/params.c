@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "rng.h"
+#include "base/rng.h"
 
 /* Spec names in table order, with where each tensor's pointer lives in Weights. */
 static const struct {

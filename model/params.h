@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#include "common.h"
+#include "base/base.h"
 
 typedef struct {
     int src_vocab;     /* Vs */

@@ -2,6 +2,7 @@
  * search.c: beam search and greedy decoding (see search.h).
  */
 #include "search.h"
+#include "parallel.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -3,6 +3,7 @@
  * (see seq2seq.h; the equations are the spec's, quoted above each part).
  */
 #include "seq2seq.h"
+#include "parallel.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -41,28 +42,6 @@ void model_free(Model *m) {
 
 void model_zero_grad(Model *m) {
     memset(m->grads, 0, sizeof(real) * m->table.total);
-}
-
-size_t batch_block_ints(int B, int S, int T) {
-    return (size_t)B * S + 2 * (size_t)B * T + 2 * (size_t)B;
-}
-
-BatchArrays batch_arrays(int *block, int B, int S, int T) {
-    BatchArrays a;
-    a.src = block;
-    a.tgt_in = a.src + (size_t)B * S;
-    a.tgt_out = a.tgt_in + (size_t)B * T;
-    a.src_len = a.tgt_out + (size_t)B * T;
-    a.tgt_len = a.src_len + B;
-    a.batch = (Batch){.B = B,
-                      .S = S,
-                      .T = T,
-                      .src = a.src,
-                      .src_len = a.src_len,
-                      .tgt_in = a.tgt_in,
-                      .tgt_out = a.tgt_out,
-                      .tgt_len = a.tgt_len};
-    return a;
 }
 
 int batch_validate(const Batch *b, const ModelDims *d, Error *err) {

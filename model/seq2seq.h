@@ -27,11 +27,10 @@
 #ifndef NMT_SEQ2SEQ_H
 #define NMT_SEQ2SEQ_H
 
-#include "common.h"
-#include "params.h"
-#include "rng.h"
-
-enum { TOK_PAD = 0, TOK_UNK = 1, TOK_BOS = 2, TOK_EOS = 3 };
+#include "base/base.h"
+#include "base/batch.h"
+#include "model/params.h"
+#include "base/rng.h"
 
 typedef struct {
     ModelDims dims;
@@ -47,26 +46,6 @@ typedef struct {
 int model_init(Model *m, const ModelDims *dims, Error *err);
 void model_free(Model *m);
 void model_zero_grad(Model *m);
-
-/* A padded batch as the spec lays it out (sentence-major, padded with 0 on the right). */
-typedef struct {
-    int B, S, T;
-    const int *src;     /* [B, S] source ids, each sentence ending in </s> */
-    const int *src_len; /* [B] lengths including </s>, 1..S */
-    const int *tgt_in;  /* [B, T] <s> y_1 .. y_m */
-    const int *tgt_out; /* [B, T] y_1 .. y_m </s> */
-    const int *tgt_len; /* [B] m + 1, 1..T */
-} Batch;
-
-/* A batch's five arrays carved out of one block of batch_block_ints(B, S, T) ints, writable
- * for whoever fills them; .batch is the read-only view the model takes. */
-typedef struct {
-    int *src, *tgt_in, *tgt_out, *src_len, *tgt_len;
-    Batch batch;
-} BatchArrays;
-
-size_t batch_block_ints(int B, int S, int T);
-BatchArrays batch_arrays(int *block, int B, int S, int T);
 
 /* Checks a batch's ids, lengths and padding against the model's vocabularies. */
 int batch_validate(const Batch *batch, const ModelDims *dims, Error *err);

@@ -16,7 +16,7 @@
 #include "model/gru.h"
 #include "model/layers.h"
 #include "model/loss.h"
-#include "model/rng.h"
+#include "base/rng.h"
 #include "suites.h"
 
 /* float builds compare to round-off of single precision */

@@ -573,20 +573,20 @@ static const char *const animal_texts[] = {"b a c a b a", "d <unk> a", "z y x"};
 START_TEST(test_vocab_specials) {
     Vocab vocab = build(animal_texts, 3, 1, SIZE_MAX);
     const char *specials[] = {"<pad>", "<unk>", "<s>", "</s>"};
-    for (int id = 0; id < VOCAB_SPECIALS; id++) {
+    for (int id = 0; id < TOK_SPECIALS; id++) {
         ck_assert_str_eq(vocab_token(&vocab, id), specials[id]);
         ck_assert_int_eq(vocab_id(&vocab, specials[id]), id);
     }
-    ck_assert_int_eq(VOCAB_PAD, 0);
-    ck_assert_int_eq(VOCAB_UNK, 1);
-    ck_assert_int_eq(VOCAB_BOS, 2);
-    ck_assert_int_eq(VOCAB_EOS, 3);
-    ck_assert_int_eq(vocab_id(&vocab, "never seen"), VOCAB_UNK);
-    ck_assert_int_eq(vocab_id(&vocab, ""), VOCAB_UNK);
+    ck_assert_int_eq(TOK_PAD, 0);
+    ck_assert_int_eq(TOK_UNK, 1);
+    ck_assert_int_eq(TOK_BOS, 2);
+    ck_assert_int_eq(TOK_EOS, 3);
+    ck_assert_int_eq(vocab_id(&vocab, "never seen"), TOK_UNK);
+    ck_assert_int_eq(vocab_id(&vocab, ""), TOK_UNK);
     ck_assert_ptr_null(vocab_token(&vocab, -1));
     ck_assert_ptr_null(vocab_token(&vocab, (int)vocab.size));
     /* "<unk>" in the text maps to the special and takes no second id */
-    ck_assert_uint_eq(vocab.size, VOCAB_SPECIALS + 7);
+    ck_assert_uint_eq(vocab.size, TOK_SPECIALS + 7);
     vocab_free(&vocab);
     ck_assert_uint_eq(vocab.size, 0);
 }
@@ -597,7 +597,7 @@ START_TEST(test_vocab_order_is_count_then_bytes) {
     /* a:4 b:2, then the count-1 tokens in byte order */
     const char *expected[] = {"a", "b", "c", "d", "x", "y", "z"};
     for (int i = 0; i < 7; i++)
-        ck_assert_str_eq(vocab_token(&vocab, VOCAB_SPECIALS + i), expected[i]);
+        ck_assert_str_eq(vocab_token(&vocab, TOK_SPECIALS + i), expected[i]);
     vocab_free(&vocab);
 
     /* byte-wise: upper-case before lower-case, ASCII before any multi-byte character */
@@ -613,20 +613,20 @@ END_TEST
 
 START_TEST(test_vocab_min_count_and_max_size) {
     Vocab vocab = build(animal_texts, 3, 2, SIZE_MAX);
-    ck_assert_uint_eq(vocab.size, VOCAB_SPECIALS + 2); /* only a (4) and b (2) */
+    ck_assert_uint_eq(vocab.size, TOK_SPECIALS + 2); /* only a (4) and b (2) */
     ck_assert_int_eq(vocab_id(&vocab, "b"), 5);
-    ck_assert_int_eq(vocab_id(&vocab, "c"), VOCAB_UNK);
+    ck_assert_int_eq(vocab_id(&vocab, "c"), TOK_UNK);
     vocab_free(&vocab);
 
-    vocab = build(animal_texts, 3, 1, VOCAB_SPECIALS + 3);
-    ck_assert_uint_eq(vocab.size, VOCAB_SPECIALS + 3);
+    vocab = build(animal_texts, 3, 1, TOK_SPECIALS + 3);
+    ck_assert_uint_eq(vocab.size, TOK_SPECIALS + 3);
     ck_assert_int_eq(vocab_id(&vocab, "c"), 6);
-    ck_assert_int_eq(vocab_id(&vocab, "d"), VOCAB_UNK);
+    ck_assert_int_eq(vocab_id(&vocab, "d"), TOK_UNK);
     vocab_free(&vocab);
 
-    vocab = build(animal_texts, 3, 1, VOCAB_SPECIALS); /* specials only */
-    ck_assert_uint_eq(vocab.size, VOCAB_SPECIALS);
-    ck_assert_int_eq(vocab_id(&vocab, "a"), VOCAB_UNK);
+    vocab = build(animal_texts, 3, 1, TOK_SPECIALS); /* specials only */
+    ck_assert_uint_eq(vocab.size, TOK_SPECIALS);
+    ck_assert_int_eq(vocab_id(&vocab, "a"), TOK_UNK);
     vocab_free(&vocab);
 
     Vocab too_small;
@@ -650,7 +650,7 @@ START_TEST(test_vocab_many_tokens_and_encode) {
     Vocab vocab;
     Error err = {{0}};
     ck_assert_int_eq(vocab_build(sentences, 2, 1, SIZE_MAX, &vocab, &err), 0);
-    ck_assert_uint_eq(vocab.size, VOCAB_SPECIALS + 3001);
+    ck_assert_uint_eq(vocab.size, TOK_SPECIALS + 3001);
     ck_assert_str_eq(vocab_token(&vocab, 4), "w7"); /* 5 times */
     for (int id = 0; id < (int)vocab.size; id++)
         ck_assert_int_eq(vocab_id(&vocab, vocab_token(&vocab, id)), id);
@@ -660,8 +660,8 @@ START_TEST(test_vocab_many_tokens_and_encode) {
     int ids[5] = {-1, -1, -1, -1, -1};
     vocab_encode(&vocab, &query, ids);
     ck_assert_int_eq(ids[0], 4);
-    ck_assert_int_eq(ids[1], VOCAB_UNK);
-    ck_assert_int_eq(ids[2], VOCAB_BOS);
+    ck_assert_int_eq(ids[1], TOK_UNK);
+    ck_assert_int_eq(ids[2], TOK_BOS);
     ck_assert_str_eq(vocab_token(&vocab, ids[3]), "w2999");
     ck_assert_str_eq(vocab_token(&vocab, ids[4]), "?");
     token_list_free(&query);
@@ -700,7 +700,7 @@ START_TEST(test_vocab_write_read_round_trip) {
         ck_assert_int_eq(vocab_id(&copy, vocab_token(&vocab, id)), id);
     }
     ck_assert_int_eq(vocab_id(&copy, "猫"), vocab_id(&vocab, "猫"));
-    ck_assert_int_ne(vocab_id(&copy, "猫"), VOCAB_UNK);
+    ck_assert_int_ne(vocab_id(&copy, "猫"), TOK_UNK);
     vocab_free(&copy);
     vocab_free(&vocab);
     fclose(file);
@@ -764,8 +764,8 @@ START_TEST(test_vocab_read_accepts_minimal) {
     Vocab vocab;
     Error err = {{0}};
     ck_assert_msg(vocab_read(&vocab, file, sizeof bytes - 1, &err) == 0, "%s", err.msg);
-    ck_assert_uint_eq(vocab.size, VOCAB_SPECIALS);
-    ck_assert_int_eq(vocab_id(&vocab, "</s>"), VOCAB_EOS);
+    ck_assert_uint_eq(vocab.size, TOK_SPECIALS);
+    ck_assert_int_eq(vocab_id(&vocab, "</s>"), TOK_EOS);
     vocab_free(&vocab);
     fclose(file);
 }

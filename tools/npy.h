@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "model/common.h"
+#include "base/base.h"
 
 typedef enum { NPY_F4, NPY_F8, NPY_I4 } NpyType;
 

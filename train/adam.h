@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "model/common.h"
+#include "base/base.h"
 
 typedef struct {
     size_t n;   /* parameters */

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "model/common.h"
+#include "base/base.h"
 
 /* Room for one path, including its terminating NUL; longer paths are rejected. */
 #define CONFIG_PATH_MAX 4096

@@ -12,7 +12,7 @@
 
 #include <stdio.h>
 
-#include "model/common.h"
+#include "base/base.h"
 
 /* The longest line accepted, in bytes, not counting the line end ("\n" or "\r\n"): room for
  * a key and the longest path a config holds, so every setting that can be written can be read

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/common.h"
+#include "base/base.h"
 
 #define BLEU_MAX_ORDER  4 /* sacreBLEU's MAX_NGRAM_ORDER */
 #define CHRF_CHAR_ORDER 6 /* sacreBLEU's CHRF.CHAR_ORDER */

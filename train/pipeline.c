@@ -56,26 +56,6 @@ int nmt_model_from_config(NmtModel *nm, const Config *cfg, const TokenizedCorpus
     return 0;
 }
 
-/* The soft limit of resource, in bytes; infinity when there is none. */
-static double soft_limit(int resource) {
-    struct rlimit limit;
-    if (getrlimit(resource, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return INFINITY;
-    return (double)limit.rlim_cur;
-}
-
-int memory_check(double bytes, const char *what, Error *err) {
-    long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
-    double physical = pages > 0 && page_size > 0 ? (double)pages * (double)page_size : INFINITY;
-    double address_space = soft_limit(RLIMIT_AS), data = soft_limit(RLIMIT_DATA);
-    double available = fmin(physical, fmin(address_space, data));
-    if (bytes <= available) return 0;
-    const double gib = 1024.0 * 1024.0 * 1024.0;
-    return error_set(err, "too large: %s need %.3g GiB, more than the %.3g GiB of memory %s", what,
-                     bytes / gib, available / gib,
-                     available < physical ? "the process limit (ulimit) allows"
-                                          : "this machine has");
-}
-
 int nmt_dataset(Dataset *ds, const NmtModel *nm, const TokenizedCorpus *tc, const Corpus *corpus,
                 int max_len, Error *err) {
     return dataset_make(ds, tc, corpus, &nm->src_vocab, &nm->tgt_vocab, max_len, err);

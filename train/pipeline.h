@@ -21,13 +21,6 @@ int corpus_load(const char *path, bool lowercase, Corpus *corpus, TokenizedCorpu
 int nmt_model_from_config(NmtModel *nm, const Config *cfg, const TokenizedCorpus *train,
                           uint64_t seed, Error *err);
 
-/* Refuses, with an error naming `what`, to go on when `bytes` exceed the memory this process
- * can have: the physical memory, or the address-space or data-segment limit (ulimit -v / -d)
- * when lower. Checked before big allocations, because with Linux's overcommit an allocation
- * larger than the machine can succeed and the process is killed later, when it touches the
- * pages. */
-int memory_check(double bytes, const char *what, Error *err);
-
 /* Encodes a dataset of tc with the model's vocabularies. */
 int nmt_dataset(Dataset *ds, const NmtModel *nm, const TokenizedCorpus *tc, const Corpus *corpus,
                 int max_len, Error *err);

@@ -1,23 +1,16 @@
 /*
- * common.c: error messages and checked allocation (see common.h).
+ * base.c: error messages, checked allocation and the memory check (see base.h).
  */
-#include "common.h"
+#include "base.h"
 
-#include <sched.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <omp.h>
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define spin_pause() _mm_pause()
-#else
-#define spin_pause() ((void)0)
-#endif
+#include <sys/resource.h>
+#include <unistd.h>
 
 int error_set(Error *err, const char *fmt, ...) {
     if (err) {
@@ -62,36 +55,23 @@ real *checked_calloc_aligned(size_t n, void **block, const char *what, Error *er
     return p ? p + ((64 - ((uintptr_t)p & 63)) & 63) / sizeof(real) : NULL;
 }
 
-void share_range(int n, int unit, int part, int parts, int *lo, int *hi) {
-    long units = (n + unit - 1) / unit;
-    *lo = (int)(units * part / parts) * unit, *hi = (int)(units * (part + 1) / parts) * unit;
-    *lo = *lo < n ? *lo : n, *hi = *hi < n ? *hi : n;
+
+/* The soft limit of resource, in bytes; infinity when there is none. */
+static double soft_limit(int resource) {
+    struct rlimit limit;
+    if (getrlimit(resource, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return INFINITY;
+    return (double)limit.rlim_cur;
 }
 
-int worth_parallel(double work, double threshold) {
-    return work > threshold && omp_get_max_threads() > 1 && !omp_in_parallel();
-}
-
-void spin_barrier_init(SpinBarrier *b, int threads) {
-    atomic_init(&b->arrived, 0);
-    atomic_init(&b->generation, 0);
-    b->threads = (unsigned)threads;
-}
-
-void spin_barrier_wait(SpinBarrier *b) {
-    unsigned gen = atomic_load_explicit(&b->generation, memory_order_relaxed);
-    /* the last to arrive opens the barrier: its release publishes every thread's writes, as
-     * each arrival was a release-acquire step on `arrived` */
-    if (atomic_fetch_add_explicit(&b->arrived, 1, memory_order_acq_rel) == b->threads - 1) {
-        atomic_store_explicit(&b->arrived, 0, memory_order_relaxed);
-        atomic_store_explicit(&b->generation, gen + 1, memory_order_release);
-        return;
-    }
-    for (long spins = 0; atomic_load_explicit(&b->generation, memory_order_acquire) == gen;
-         spins++) {
-        if (spins < 4096)
-            spin_pause();
-        else
-            sched_yield();
-    }
+int memory_check(double bytes, const char *what, Error *err) {
+    long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+    double physical = pages > 0 && page_size > 0 ? (double)pages * (double)page_size : INFINITY;
+    double address_space = soft_limit(RLIMIT_AS), data = soft_limit(RLIMIT_DATA);
+    double available = fmin(physical, fmin(address_space, data));
+    if (bytes <= available) return 0;
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    return error_set(err, "too large: %s need %.3g GiB, more than the %.3g GiB of memory %s", what,
+                     bytes / gib, available / gib,
+                     available < physical ? "the process limit (ulimit) allows"
+                                          : "this machine has");
 }

@@ -1,0 +1,48 @@
+/*
+ * base.h: what every layer shares: the number type, errors, checked allocation.
+ *
+ * `real` is the floating-point type of the whole model: float by default, double when built
+ * with `make REAL=double` (-DREAL_DOUBLE), so gradient checks can run in exact arithmetic.
+ * `Error` carries a one-line message from the place a failure is detected to the place that
+ * reports it; functions that can fail return 0 on success and -1 after filling it.
+ */
+#ifndef NMT_BASE_H
+#define NMT_BASE_H
+
+#include <stddef.h>
+
+#ifdef REAL_DOUBLE
+typedef double real;
+#define REAL_NAME "double"
+#else
+typedef float real;
+#define REAL_NAME "float"
+#endif
+
+typedef struct {
+    char msg[512];
+} Error;
+
+/* Formats the message into err (when err is not NULL) and returns -1, so callers can write
+ * `return error_set(err, "...")`. */
+int error_set(Error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prefixes the message already in err with more context ("file.ini: " + old message). */
+int error_prefix(Error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Allocates count*size zeroed bytes; on failure (or overflow) sets err naming `what`. */
+void *checked_calloc(size_t count, size_t size, const char *what, Error *err);
+
+/* n zeroed reals starting on a 64-byte boundary, so that vector loads of rows whose length is
+ * a multiple of 16 floats never straddle two cache lines (which halves the speed at which a
+ * matrix-vector product streams a matrix). *block gets the pointer to free. */
+real *checked_calloc_aligned(size_t n, void **block, const char *what, Error *err);
+
+/* Refuses, with an error naming `what`, to go on when `bytes` exceed the memory this process
+ * can have: the physical memory, or the address-space or data-segment limit (ulimit -v / -d)
+ * when lower. Checked before big allocations, because with Linux's overcommit an allocation
+ * larger than the machine can succeed and the process is killed later, when it touches the
+ * pages. */
+int memory_check(double bytes, const char *what, Error *err);
+
+#endif
