@@ -37,6 +37,17 @@ int error_prefix(Error *err, const char *fmt, ...) {
     return -1;
 }
 
+int error_append(Error *err, const char *fmt, ...) {
+    if (err) {
+        size_t used = strnlen(err->msg, sizeof err->msg - 1);
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg + used, sizeof err->msg - used, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
 void *checked_calloc(size_t count, size_t size, const char *what, Error *err) {
     if (count == 0 || size == 0) count = size = 1; /* a valid, freeable pointer */
     if (count > SIZE_MAX / size) {
@@ -54,7 +65,6 @@ real *checked_calloc_aligned(size_t n, void **block, const char *what, Error *er
     *block = p;
     return p ? p + ((64 - ((uintptr_t)p & 63)) & 63) / sizeof(real) : NULL;
 }
-
 
 /* The soft limit of resource, in bytes; infinity when there is none. */
 static double soft_limit(int resource) {

@@ -30,6 +30,9 @@ int error_set(Error *err, const char *fmt, ...) __attribute__((format(printf, 2,
 /* Prefixes the message already in err with more context ("file.ini: " + old message). */
 int error_prefix(Error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Appends more context to the message already in err (" (the previous file is intact)"). */
+int error_append(Error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Allocates count*size zeroed bytes; on failure (or overflow) sets err naming `what`. */
 void *checked_calloc(size_t count, size_t size, const char *what, Error *err);
 

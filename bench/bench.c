@@ -24,10 +24,11 @@
 #include <unistd.h>
 
 #include "bench/peak.h"
-#include "model/fdcheck.h"
+#include "tools/fdcheck.h"
 #include "model/search.h"
 #include "train/adam.h"
-#include "train/pipeline.h"
+#include "nmt/text.h"
+#include "train/new_model.h"
 
 typedef struct {
     const char *name;
@@ -252,7 +253,7 @@ static void translate_process_report(void) {
             return;
         }
         snprintf(made_path, sizeof made_path, "%s/toy.ckpt", made);
-        if (checkpoint_save(made_path, &nm, NULL, NULL, &err)) return;
+        if (checkpoint_save(made_path, &nm, NULL, &err)) return;
         nmt_model_free(&nm);
         tokenized_corpus_free(&tokens);
         corpus_free(&corpus);

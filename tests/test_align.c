@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "data/dataset.h"
-#include "tools/alignment.h"
-#include "tools/npy.h"
-#include "train/pipeline.h"
+#include "nmt/alignment.h"
+#include "nmt/npy.h"
+#include "nmt/text.h"
 #include "suites.h"
 
 /* ---- a small random model ---- */

@@ -31,7 +31,8 @@
 
 #include "harness.h"
 #include "suites.h"
-#include "train/checkpoint.h"
+#include "train/adam.h"
+#include "nmt/checkpoint.h"
 
 static void skip(const char *test, const char *why) {
     fprintf(stderr, "faults: %s skipped: %s\n", test, why);

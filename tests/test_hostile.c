@@ -21,9 +21,10 @@
 #include "data/tokenizer.h"
 #include "harness.h"
 #include "suites.h"
-#include "train/checkpoint.h"
+#include "train/adam.h"
+#include "nmt/checkpoint.h"
 #include "train/config.h"
-#include "train/validate.h"
+#include "nmt/scoring.h"
 
 /* ---- configs through bin/train ---------------------------------------------------------- */
 
@@ -275,7 +276,7 @@ static void expect_corpus_accepted(const char *bytes, size_t len, const char *st
     scratch_path(&s, "run/best.ckpt", model, sizeof model);
     NmtModel nm;
     Error err;
-    ck_assert_msg(checkpoint_load(model, &nm, NULL, NULL, NULL, &err) == 0, "%s", err.msg);
+    ck_assert_msg(checkpoint_load(model, &nm, NULL, NULL, &err) == 0, "%s", err.msg);
     const Vocab *vocabs[2] = {&nm.src_vocab, &nm.tgt_vocab};
     for (int k = 0; k < 2; k++)
         for (size_t id = 0; id < vocabs[k]->size; id++)
@@ -362,7 +363,7 @@ END_TEST
 
 /* ---- checkpoints ------------------------------------------------------------------------ */
 
-/* The fixed layout of a checkpoint's header (see train/checkpoint.h), in bytes. */
+/* The fixed layout of a checkpoint's header (see nmt/checkpoint.h), in bytes. */
 enum {
     AT_VERSION = 8,
     AT_WIDTH = 12,
@@ -405,12 +406,11 @@ static size_t params_offset(const unsigned char *data) {
  * whatever was loaded. */
 static int load_bytes(const unsigned char *data, size_t size, Error *err) {
     NmtModel nm;
-    Adam adam = {0};
-    TrainState state;
+    TrainState state = {0};
     bool has_state;
-    int rc = checkpoint_load_memory(data, size, "forged.ckpt", &nm, &adam, &state, &has_state, err);
+    int rc = checkpoint_load_memory(data, size, "forged.ckpt", &nm, &state, &has_state, err);
     if (rc == 0) nmt_model_free(&nm);
-    adam_free(&adam);
+    free(state.adam_m), free(state.adam_v);
     return rc;
 }
 

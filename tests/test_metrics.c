@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "suites.h"
-#include "train/metrics.h"
+#include "nmt/metrics.h"
 
 /* Scores are compared to closed forms evaluated in a different order, so allow rounding. */
 #define SCORE_TOLERANCE 1e-9

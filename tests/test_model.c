@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/fdcheck.h"
+#include "tools/fdcheck.h"
 #include "model/search.h"
 #include "suites.h"
 

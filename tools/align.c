@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tools/alignment.h"
+#include "nmt/alignment.h"
 #include "tools/cli.h"
-#include "train/pipeline.h"
+#include "nmt/text.h"
 
 enum { CHUNK = 16, MAX_INPUT_TOKENS = 250 };
 
@@ -332,7 +332,7 @@ static int align_inputs(Run *r, const Inputs *in, Error *err) {
     /* --explain alone prints the explanation instead of the matrix */
     bool matrices = !(r->opt.explain && !r->opt.output);
     if (matrices && r->opt.format != ALIGN_NPY) {
-        if (r->opt.output && output_file_open(&r->file, r->opt.output, err)) return -1;
+        if (r->opt.output && output_file_open(&r->file, r->opt.output, false, err)) return -1;
         r->out = r->opt.output ? r->file.file : stdout;
     }
     int rc = 0;

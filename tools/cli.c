@@ -35,7 +35,7 @@ int load_model(const char *path, NmtModel *nm, Error *err) {
                              fallback);
         path = fallback;
     }
-    return checkpoint_load(path, nm, NULL, NULL, NULL, err);
+    return checkpoint_load(path, nm, NULL, NULL, err);
 }
 
 int parse_int_option(const char *option, const char *text, long lo, long hi, long *out,
@@ -62,14 +62,4 @@ int parse_double_option(const char *option, const char *text, double lo, double 
                          text_for_message(quoted, sizeof quoted, text, 60), lo, hi);
     *out = v;
     return 0;
-}
-
-long read_line(FILE *in, char **line, size_t *cap) {
-    errno = 0;
-    ssize_t n = getline(line, cap, in);
-    /* getline reports a failed allocation with ENOMEM but without the stream's error flag */
-    if (n < 0) return ferror(in) || errno == ENOMEM ? -2 : -1;
-    if (n > 0 && (*line)[n - 1] == '\n') (*line)[--n] = '\0';
-    if (n > 0 && (*line)[n - 1] == '\r') (*line)[--n] = '\0';
-    return (long)n;
 }

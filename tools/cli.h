@@ -7,7 +7,8 @@
 
 #include <stdio.h>
 
-#include "train/checkpoint.h"
+#include "base/files.h"
+#include "nmt/checkpoint.h"
 
 /* The model `bin/train configs/toy.ini` writes, found from the program's own location
  * (BIN/../runs/toy/best.ckpt) so the tools work from any folder. */
@@ -21,11 +22,5 @@ int load_model(const char *path, NmtModel *nm, Error *err);
 int parse_int_option(const char *option, const char *text, long lo, long hi, long *out, Error *err);
 int parse_double_option(const char *option, const char *text, double lo, double hi, double *out,
                         Error *err);
-
-/* Reads one line of any length without its line end (\n or \r\n); returns its length, -1 at
- * end of input, or -2 when reading fails (a read error, or no memory for the line; errno says
- * which), so a failure is never mistaken for the end. *line is reused and grown (free it when
- * done). */
-long read_line(FILE *in, char **line, size_t *cap);
 
 #endif

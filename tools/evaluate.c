@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "tools/cli.h"
-#include "train/pipeline.h"
-#include "train/validate.h"
+#include "nmt/text.h"
+#include "nmt/scoring.h"
 
 static void usage(FILE *out) {
     fprintf(out,

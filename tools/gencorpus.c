@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/files.h"
+
 #define DEFAULT_DIR  "data/toy"
 #define DEFAULT_SEED 20240521u
 #define TRAIN_PAIRS  12000 /* distinct pairs, the showcase pairs included */
@@ -1162,47 +1164,26 @@ static void split(const Corpus *c, Rng *rng, IndexList *train, IndexList *dev, I
 
 /* ---- output ------------------------------------------------------------------------------ */
 
-/* Creates dir and its missing parents, like mkdir -p. */
-static int make_dirs(const char *dir) {
-    char path[4096];
-    if (strlen(dir) >= sizeof path) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    strcpy(path, dir);
-    for (char *p = path + 1;; p++) {
-        if (*p != '/' && *p) continue;
-        char saved = *p;
-        *p = '\0';
-        if (mkdir(path, 0777) && errno != EEXIST) return -1;
-        *p = saved;
-        if (!saved) return 0;
-    }
-}
-
 /* Writes one file via name.tmp and rename, so a failure never leaves a half-written file. */
 static int write_split(const char *dir, const char *name, const Corpus *c, const IndexList *list,
                        bool alignments) {
-    char path[4096], tmp[4096 + 8];
+    char path[4096];
+    OutputFile out;
+    Error err;
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        fprintf(stderr, "gencorpus: cannot write %s: %s\n", tmp, strerror(errno));
+    if (output_file_open(&out, path, false, &err)) {
+        fprintf(stderr, "gencorpus: %s\n", err.msg);
         return -1;
     }
     for (size_t k = 0; k < list->n; k++) {
         const Pair *p = &c->pairs[list->items[k]];
         if (alignments)
-            fprintf(f, "%s\n", p->align);
+            fprintf(out.file, "%s\n", p->align);
         else
-            fprintf(f, "%s\t%s\n", p->en, p->fr);
+            fprintf(out.file, "%s\t%s\n", p->en, p->fr);
     }
-    int failed = ferror(f);
-    failed |= fclose(f) != 0;
-    if (failed || rename(tmp, path)) {
-        fprintf(stderr, "gencorpus: cannot write %s: %s\n", path, strerror(errno));
-        remove(tmp);
+    if (output_file_commit(&out, &err)) {
+        fprintf(stderr, "gencorpus: %s\n", err.msg);
         return -1;
     }
     return 0;
@@ -1286,8 +1267,9 @@ int main(int argc, char **argv) {
     if (dev.n < DEV_PAIRS || test.n < TEST_PAIRS)
         die("could not hold out %d dev and %d test pairs", DEV_PAIRS, TEST_PAIRS);
 
-    if (make_dirs(dir)) {
-        fprintf(stderr, "gencorpus: cannot create %s: %s\n", dir, strerror(errno));
+    Error err;
+    if (make_dirs(dir, &err)) {
+        fprintf(stderr, "gencorpus: %s\n", err.msg);
         return 1;
     }
     const struct {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/fdcheck.h"
+#include "tools/fdcheck.h"
 #include "tools/cli.h"
 
 static void usage(FILE *out) {

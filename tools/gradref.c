@@ -12,9 +12,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/files.h"
 #include "tools/cli.h"
-#include "tools/npy.h"
-#include "train/pipeline.h"
+#include "nmt/npy.h"
+#include "nmt/text.h"
+#include "train/new_model.h"
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -30,15 +32,6 @@ static void usage(FILE *out) {
             "  -h, --help           this text\n"
             "Output: DIR/params/<name>.npy, DIR/grads/<name>.npy, DIR/batch/*.npy,\n"
             "DIR/loss.npy, DIR/acts/{alpha,enc_h,dec_s,logits}.npy, DIR/config.json\n");
-}
-
-static int make_dir(const char *path, Error *err) {
-    if (mkdir(path, 0777) != 0 && errno != EEXIST)
-        return error_set(err, "cannot create folder %s: %s", path, strerror(errno));
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-        return error_set(err, "%s exists and is not a folder", path);
-    return 0;
 }
 
 static int write_real(const char *dir, const char *name, int ndim, size_t d0, size_t d1, size_t d2,
@@ -78,23 +71,18 @@ static void to_batch_major(real *dst, const real *src, int T, int B, int X) {
 }
 
 static int write_config(const char *out, const ModelDims *d, Error *err) {
-    char path[4096], tmp[4200];
+    char path[4096];
+    OutputFile f;
     snprintf(path, sizeof path, "%s/config.json", out);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return error_set(err, "cannot create %s: %s", tmp, strerror(errno));
-    fprintf(f,
+    if (output_file_open(&f, path, false, err)) return -1;
+    fprintf(f.file,
             "{\"E\": %d, \"H\": %d, \"K\": %d, \"D\": %d, \"A\": %d, \"O\": %d, \"Vs\": %d, "
             "\"Vt\": %d, \"bidirectional\": %s, \"label_smoothing\": 0, \"dropout\": 0, "
             "\"dtype\": \"%s\"}\n",
             d->emb, d->enc_hidden, dims_enc_state(d), d->dec_hidden, d->att, d->readout,
             d->src_vocab, d->tgt_vocab, d->bidirectional ? "true" : "false",
             sizeof(real) == 8 ? "float64" : "float32");
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        remove(tmp);
-        return error_set(err, "cannot write %s: %s", path, strerror(errno));
-    }
-    return 0;
+    return output_file_commit(&f, err);
 }
 
 typedef struct {
@@ -122,7 +110,7 @@ static int run(const Options *o, Error *err) {
         tokenized_corpus_free(&train_tokens);
         corpus_free(&train);
         if (bad) goto done;
-    } else if (checkpoint_load(o->model, &nm, NULL, NULL, NULL, err)) {
+    } else if (checkpoint_load(o->model, &nm, NULL, NULL, err)) {
         goto done;
     }
     if (corpus_load(o->pairs, nm.lowercase, &corpus, &tokens, err) ||
@@ -157,7 +145,7 @@ static int run(const Options *o, Error *err) {
     const char *subdirs[] = {"", "/params", "/grads", "/batch", "/acts"};
     for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
         snprintf(dir, sizeof dir, "%s%s", o->out, subdirs[i]);
-        if (make_dir(dir, err)) goto done;
+        if (make_dirs(dir, err)) goto done;
     }
     /* activations first: the backward pass reuses the logits' memory */
     size_t largest = (size_t)B * T * (V > S ? V : S) + (size_t)B * T * d->dec_hidden;

@@ -4,7 +4,7 @@
  * whole file). Greedy search by default, beam search with length normalisation on request.
  * A bad input line gets a one-line error naming it and an empty output line (so output lines
  * stay aligned with input lines); the exit status then is 1. --align FILE also writes each
- * best translation's attention alignment to FILE (see tools/alignment.h for the formats).
+ * best translation's attention alignment to FILE (see nmt/alignment.h for the formats).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -15,9 +15,9 @@
 #include <string.h>
 
 #include "model/search.h"
-#include "tools/alignment.h"
+#include "nmt/alignment.h"
 #include "tools/cli.h"
-#include "train/pipeline.h"
+#include "nmt/text.h"
 
 enum { CHUNK = 32, MAX_INPUT_TOKENS = 250 };
 
@@ -223,7 +223,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (align_path) {
-        if (output_file_open(&align_file, align_path, &err)) {
+        if (output_file_open(&align_file, align_path, false, &err)) {
             fprintf(stderr, "translate: %s\n", err.msg);
             search_free(&t.searcher);
             nmt_model_free(&t.nm);

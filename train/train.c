@@ -22,8 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "train/pipeline.h"
-#include "train/validate.h"
+#include "base/files.h"
+#include "nmt/text.h"
+#include "train/adam.h"
+#include "train/new_model.h"
+#include "nmt/scoring.h"
 
 /* Set by the signal handler; read by the loop between steps. */
 static volatile sig_atomic_t stop_signal = 0;
@@ -60,24 +63,6 @@ static void format_duration(char *buf, size_t size, double seconds) {
         snprintf(buf, size, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
     else
         snprintf(buf, size, "%ld:%02ld", s / 60, s % 60);
-}
-
-static int make_dirs(const char *path, Error *err) {
-    char buf[CONFIG_PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1;; p++) {
-        char c = *p;
-        if (c != '/' && c != '\0') continue;
-        *p = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return error_set(err, "cannot create folder %s: %s", buf, strerror(errno));
-        *p = c;
-        if (c == '\0') break;
-    }
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-        return error_set(err, "%s is not a folder", path);
-    return 0;
 }
 
 /* The learning rate of the next step. */
@@ -140,8 +125,10 @@ typedef struct {
 } Trainer;
 
 static int save_last(Trainer *tr, Error *err) {
-    memcpy(tr->state.dropout_rng, tr->dropout_rng.s, sizeof tr->state.dropout_rng);
-    if (checkpoint_save(tr->last_path, &tr->nm, &tr->adam, &tr->state, err)) return -1;
+    TrainState *st = &tr->state;
+    memcpy(st->dropout_rng, tr->dropout_rng.s, sizeof st->dropout_rng);
+    st->adam_t = tr->adam.t, st->adam_m = tr->adam.m, st->adam_v = tr->adam.v;
+    if (checkpoint_save(tr->last_path, &tr->nm, st, err)) return -1;
     snprintf(tr->good_path, sizeof tr->good_path, "%s", tr->last_path);
     tr->good_step = tr->state.step;
     return 0;
@@ -185,7 +172,7 @@ static int validate(Trainer *tr, double train_loss, double tok_per_s, double lr,
         st->best_dev_loss = sc.loss;
         st->bad_validations = 0;
         st->plateau_bad = 0;
-        if (checkpoint_save(tr->best_path, &tr->nm, NULL, NULL, err)) return -1;
+        if (checkpoint_save(tr->best_path, &tr->nm, NULL, err)) return -1;
     } else {
         st->bad_validations++;
         if (cfg->optim.schedule == LR_SCHEDULE_PLATEAU &&
@@ -247,19 +234,10 @@ static int check_resume_matches(const NmtModel *nm, const Config *cfg, const cha
 /* Writes the resolved settings to path through path.tmp, so a full disk cannot leave a
  * truncated record of a run in place of a complete one. */
 static int write_config(const Config *cfg, const char *path, Error *err) {
-    char tmp[CONFIG_PATH_MAX + 64];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *out = fopen(tmp, "w");
-    if (!out) return error_set(err, "cannot write %s: %s", tmp, strerror(errno));
-    config_print(cfg, out);
-    errno = 0;
-    bool failed = fflush(out) != 0 || ferror(out);
-    int saved_errno = errno;
-    if (fclose(out) != 0 && !failed) failed = true, saved_errno = errno;
-    if (!failed && rename(tmp, path) != 0) failed = true, saved_errno = errno;
-    if (!failed) return 0;
-    remove(tmp);
-    return error_set(err, "cannot write %s: %s", path, strerror(saved_errno ? saved_errno : EIO));
+    OutputFile out;
+    if (output_file_open(&out, path, false, err)) return -1;
+    config_print(cfg, out.file);
+    return output_file_commit(&out, err);
 }
 
 /* The memory training will touch, checked before it is allocated: the Adam moments (unless a
@@ -286,7 +264,7 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
     rng_seed(&tr->dropout_rng, cfg->train.seed, 2);
     if (resume) {
         bool has_state;
-        if (checkpoint_load(resume, &tr->nm, &tr->adam, st, &has_state, err)) return -1;
+        if (checkpoint_load(resume, &tr->nm, st, &has_state, err)) return -1;
         if (!has_state)
             return error_set(err,
                              "%s has no optimiser state to resume from (it is a model "
@@ -295,8 +273,14 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
         if (check_resume_matches(&tr->nm, cfg, resume, err)) return -1;
         snprintf(tr->good_path, sizeof tr->good_path, "%s", resume);
         tr->good_step = st->step;
-        tr->adam.beta1 = cfg->optim.beta1, tr->adam.beta2 = cfg->optim.beta2;
-        tr->adam.eps = cfg->optim.eps;
+        /* the optimiser takes over the moments the checkpoint brought */
+        tr->adam = (Adam){.n = tr->nm.model.table.total,
+                          .t = st->adam_t,
+                          .beta1 = cfg->optim.beta1,
+                          .beta2 = cfg->optim.beta2,
+                          .eps = cfg->optim.eps,
+                          .m = st->adam_m,
+                          .v = st->adam_v};
         memcpy(tr->dropout_rng.s, st->dropout_rng, sizeof tr->dropout_rng.s);
     } else if (nmt_model_from_config(&tr->nm, cfg, &tr->train_tokens, cfg->train.seed, err)) {
         return -1;
@@ -377,7 +361,7 @@ static void trainer_free(Trainer *tr) {
 static int score_test(const Trainer *tr, Error *err) {
     const Config *cfg = tr->cfg;
     NmtModel best;
-    if (checkpoint_load(tr->best_path, &best, NULL, NULL, NULL, err)) return -1;
+    if (checkpoint_load(tr->best_path, &best, NULL, NULL, err)) return -1;
     int longest = 1;
     for (size_t i = 0; i < tr->test_tokens.count; i++)
         if ((int)tr->test_tokens.src[i].count > longest)

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "model/search.h"
-#include "train/pipeline.h"
+#include "nmt/text.h"
 
 /* Translates a fixed sentence with the loaded model, as bin/translate would. */
 static void translate(const NmtModel *nm) {
@@ -43,19 +43,17 @@ static void translate(const NmtModel *nm) {
 
 static void load(const uint8_t *data, size_t size, bool use_model) {
     NmtModel nm;
-    Adam adam = {0};
-    TrainState state;
+    TrainState state = {0};
     bool has_state;
     Error err;
-    if (checkpoint_load_memory(data, size, "fuzz.ckpt", &nm, &adam, &state, &has_state, &err) ==
-        0) {
+    if (checkpoint_load_memory(data, size, "fuzz.ckpt", &nm, &state, &has_state, &err) == 0) {
         if (use_model) translate(&nm);
         nmt_model_free(&nm);
     } else if (memchr(err.msg, '\n', strnlen(err.msg, sizeof err.msg))) {
         fprintf(stderr, "error is not one line: %s\n", err.msg);
         abort();
     }
-    adam_free(&adam);
+    free(state.adam_m), free(state.adam_v);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

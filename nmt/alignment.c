@@ -7,7 +7,7 @@
  * the gradient reference dump writes to acts/alpha.npy). Everything after that is plain
  * formatting; the writers check the stream once at the end instead of after every print.
  */
-#include "tools/alignment.h"
+#include "nmt/alignment.h"
 
 #include <errno.h>
 #include <math.h>
@@ -16,9 +16,8 @@
 #include <string.h>
 
 #include "data/tokenizer.h"
-#include "tools/cli.h"
-#include "tools/npy.h"
-#include "train/pipeline.h"
+#include "nmt/npy.h"
+#include "nmt/text.h"
 
 static const char END_TOKEN[] = "</s>";
 
@@ -1038,7 +1037,7 @@ int npy_output_path(char *buf, size_t size, const char *base, int index, const c
 
 static int write_token_file(const char *path, char *const *tokens, int n, Error *err) {
     OutputFile o;
-    if (output_file_open(&o, path, err)) return -1;
+    if (output_file_open(&o, path, false, err)) return -1;
     for (int i = 0; i < n; i++) fprintf(o.file, "%s\n", tokens[i]);
     return output_file_commit(&o, err);
 }
@@ -1201,39 +1200,3 @@ int alignment_explain(FILE *out, const Alignment *a, const StepTrace *trace, Err
 }
 
 /* ---- files written whole or not at all -------------------------------------------------- */
-
-int output_file_open(OutputFile *o, const char *path, Error *err) {
-    memset(o, 0, sizeof *o);
-    if (snprintf(o->path, sizeof o->path, "%s", path) >= (int)sizeof o->path ||
-        snprintf(o->tmp, sizeof o->tmp, "%s.tmp", path) >= (int)sizeof o->tmp)
-        return error_set(err, "%s: path too long", path);
-    o->file = fopen(o->tmp, "w");
-    if (!o->file) return error_set(err, "cannot create %s: %s", o->tmp, strerror(errno));
-    return 0;
-}
-
-int output_file_commit(OutputFile *o, Error *err) {
-    if (!o->file) return error_set(err, "%s: not open", o->path);
-    int ok = fflush(o->file) == 0 && !ferror(o->file);
-    int saved = errno;
-    ok = fclose(o->file) == 0 && ok;
-    if (!ok) saved = errno ? errno : saved;
-    o->file = NULL;
-    if (!ok) {
-        remove(o->tmp);
-        return error_set(err, "cannot write %s: %s", o->tmp, strerror(saved));
-    }
-    if (rename(o->tmp, o->path) != 0) {
-        saved = errno;
-        remove(o->tmp);
-        return error_set(err, "cannot rename %s to %s: %s", o->tmp, o->path, strerror(saved));
-    }
-    return 0;
-}
-
-void output_file_abort(OutputFile *o) {
-    if (!o->file) return;
-    fclose(o->file);
-    o->file = NULL;
-    remove(o->tmp);
-}

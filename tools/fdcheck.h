@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "seq2seq.h"
+#include "model/seq2seq.h"
 
 typedef struct {
     size_t checked;  /* elements compared */

@@ -1,8 +1,7 @@
 /*
- * pipeline.c: corpus loading, model creation from a config, sentence encoding (see
- * pipeline.h).
+ * text.c: corpus loading and encoding, sentence encoding and decoding (see text.h).
  */
-#include "pipeline.h"
+#include "text.h"
 
 #include <limits.h>
 #include <math.h>
@@ -18,41 +17,6 @@ int corpus_load(const char *path, bool lowercase, Corpus *corpus, TokenizedCorpu
         corpus_free(corpus);
         return -1;
     }
-    return 0;
-}
-
-int nmt_model_from_config(NmtModel *nm, const Config *cfg, const TokenizedCorpus *train,
-                          uint64_t seed, Error *err) {
-    memset(nm, 0, sizeof *nm);
-    nm->lowercase = cfg->data.lowercase;
-    if (vocab_build(train->src, train->count, (size_t)cfg->data.min_count,
-                    (size_t)cfg->data.src_vocab_size, &nm->src_vocab, err) ||
-        vocab_build(train->tgt, train->count, (size_t)cfg->data.min_count,
-                    (size_t)cfg->data.tgt_vocab_size, &nm->tgt_vocab, err)) {
-        nmt_model_free(nm);
-        return error_prefix(err, "building vocabularies: ");
-    }
-    ModelDims dims = {.src_vocab = (int)nm->src_vocab.size,
-                      .tgt_vocab = (int)nm->tgt_vocab.size,
-                      .emb = cfg->model.emb_size,
-                      .enc_hidden = cfg->model.enc_hidden,
-                      .bidirectional = cfg->model.bidirectional,
-                      .dec_hidden = cfg->model.dec_hidden,
-                      .att = cfg->model.att_size,
-                      .readout = cfg->model.readout_size};
-    ParamTable table;
-    if (dims_validate(&dims, err)) {
-        nmt_model_free(nm);
-        return -1;
-    }
-    param_table_build(&table, &dims);
-    if (memory_check(2.0 * sizeof(real) * (double)table.total,
-                     "the model's parameters and gradients", err) ||
-        model_init(&nm->model, &dims, err)) {
-        nmt_model_free(nm);
-        return -1;
-    }
-    params_init(nm->model.params, &nm->model.table, seed);
     return 0;
 }
 

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "base/files.h"
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,12 +42,12 @@ uint64_t checkpoint_checksum(const void *data, size_t size) {
 typedef struct {
     FILE *f;
     uint64_t hash;
-    int failed;
+    int failed, failed_errno;
 } Writer;
 
 static void put(Writer *w, const void *data, size_t n) {
     if (w->failed || n == 0) return;
-    if (fwrite(data, 1, n, w->f) != n) w->failed = 1;
+    if (fwrite(data, 1, n, w->f) != n) w->failed = 1, w->failed_errno = errno;
     w->hash = fnv1a(w->hash, data, n);
 }
 static void put_u32(Writer *w, uint32_t x) {
@@ -73,17 +75,12 @@ static int put_vocab(Writer *w, const Vocab *v, Error *err) {
     return 0;
 }
 
-int checkpoint_save(const char *path, const NmtModel *nm, const Adam *adam, const TrainState *state,
-                    Error *err) {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-        return error_set(err, "%s: path too long", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return error_set(err,
-                         "cannot save %s: cannot create %s: %s (the previous checkpoint, if "
-                         "any, is intact)",
-                         path, tmp, strerror(errno));
+int checkpoint_save(const char *path, const NmtModel *nm, const TrainState *state, Error *err) {
+    OutputFile out;
+    if (output_file_open(&out, path, true, err))
+        return error_prefix(err, "cannot save %s: ", path),
+               error_append(err, " (the previous checkpoint, if any, is intact)");
+    FILE *f = out.file;
     const ModelDims *d = &nm->model.dims;
     const Model *m = &nm->model;
     Writer w = {.f = f, .hash = FNV_START};
@@ -93,50 +90,37 @@ int checkpoint_save(const char *path, const NmtModel *nm, const Adam *adam, cons
     const int32_t sizes[8] = {d->src_vocab,     d->tgt_vocab,  d->emb, d->enc_hidden,
                               d->bidirectional, d->dec_hidden, d->att, d->readout};
     put(&w, sizes, sizeof sizes);
-    put_u32(&w, (nm->lowercase ? FLAG_LOWERCASE : 0) | (adam && state ? FLAG_TRAIN_STATE : 0));
+    put_u32(&w, (nm->lowercase ? FLAG_LOWERCASE : 0) | (state ? FLAG_TRAIN_STATE : 0));
     put_u32(&w, 0);
     put_u64(&w, m->table.total);
     int rc = put_vocab(&w, &nm->src_vocab, err);
     if (!rc) rc = put_vocab(&w, &nm->tgt_vocab, err);
     put(&w, m->params, sizeof(real) * m->table.total);
-    if (adam && state) {
+    if (state) {
         put_u64(&w, state->step);
         put_u64(&w, state->epoch);
         put_u64(&w, state->batch_in_epoch);
-        put_u64(&w, adam->t);
+        put_u64(&w, state->adam_t);
         put(&w, &state->lr_scale, 8);
         put(&w, &state->best_bleu, 8);
         put(&w, &state->best_dev_loss, 8);
         put(&w, &state->bad_validations, 4);
         put(&w, &state->plateau_bad, 4);
         put(&w, state->dropout_rng, sizeof state->dropout_rng);
-        put(&w, adam->m, sizeof(real) * adam->n);
-        put(&w, adam->v, sizeof(real) * adam->n);
+        put(&w, state->adam_m, sizeof(real) * m->table.total);
+        put(&w, state->adam_v, sizeof(real) * m->table.total);
     }
     uint64_t checksum = w.hash;
     put(&w, &checksum, 8);
-    int saved_errno = errno;
-    /* the data must be on disk before the rename makes it the checkpoint */
-    int ok = !rc && !w.failed && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    if (!ok) saved_errno = errno;
-    if (fclose(f) != 0 && ok) ok = 0, saved_errno = errno;
-    if (ok && rename(tmp, path) != 0) ok = 0, saved_errno = errno;
-    if (!ok) {
-        remove(tmp);
+    if (rc || w.failed) {
+        output_file_abort(&out);
         if (rc) return error_prefix(err, "cannot save %s: ", path);
         return error_set(err, "cannot save %s: %s (the previous checkpoint, if any, is intact)",
-                         path, strerror(saved_errno ? saved_errno : EIO));
+                         path, strerror(w.failed_errno ? w.failed_errno : EIO));
     }
-    /* make the rename itself durable */
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0';
-    int fd = open(slash ? dir : ".", O_RDONLY);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
+    if (output_file_commit(&out, err))
+        return error_prefix(err, "cannot save %s: ", path),
+               error_append(err, " (the previous checkpoint, if any, is intact)");
     return 0;
 }
 
@@ -253,8 +237,8 @@ static unsigned char *read_file(const char *path, size_t *size, Error *err) {
     return data;
 }
 
-static int parse(Reader *r, const char *path, NmtModel *nm, Adam *adam, TrainState *state,
-                 bool *has_state, Error *err) {
+static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, bool *has_state,
+                 Error *err) {
     char magic[8];
     uint32_t version, width, flags, reserved;
     int32_t sizes[8];
@@ -310,30 +294,30 @@ static int parse(Reader *r, const char *path, NmtModel *nm, Adam *adam, TrainSta
     if (check_values(nm->model.params, &table, "parameter", false, path, err)) return -1;
     *has_state = false;
     if (flags & FLAG_TRAIN_STATE) {
-        TrainState s;
-        uint64_t adam_t;
+        TrainState s = {0};
         if (take(r, &s.step, 8) || take(r, &s.epoch, 8) || take(r, &s.batch_in_epoch, 8) ||
-            take(r, &adam_t, 8) || take(r, &s.lr_scale, 8) || take(r, &s.best_bleu, 8) ||
+            take(r, &s.adam_t, 8) || take(r, &s.lr_scale, 8) || take(r, &s.best_bleu, 8) ||
             take(r, &s.best_dev_loss, 8) || take(r, &s.bad_validations, 4) ||
             take(r, &s.plateau_bad, 4) || take(r, s.dropout_rng, sizeof s.dropout_rng))
             return error_set(err, "%s: truncated training state", path);
         if (check_state(&s, path, err)) return -1;
         if (count > (r->size - r->pos) / (2 * (size_t)width))
             return error_set(err, "%s: truncated optimiser state", path);
-        if (adam) {
-            /* an unallocated optimiser is sized here; the caller sets its betas and eps */
-            if (!adam->m && adam_init(adam, count, 0.9, 0.999, 1e-8, err))
-                return error_prefix(err, "%s: ", path);
-            if (adam->n != count)
-                return error_set(err, "%s: optimiser state for %llu parameters, expected %zu", path,
-                                 (unsigned long long)count, adam->n);
-            if (take_reals(r, adam->m, count, width) || take_reals(r, adam->v, count, width))
-                return error_set(err, "%s: truncated optimiser state", path);
-            if (check_values(adam->m, &table, "Adam first moment of", false, path, err) ||
-                check_values(adam->v, &table, "Adam second moment of", true, path, err))
+        if (state) {
+            /* the bytes are known to be there (checked above) */
+            s.adam_m = checked_calloc(count, sizeof(real), "Adam first moments", err);
+            s.adam_v = checked_calloc(count, sizeof(real), "Adam second moments", err);
+            int bad = !s.adam_m || !s.adam_v;
+            if (bad) error_prefix(err, "%s: ", path);
+            bad = bad || take_reals(r, s.adam_m, count, width) ||
+                  take_reals(r, s.adam_v, count, width) ||
+                  check_values(s.adam_m, &table, "Adam first moment of", false, path, err) ||
+                  check_values(s.adam_v, &table, "Adam second moment of", true, path, err);
+            if (bad) {
+                free(s.adam_m), free(s.adam_v);
                 return -1;
-            adam->t = adam_t;
-            if (state) *state = s;
+            }
+            *state = s;
             *has_state = true;
         } else {
             r->pos += 2 * (size_t)width * count;
@@ -345,7 +329,7 @@ static int parse(Reader *r, const char *path, NmtModel *nm, Adam *adam, TrainSta
 }
 
 int checkpoint_load_memory(const void *data, size_t size, const char *name, NmtModel *nm,
-                           Adam *adam, TrainState *state, bool *has_state, Error *err) {
+                           TrainState *state, bool *has_state, Error *err) {
     memset(nm, 0, sizeof *nm);
     bool state_flag = false;
     if (!has_state) has_state = &state_flag;
@@ -359,7 +343,7 @@ int checkpoint_load_memory(const void *data, size_t size, const char *name, NmtM
     if (stored != checkpoint_checksum(bytes, size - 8))
         return error_set(err, "%s: checksum mismatch: the file is corrupt or truncated", name);
     Reader r = {.data = bytes, .size = size - 8, .pos = 0}; /* the checksum is not data */
-    int rc = parse(&r, name, nm, adam, state, has_state, err);
+    int rc = parse(&r, name, nm, state, has_state, err);
     if (rc) {
         nmt_model_free(nm);
         *has_state = false;
@@ -367,14 +351,14 @@ int checkpoint_load_memory(const void *data, size_t size, const char *name, NmtM
     return rc;
 }
 
-int checkpoint_load(const char *path, NmtModel *nm, Adam *adam, TrainState *state, bool *has_state,
+int checkpoint_load(const char *path, NmtModel *nm, TrainState *state, bool *has_state,
                     Error *err) {
     memset(nm, 0, sizeof *nm);
     if (has_state) *has_state = false;
     size_t size;
     unsigned char *data = read_file(path, &size, err);
     if (!data) return -1;
-    int rc = checkpoint_load_memory(data, size, path, nm, adam, state, has_state, err);
+    int rc = checkpoint_load_memory(data, size, path, nm, state, has_state, err);
     free(data);
     return rc;
 }

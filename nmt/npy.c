@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/files.h"
+
 static const char MAGIC[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 
 static const struct {
@@ -43,24 +45,21 @@ int npy_write(const char *path, NpyType type, int ndim, const size_t *shape, con
     memset(header + len, ' ', hlen - (size_t)len - 1);
     header[hlen - 1] = '\n';
 
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-        return error_set(err, "%s: path too long", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return error_set(err, "cannot create %s: %s", tmp, strerror(errno));
+    OutputFile out;
+    if (output_file_open(&out, path, false, err)) return -1;
+    FILE *f = out.file;
     unsigned char prefix[10];
     memcpy(prefix, MAGIC, 6);
     prefix[6] = 1, prefix[7] = 0;
     prefix[8] = (unsigned char)(hlen & 0xff), prefix[9] = (unsigned char)(hlen >> 8);
     int ok = fwrite(prefix, 1, 10, f) == 10 && fwrite(header, 1, hlen, f) == hlen &&
              fwrite(data, TYPES[type].size, count, f) == count;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
+    if (!ok) {
         int e = errno;
-        remove(tmp);
-        return error_set(err, "cannot write %s: %s", path, strerror(e));
+        output_file_abort(&out);
+        return error_set(err, "cannot write %s: %s", path, strerror(e ? e : EIO));
     }
-    return 0;
+    return output_file_commit(&out, err);
 }
 
 int npy_write_real(const char *path, int ndim, const size_t *shape, const real *data, Error *err) {

@@ -10,8 +10,8 @@
 
 #include "data/dataset.h"
 #include "model/search.h"
-#include "train/checkpoint.h"
-#include "train/metrics.h"
+#include "nmt/checkpoint.h"
+#include "nmt/metrics.h"
 
 typedef struct {
     double loss;       /* mean cross-entropy per target token (teacher forcing) */

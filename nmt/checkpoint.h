@@ -29,7 +29,6 @@
 
 #include "data/vocab.h"
 #include "model/seq2seq.h"
-#include "train/adam.h"
 
 /* A model with what it needs to read and write text. */
 typedef struct {
@@ -52,22 +51,25 @@ typedef struct {
     int32_t bad_validations; /* validations since the best, for early stopping */
     int32_t plateau_bad;     /* validations since the last improvement or reduction */
     uint64_t dropout_rng[4];
+    /* the optimiser's state, which mirrors the parameters: Adam's step count and moments.
+     * Saving reads adam_m and adam_v (the trainer's own arrays); loading allocates them
+     * (free() them, or hand them to the optimiser). */
+    uint64_t adam_t;
+    real *adam_m, *adam_v; /* [parameters] */
 } TrainState;
 
-/* adam and state may both be NULL (a model for translation only) or both given. */
-int checkpoint_save(const char *path, const NmtModel *nm, const Adam *adam, const TrainState *state,
-                    Error *err);
+/* Saves nm; with state (NULL: a model for translation only) also the training state. */
+int checkpoint_save(const char *path, const NmtModel *nm, const TrainState *state, Error *err);
 
-/* Loads a checkpoint into nm (initialised here). When adam is not NULL and the file has a
- * training state, adam (zeroed, or initialised for the same parameter count) and *state are
- * filled and *has_state set; otherwise *has_state is false. */
-int checkpoint_load(const char *path, NmtModel *nm, Adam *adam, TrainState *state, bool *has_state,
-                    Error *err);
+/* Loads a checkpoint into nm (initialised here). When state is not NULL and the file has a
+ * training state, *state is filled (its moments allocated) and *has_state set; otherwise
+ * *has_state is false. has_state may be NULL. */
+int checkpoint_load(const char *path, NmtModel *nm, TrainState *state, bool *has_state, Error *err);
 
 /* The same from the bytes of a whole checkpoint file, data[0..size) (checksum included); name
  * is used in messages. The file reader, the fuzzer and tests share it. */
 int checkpoint_load_memory(const void *data, size_t size, const char *name, NmtModel *nm,
-                           Adam *adam, TrainState *state, bool *has_state, Error *err);
+                           TrainState *state, bool *has_state, Error *err);
 
 /* The 64-bit FNV-1a hash of data[0..size): a file's last 8 bytes hold this hash of the bytes
  * before them (little-endian). */

@@ -1,13 +1,13 @@
 /*
  * validate.c: loss, perplexity, BLEU and chrF of a model on held-out pairs (see validate.h).
  */
-#include "validate.h"
+#include "scoring.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "train/pipeline.h"
+#include "nmt/text.h"
 
 int score_check_lengths(const Corpus *corpus, const TokenizedCorpus *tc, const char *name,
                         Error *err) {

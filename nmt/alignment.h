@@ -14,8 +14,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "base/files.h"
 #include "model/search.h"
-#include "train/checkpoint.h"
+#include "nmt/checkpoint.h"
 
 /* ---- one sentence's alignment ---- */
 
@@ -179,18 +180,5 @@ int alignment_write_npy(const char *base, int index, const Alignment *a, Error *
 /* Explains every step of a force-decoded sentence for a learner: the query, the scores, the
  * softmax done by hand, the context vector and the chosen token. */
 int alignment_explain(FILE *out, const Alignment *a, const StepTrace *trace, Error *err);
-
-/* ---- files written whole or not at all ---- */
-
-typedef struct {
-    FILE *file;
-    char path[4096], tmp[4096 + 8];
-} OutputFile;
-
-/* Creates PATH.tmp; output_file_commit flushes, closes and renames it to PATH. */
-int output_file_open(OutputFile *o, const char *path, Error *err);
-int output_file_commit(OutputFile *o, Error *err);
-/* Closes and removes PATH.tmp (after a failure); harmless on a committed or unopened file. */
-void output_file_abort(OutputFile *o);
 
 #endif

@@ -1,0 +1,92 @@
+/*
+ * files.c: files written whole or not at all, folders, lines (see files.h).
+ */
+#include "files.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+int output_file_open(OutputFile *o, const char *path, bool durable, Error *err) {
+    memset(o, 0, sizeof *o);
+    o->durable = durable;
+    if (snprintf(o->path, sizeof o->path, "%s", path) >= (int)sizeof o->path ||
+        snprintf(o->tmp, sizeof o->tmp, "%s.tmp", path) >= (int)sizeof o->tmp)
+        return error_set(err, "%s: path too long", path);
+    o->file = fopen(o->tmp, "wb");
+    if (!o->file) return error_set(err, "cannot create %s: %s", o->tmp, strerror(errno));
+    return 0;
+}
+
+/* Makes a rename durable: the folder's entry is on disk too. */
+static void sync_folder_of(const char *path) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    int fd = open(slash ? (slash == dir ? "/" : dir) : ".", O_RDONLY);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+int output_file_commit(OutputFile *o, Error *err) {
+    if (!o->file) return error_set(err, "%s: not open", o->path);
+    errno = 0;
+    int ok = fflush(o->file) == 0 && !ferror(o->file);
+    /* the data must be on disk before the rename makes it the file */
+    if (ok && o->durable) ok = fsync(fileno(o->file)) == 0;
+    int saved = errno;
+    if (fclose(o->file) != 0 && ok) ok = 0, saved = errno;
+    o->file = NULL;
+    if (!ok) {
+        remove(o->tmp);
+        return error_set(err, "cannot write %s: %s", o->tmp, strerror(saved ? saved : EIO));
+    }
+    if (rename(o->tmp, o->path) != 0) {
+        saved = errno;
+        remove(o->tmp);
+        return error_set(err, "cannot rename %s to %s: %s", o->tmp, o->path, strerror(saved));
+    }
+    if (o->durable) sync_folder_of(o->path);
+    return 0;
+}
+
+void output_file_abort(OutputFile *o) {
+    if (!o->file) return;
+    fclose(o->file);
+    o->file = NULL;
+    remove(o->tmp);
+}
+
+int make_dirs(const char *dir, Error *err) {
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
+        return error_set(err, "%s: path too long", dir);
+    for (char *p = path + 1;; p++) {
+        if (*p != '/' && *p) continue;
+        char saved = *p;
+        *p = '\0';
+        struct stat st;
+        if (mkdir(path, 0777) != 0 && errno != EEXIST)
+            return error_set(err, "cannot create folder %s: %s", path, strerror(errno));
+        if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+            return error_set(err, "%s exists and is not a folder", path);
+        *p = saved;
+        if (!saved) return 0;
+    }
+}
+
+long read_line(FILE *in, char **line, size_t *cap) {
+    errno = 0;
+    ssize_t n = getline(line, cap, in);
+    /* getline reports a failed allocation with ENOMEM but without the stream's error flag */
+    if (n < 0) return ferror(in) || errno == ENOMEM ? -2 : -1;
+    if (n > 0 && (*line)[n - 1] == '\n') (*line)[--n] = '\0';
+    if (n > 0 && (*line)[n - 1] == '\r') (*line)[--n] = '\0';
+    return (long)n;
+}

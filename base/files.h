@@ -1,0 +1,43 @@
+/*
+ * files.h: files written whole or not at all, folders, and reading lines.
+ *
+ * Every file a program produces (checkpoints, logs, dumps, alignments, corpora) goes through
+ * OutputFile: it is written as PATH.tmp and renamed over PATH only once every byte is out, so
+ * a crash, a full disk or a failed write never leaves a half-written file in place of a good
+ * one.
+ */
+#ifndef NMT_BASE_FILES_H
+#define NMT_BASE_FILES_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "base/base.h"
+
+typedef struct {
+    FILE *file;
+    bool durable; /* fsync the data before the rename and the folder after it */
+    char path[4096], tmp[4096 + 8];
+} OutputFile;
+
+/* Creates PATH.tmp for writing. durable: the commit also syncs to disk (checkpoints), so the
+ * renamed file survives a power cut, at the cost of waiting for the disk. */
+int output_file_open(OutputFile *o, const char *path, bool durable, Error *err);
+
+/* Flushes, (syncs,) closes and renames PATH.tmp to PATH; on failure removes PATH.tmp, leaves
+ * PATH as it was and says why. */
+int output_file_commit(OutputFile *o, Error *err);
+
+/* Closes and removes PATH.tmp (after a failure); harmless on a committed or unopened file. */
+void output_file_abort(OutputFile *o);
+
+/* Creates dir and its missing parents, like mkdir -p; an existing non-folder is an error. */
+int make_dirs(const char *dir, Error *err);
+
+/* Reads one line of any length without its line end (\n or \r\n); returns its length, -1 at
+ * end of input, or -2 when reading fails (a read error, or no memory for the line; errno says
+ * which), so a failure is never mistaken for the end. *line is reused and grown (free it when
+ * done). */
+long read_line(FILE *in, char **line, size_t *cap);
+
+#endif
