@@ -1,5 +1,5 @@
 /*
- * tokenizer.h: UTF-8 checking, and splitting text into tokens and joining them back.
+ * tokenizer.h: splitting text into tokens and joining them back.
  *
  * Rule-based and lossless for normally written text: detokenize(tokenize(s)) == s. Splits on
  * Unicode whitespace, splits off punctuation, French elisions (j'aime -> j' aime) and each CJK
@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "base/base.h"
+#include "base/utf8.h"
 
 /* An owning list of tokens: each tokens[i] is a NUL-terminated UTF-8 string from malloc. */
 typedef struct {
@@ -22,31 +23,6 @@ typedef struct {
     size_t count;
     size_t capacity; /* allocated length of tokens */
 } TokenList;
-
-/* Finds the first ill-formed sequence in bytes[0..len): returns NULL when all of it is valid
- * UTF-8, otherwise a static description ("overlong encoding", "UTF-16 surrogate", "code point
- * above U+10FFFF", "truncated sequence", ...) with *offset (when not NULL) set to the byte
- * offset where that sequence starts. NUL bytes are valid UTF-8; callers that forbid them
- * check separately. */
-const char *utf8_find_error(const char *bytes, size_t len, size_t *offset);
-
-/* utf8_find_error as an Error: "invalid UTF-8 at byte 12: overlong encoding". */
-int utf8_validate(const char *bytes, size_t len, Error *err);
-
-/* Finds the first control character in the valid UTF-8 bytes[0..len): a C0 control other
- * than the whitespace ones (tab, line feed, vertical tab, form feed, carriage return), DEL, or
- * a C1 control other than U+0085 (next line, which is whitespace). Such characters are never
- * part of a sentence (terminal escapes, binary data) but would otherwise pass as letters.
- * Returns true with *offset set to its byte offset and *code_point to it, false when there is
- * none. */
-bool utf8_find_control(const char *bytes, size_t len, size_t *offset, uint32_t *code_point);
-
-/* Copies text into buf (size bytes, at least 8) so it can be quoted in a one-line message:
- * control characters become escapes (\n, \r, \t, \x1B, \u0085), bytes that are not UTF-8
- * become \xFF, and text beyond max_bytes bytes (or beyond what buf holds) is cut at a character
- * and marked with "...". Returns buf. Any text a user typed or a file held goes through this
- * before it is echoed in an error, so an error stays one line and cannot drive the terminal. */
-const char *text_for_message(char *buf, size_t size, const char *text, size_t max_bytes);
 
 /* Splits the NUL-terminated UTF-8 text into *out (which is overwritten, not freed: pass an
  * empty or freed list). With lowercase set, letters are lower-cased first. The typographic

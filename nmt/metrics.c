@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
+
 /* ------------------------------------------------------------------------------------------ */
 /* Unicode text                                                                               */
 /* ------------------------------------------------------------------------------------------ */
@@ -50,33 +52,6 @@ static bool is_python_space(uint32_t c) {
            c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
-/* Decodes the UTF-8 sequence starting at s into *c and returns its length in bytes, or 0 when
- * it is malformed. Strict like Python's decoder: no overlong forms, no surrogates, nothing
- * past U+10FFFF. Stops at the first bad continuation byte, so it never reads past a NUL. */
-static size_t decode_one_utf8(const unsigned char *s, uint32_t *c) {
-    size_t extra;
-    uint32_t value, smallest;
-    if (s[0] < 0x80) {
-        *c = s[0];
-        return 1;
-    } else if ((s[0] & 0xE0) == 0xC0) {
-        extra = 1, value = s[0] & 0x1F, smallest = 0x80;
-    } else if ((s[0] & 0xF0) == 0xE0) {
-        extra = 2, value = s[0] & 0x0F, smallest = 0x800;
-    } else if ((s[0] & 0xF8) == 0xF0) {
-        extra = 3, value = s[0] & 0x07, smallest = 0x10000;
-    } else {
-        return 0;
-    }
-    for (size_t k = 1; k <= extra; k++) {
-        if ((s[k] & 0xC0) != 0x80) return 0;
-        value = (value << 6) | (s[k] & 0x3F);
-    }
-    if (value < smallest || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) return 0;
-    *c = value;
-    return extra + 1;
-}
-
 /* Decodes a whole NUL-terminated UTF-8 string; malformed input is an error rather than
  * something to score, as sacreBLEU would fail reading such a file. */
 static int decode_utf8(const char *text, CodePoints *out, Error *err) {
@@ -86,7 +61,7 @@ static int decode_utf8(const char *text, CodePoints *out, Error *err) {
     const unsigned char *s = (const unsigned char *)text;
     size_t len = 0;
     for (size_t i = 0; i < bytes;) {
-        size_t used = decode_one_utf8(s + i, &chars[len]);
+        size_t used = utf8_decode(s + i, bytes - i, &chars[len], NULL);
         if (used == 0) {
             free(chars);
             return error_set(err, "invalid UTF-8 at byte %zu", i);
@@ -97,29 +72,6 @@ static int decode_utf8(const char *text, CodePoints *out, Error *err) {
     out->chars = chars;
     out->len = len;
     return 0;
-}
-
-/* Writes c as UTF-8 (c is a valid scalar value: it came from decode_utf8) and returns the
- * number of bytes written, at most 4. */
-static size_t encode_one_utf8(uint32_t c, char *out) {
-    if (c < 0x80) {
-        out[0] = (char)c;
-        return 1;
-    } else if (c < 0x800) {
-        out[0] = (char)(0xC0 | (c >> 6));
-        out[1] = (char)(0x80 | (c & 0x3F));
-        return 2;
-    } else if (c < 0x10000) {
-        out[0] = (char)(0xE0 | (c >> 12));
-        out[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (c >> 18));
-    out[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (c & 0x3F));
-    return 4;
 }
 
 /* Python's str.rstrip(): drops trailing whitespace. */
@@ -151,7 +103,7 @@ static int join_words_utf8(const CodePoints *text, char **out, Error *err) {
         }
         if (!in_word && used > 0) joined[used++] = ' ';
         in_word = true;
-        used += encode_one_utf8(c, joined + used);
+        used += utf8_encode(c, joined + used);
     }
     joined[used] = '\0';
     *out = joined;

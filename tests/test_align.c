@@ -14,7 +14,8 @@
 #include <unistd.h>
 
 #include "data/dataset.h"
-#include "nmt/alignment.h"
+#include "nmt/align_write.h"
+#include "nmt/words.h"
 #include "nmt/npy.h"
 #include "nmt/text.h"
 #include "suites.h"

@@ -13,7 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nmt/alignment.h"
+#include "nmt/align_write.h"
+#include "nmt/words.h"
 #include "tools/cli.h"
 #include "nmt/text.h"
 

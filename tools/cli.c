@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "data/tokenizer.h"
+#include "base/utf8.h"
 
 void default_model_path(char *buf, size_t size) {
     char exe[PATH_MAX];

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "model/search.h"
-#include "nmt/alignment.h"
+#include "nmt/align_write.h"
 #include "tools/cli.h"
 #include "nmt/text.h"
 

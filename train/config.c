@@ -17,7 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "data/tokenizer.h"
+#include "base/utf8.h"
 #include "train/ini.h"
 
 typedef enum {

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "data/tokenizer.h"
+#include "base/utf8.h"
 
 typedef enum {
     LINE_READ,        /* a line is in the buffer */
@@ -43,45 +43,6 @@ static LineResult read_line(FILE *in, char *buf, size_t *length) {
     buf[n] = '\0';
     *length = n;
     return LINE_READ;
-}
-
-/* True when s[0..n) is well-formed UTF-8 as RFC 3629 defines it: no stray continuation bytes,
- * no truncated sequences, no overlong encodings, no UTF-16 surrogates, nothing past U+10FFFF.
- * This is what tells a text file from a binary one. */
-static bool is_valid_utf8(const unsigned char *s, size_t n) {
-    /* The smallest code point that needs 1, 2, 3 continuation bytes; less is overlong. */
-    static const unsigned long smallest_for_length[4] = {0, 0x80, 0x800, 0x10000};
-    size_t i = 0;
-    while (i < n) {
-        unsigned char lead = s[i];
-        size_t continuation;
-        unsigned long code_point;
-        if (lead < 0x80) {
-            i++;
-            continue;
-        } else if ((lead & 0xE0) == 0xC0) {
-            continuation = 1;
-            code_point = lead & 0x1F;
-        } else if ((lead & 0xF0) == 0xE0) {
-            continuation = 2;
-            code_point = lead & 0x0F;
-        } else if ((lead & 0xF8) == 0xF0) {
-            continuation = 3;
-            code_point = lead & 0x07;
-        } else {
-            return false;
-        }
-        if (n - i <= continuation) return false;
-        for (size_t k = 1; k <= continuation; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return false;
-            code_point = (code_point << 6) | (s[i + k] & 0x3F);
-        }
-        if (code_point < smallest_for_length[continuation] || code_point > 0x10FFFF ||
-            (code_point >= 0xD800 && code_point <= 0xDFFF))
-            return false;
-        i += continuation + 1;
-    }
-    return true;
 }
 
 /* Removes leading and trailing whitespace in place; returns the first kept character. */
@@ -157,7 +118,7 @@ int ini_parse_stream(FILE *in, const char *name, IniHandler handler, void *user,
             text += 3;
             length -= 3;
         }
-        if (!is_valid_utf8((const unsigned char *)text, length))
+        if (utf8_find_error(text, length, NULL))
             return error_set(err, "%s:%d: invalid UTF-8: this is a binary file, not INI text", name,
                              line_no);
 

@@ -1,0 +1,55 @@
+/*
+ * align_write.h: alignments written out: the formats of bin/align (streaming text formats,
+ * one SVG document, npy files) and the step-by-step --explain text. Nothing here prints to
+ * stderr: failures come back as an Error.
+ */
+#ifndef NMT_ALIGN_WRITE_H
+#define NMT_ALIGN_WRITE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "nmt/alignment.h"
+
+typedef enum {
+    ALIGN_TSV,
+    ALIGN_NPY,
+    ALIGN_JSON,
+    ALIGN_SVG,
+    ALIGN_TEXT,
+    ALIGN_MARIAN,
+    ALIGN_PHARAOH,
+} AlignFormat;
+
+/* "tsv", "npy", "json", "svg", "text", "marian" or "pharaoh". */
+int align_format_parse(const char *name, AlignFormat *out, Error *err);
+
+/* True for the formats written one sentence at a time to a stream (all but npy and svg). */
+bool align_format_streams(AlignFormat format);
+
+/* Writes one sentence in a streaming format. Between sentences: a blank line for tsv and
+ * text; json, marian and pharaoh are one line per sentence. */
+int alignment_write(FILE *out, AlignFormat format, const Alignment *a, Error *err);
+
+/* What a streaming format writes for an input that could not be aligned, so line formats
+ * stay in step with their input: an empty line (marian, pharaoh), "null" (json), nothing
+ * (tsv, text). */
+int alignment_write_missing(FILE *out, AlignFormat format, Error *err);
+
+/* One standalone SVG document with a labelled heatmap per alignment, stacked vertically. */
+int alignment_write_svg(FILE *out, const Alignment *list, int n, Error *err);
+
+/* The file names of sentence `index` (-1: no index) for the npy format: base minus a
+ * trailing ".npy", then ".INDEX" when indexed, then suffix (".npy", ".src.txt", ".tgt.txt"). */
+int npy_output_path(char *buf, size_t size, const char *base, int index, const char *suffix,
+                    Error *err);
+
+/* Writes the matrix as float32 [rows, cols] to the .npy path and the token lists (one per
+ * line) to the .src.txt and .tgt.txt paths beside it; index as in npy_output_path. */
+int alignment_write_npy(const char *base, int index, const Alignment *a, Error *err);
+
+/* Explains every step of a force-decoded sentence for a learner: the query, the scores, the
+ * softmax done by hand, the context vector and the chosen token. */
+int alignment_explain(FILE *out, const Alignment *a, const StepTrace *trace, Error *err);
+
+#endif

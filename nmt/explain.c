@@ -1,0 +1,149 @@
+/*
+ * explain.c: every step of a force-decoded sentence worked out for a learner (see
+ * align_write.h).
+ */
+#include "nmt/align_write.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "nmt/markup.h"
+
+/* ---- --explain -------------------------------------------------------------------------- */
+
+enum { EXPLAIN_VALUES = 4 }; /* values shown of each vector and terms of each long sum */
+
+/* One number as the notes write it: three decimals, negatives in parentheses inside a
+ * product, and scientific notation when three decimals would hide it. */
+static void number(FILE *out, double x, bool in_product) {
+    double size = fabs(x);
+    const char *format = size != 0 && (size < 0.001 || size >= 1e6) ? "%.3e" : "%.3f";
+    if (in_product && x < 0) fputc('(', out);
+    fprintf(out, format, x);
+    if (in_product && x < 0) fputc(')', out);
+}
+
+/* "[0.123, -0.456, 0.789, 0.012, ...]": the first few of n values. */
+static void short_vector(FILE *out, const real *v, int n) {
+    fputc('[', out);
+    for (int j = 0; j < n && j < EXPLAIN_VALUES; j++) {
+        if (j) fputs(", ", out);
+        number(out, v[j], false);
+    }
+    fputs(n > EXPLAIN_VALUES ? ", ...]" : "]", out);
+}
+
+/* "[x_0, x_1, ...]": all n values. */
+static void full_vector(FILE *out, const double *v, int n) {
+    fputc('[', out);
+    for (int i = 0; i < n; i++) {
+        if (i) fputs(", ", out);
+        number(out, v[i], false);
+    }
+    fputc(']', out);
+}
+
+/* "a_0*b_0 + a_1*b_1 + ..." over the first `shown` of n terms. */
+static void products(FILE *out, const real *a, const real *b, int stride_b, int n, int shown) {
+    for (int j = 0; j < n && j < shown; j++) {
+        if (j) fputs(" + ", out);
+        number(out, a[j], true);
+        fputc('*', out);
+        number(out, b[(size_t)j * stride_b], true);
+    }
+    if (n > shown) fprintf(out, " + ... (%d terms)", n);
+}
+
+/* Step t of the explanation (1-based). */
+static void explain_step(FILE *out, const Alignment *a, const StepTrace *tr, int t, double *e) {
+    int S = a->cols, A = tr->A, K = tr->K;
+    double *ex = e + S, *alpha = ex + S, sum = 0;
+    const real *energy = a->energy + (size_t)(t - 1) * S;
+    const real *projected = tr->projected + (size_t)(t - 1) * A;
+    const real *hidden0 = tr->hidden + (size_t)(t - 1) * S * A; /* source position i = 0 */
+    const real *c = tr->context + (size_t)(t - 1) * K;
+    fprintf(out, "\nStep %d (output token %d)\n", t, t);
+    fprintf(out, "  query    q_%d = s_%d = ", t, t - 1);
+    short_vector(out, tr->query + (size_t)(t - 1) * tr->D, tr->D);
+    fprintf(out, "\n  scores   e_%di = v^T tanh(W_q q_%d + W_k h_i + b); for i = 0 (\"%s\"):\n", t,
+            t, a->src_tokens[0]);
+    fprintf(out, "             W_q q_%d = ", t);
+    short_vector(out, projected, A);
+    fputs("\n             W_k h_0 + b = ", out);
+    short_vector(out, tr->keys, A);
+    fprintf(out, "\n             tanh(W_q q_%d + W_k h_0 + b) = ", t);
+    short_vector(out, hidden0, A);
+    fputs("\n             v = ", out);
+    short_vector(out, tr->v, A);
+    fprintf(out, "\n             e_%d0 = v . tanh(...) = ", t);
+    products(out, tr->v, hidden0, 1, A, EXPLAIN_VALUES);
+    fputs(" = ", out);
+    number(out, energy[0], false);
+    fputs("\n           and so for every i:\n           e = ", out);
+    /* the softmax by hand: exp of each score, their sum, each one's share of the sum */
+    int best = 0;
+    for (int i = 0; i < S; i++) {
+        e[i] = energy[i];
+        ex[i] = exp(e[i]);
+        sum += ex[i];
+    }
+    for (int i = 0; i < S; i++) {
+        alpha[i] = ex[i] / sum;
+        if (alpha[i] > alpha[best]) best = i;
+    }
+    full_vector(out, e, S);
+    fputs("\n  softmax  exp(e) = ", out);
+    full_vector(out, ex, S);
+    fputs("\n           sum = ", out);
+    for (int i = 0; i < S; i++) {
+        if (i) fputs(" + ", out);
+        number(out, ex[i], false);
+    }
+    fputs(" = ", out);
+    number(out, sum, false);
+    fputs("\n           alpha = exp(e) / sum = ", out);
+    full_vector(out, alpha, S);
+    fprintf(out, "\n           (the most attended: \"%s\", %.1f%%)\n", a->src_tokens[best],
+            100 * alpha[best]);
+    fprintf(out, "  context  c_%d = sum_i alpha_%di h_i = ", t, t);
+    short_vector(out, c, K);
+    fprintf(out, "\n           its first value: ");
+    /* the products alpha_ti * h_i[0], with alpha as printed above */
+    for (int i = 0; i < S; i++) {
+        if (i) fputs(" + ", out);
+        number(out, alpha[i], true);
+        fputc('*', out);
+        number(out, tr->enc_h[(size_t)i * K], true);
+    }
+    fputs(" = ", out);
+    number(out, c[0], false);
+    fprintf(out, "\n  output   %s \"%s\" with probability ",
+            a->reference ? "target token" : "chosen token", a->tgt_tokens[t - 1]);
+    number(out, a->prob[t - 1], false);
+    fputc('\n', out);
+}
+
+int alignment_explain(FILE *out, const Alignment *a, const StepTrace *trace, Error *err) {
+    int S = a->cols;
+    if (trace->rows != a->rows || trace->cols != S)
+        return error_set(err, "the step trace does not belong to this alignment");
+    double *scratch = checked_calloc(3 * (size_t)S, sizeof(double), "explain", err);
+    if (!scratch) return -1;
+    fprintf(out, "Source: %s\n", a->source);
+    fputs("Source tokens: ", out);
+    for (int i = 0; i < S; i++) fprintf(out, "%s%d %s", i ? ", " : "", i, a->src_tokens[i]);
+    fprintf(out, "\n%s: %s\n", a->reference ? "Forced target" : "Translation", a->translation);
+    fprintf(out,
+            "Every value is the model's own, from running it on the source and the %s tokens\n"
+            "(teacher forcing%s). Vectors show their first %d values:\n"
+            "s_t has D = %d, h_i and c_t have K = %d, the attention layer has A = %d.\n"
+            "The softmax is shown as in the notes; the model itself computes exp(e_i - max e),\n"
+            "which gives the same alpha without overflowing for large scores.\n",
+            a->reference ? "target" : "chosen",
+            a->reference ? "" : ", which repeats the search's computation", EXPLAIN_VALUES,
+            trace->D, trace->K, trace->A);
+    for (int t = 1; t <= a->rows; t++) explain_step(out, a, trace, t, scratch);
+    fputc('\n', out);
+    free(scratch);
+    return stream_status(out, err);
+}

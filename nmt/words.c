@@ -1,0 +1,298 @@
+/*
+ * words.c: tokens merged into words, hard word links and their alignment error rate (see
+ * words.h).
+ */
+#include "nmt/words.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/files.h"
+#include "data/corpus.h"
+#include "data/tokenizer.h"
+
+/* ---- words ------------------------------------------------------------------------------ */
+
+void word_map_free(WordMap *map) {
+    free(map->word_of);
+    memset(map, 0, sizeof *map);
+}
+
+/* The separators of the gold alignments' words (the corpus generator joins with spaces). */
+static int is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+int word_map_from_text(WordMap *map, const char *text, bool lowercase, Error *err) {
+    char quoted[96];
+    TokenList whole = {0}, part = {0};
+    memset(map, 0, sizeof *map);
+    if (tokenize(text, lowercase, &whole, err)) return -1;
+    map->n_tokens = (int)whole.count;
+    map->word_of = checked_calloc(whole.count + 1, sizeof(int), "word map", err);
+    char *word = checked_calloc(strlen(text) + 1, 1, "word", err);
+    int rc = map->word_of && word ? 0 : -1;
+    size_t k = 0; /* tokens of the whole sentence matched so far */
+    for (const char *p = text; rc == 0;) {
+        while (is_space(*p)) p++;
+        if (!*p) break;
+        size_t len = 0;
+        while (p[len] && !is_space(p[len])) len++;
+        memcpy(word, p, len);
+        word[len] = '\0';
+        p += len;
+        if (tokenize(word, lowercase, &part, err)) {
+            rc = -1;
+            break;
+        }
+        for (size_t j = 0; j < part.count && rc == 0; j++, k++) {
+            if (k >= whole.count || strcmp(part.tokens[j], whole.tokens[k]) != 0)
+                rc = error_set(err, "word %d ('%s') does not split into the sentence's tokens",
+                               map->n_words, text_for_message(quoted, sizeof quoted, word, 60));
+            else
+                map->word_of[k] = map->n_words;
+        }
+        token_list_free(&part);
+        map->n_words++;
+    }
+    if (rc == 0 && k != whole.count)
+        rc = error_set(err, "the words have %zu tokens, the sentence %zu", k, whole.count);
+    free(word);
+    token_list_free(&whole);
+    if (rc) word_map_free(map);
+    return rc;
+}
+
+int word_map_from_tokens(WordMap *map, const char *const *tokens, int n, Error *err) {
+    memset(map, 0, sizeof *map);
+    map->word_of = checked_calloc((size_t)n + 1, sizeof(int), "word map", err);
+    if (!map->word_of) return -1;
+    map->n_tokens = n;
+    /* detokenize decides the space before token k from tokens 0..k only, so each prefix's
+     * text extends the previous one: a space between them starts a new word */
+    size_t before = 0;
+    for (int k = 0; k < n; k++) {
+        char *text = detokenize(tokens, (size_t)k + 1, err);
+        if (!text) {
+            word_map_free(map);
+            return -1;
+        }
+        size_t len = strlen(text);
+        if (k == 0 || (len > before && text[before] == ' ')) map->n_words++;
+        map->word_of[k] = map->n_words - 1;
+        before = len;
+        free(text);
+    }
+    return 0;
+}
+
+static int compare_links(const void *a, const void *b) {
+    const WordLink *x = a, *y = b;
+    return x->src != y->src ? (x->src > y->src) - (x->src < y->src)
+                            : (x->tgt > y->tgt) - (x->tgt < y->tgt);
+}
+
+int word_links(const real *alpha, int rows, int cols, const WordMap *src, const WordMap *tgt,
+               WordLink **links, int *n, Error *err) {
+    *links = NULL, *n = 0;
+    if (cols != src->n_tokens + 1 || (rows != tgt->n_tokens && rows != tgt->n_tokens + 1))
+        return error_set(err, "a %d x %d matrix does not fit %d source and %d target tokens", rows,
+                         cols, src->n_tokens, tgt->n_tokens);
+    size_t SW = (size_t)src->n_words, TW = (size_t)tgt->n_words;
+    double *sum = checked_calloc(SW * TW + 1, sizeof(double), "word matrix", err);
+    int *has_token = checked_calloc(TW + 1, sizeof(int), "word matrix", err);
+    *links = checked_calloc(TW + 1, sizeof(WordLink), "word links", err);
+    if (!sum || !has_token || !*links) {
+        free(sum), free(has_token), free(*links);
+        *links = NULL;
+        return -1;
+    }
+    /* rows and columns of the same word add up; the </s> row and column are left out */
+    for (int t = 0; t < tgt->n_tokens; t++) {
+        size_t j = (size_t)tgt->word_of[t];
+        has_token[j] = 1;
+        for (int i = 0; i < src->n_tokens; i++)
+            sum[j * SW + (size_t)src->word_of[i]] += alpha[(size_t)t * cols + i];
+    }
+    for (size_t j = 0; j < TW && SW > 0; j++) {
+        if (!has_token[j]) continue;
+        size_t best = 0;
+        for (size_t i = 1; i < SW; i++)
+            if (sum[j * SW + i] > sum[j * SW + best]) best = i;
+        (*links)[(*n)++] = (WordLink){.src = (int)best, .tgt = (int)j};
+    }
+    qsort(*links, (size_t)*n, sizeof **links, compare_links);
+    free(sum), free(has_token);
+    return 0;
+}
+
+int alignment_word_links(const Alignment *a, WordLink **links, int *n, Error *err) {
+    WordMap src = {0}, tgt = {0};
+    *links = NULL, *n = 0;
+    int rc = word_map_from_text(&src, a->source, a->lowercase, err);
+    if (rc == 0)
+        rc = a->reference ? word_map_from_text(&tgt, a->reference, a->lowercase, err)
+                          : word_map_from_tokens(&tgt, (const char *const *)a->tgt_tokens,
+                                                 a->rows - a->complete, err);
+    if (rc == 0) rc = word_links(a->alpha, a->rows, a->cols, &src, &tgt, links, n, err);
+    word_map_free(&src);
+    word_map_free(&tgt);
+    return rc;
+}
+
+/* ---- alignment error rate --------------------------------------------------------------- */
+
+/* Parses a whole non-negative decimal index from s[0..len). */
+static int parse_index(const char *s, size_t len, int *out) {
+    long v = 0;
+    if (len == 0 || len > 9) return -1;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9') return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = (int)v;
+    return 0;
+}
+
+int pharaoh_parse(const char *line, WordLink **links, int *n, Error *err) {
+    *n = 0;
+    *links = checked_calloc(strlen(line) / 4 + 1, sizeof(WordLink), "links", err);
+    if (!*links) return -1;
+    for (const char *p = line;;) {
+        while (is_space(*p)) p++;
+        if (!*p) return 0;
+        size_t len = 0;
+        while (p[len] && !is_space(p[len])) len++;
+        const char *dash = memchr(p, '-', len);
+        WordLink link;
+        if (!dash || parse_index(p, (size_t)(dash - p), &link.src) ||
+            parse_index(dash + 1, len - (size_t)(dash - p) - 1, &link.tgt)) {
+            char link_text[48], quoted[96];
+            snprintf(link_text, sizeof link_text, "%.*s", (int)(len < 40 ? len : 40), p);
+            free(*links);
+            *links = NULL, *n = 0;
+            return error_set(err,
+                             "malformed link '%s' (expected i-j: source word index, "
+                             "dash, target word index)",
+                             text_for_message(quoted, sizeof quoted, link_text, 40));
+        }
+        (*links)[(*n)++] = link;
+        p += len;
+    }
+}
+
+/* Sorts links and drops repeats; returns the new count. */
+static int unique_links(WordLink *links, int n) {
+    qsort(links, (size_t)n, sizeof *links, compare_links);
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+        if (kept == 0 || compare_links(&links[kept - 1], &links[i]) != 0) links[kept++] = links[i];
+    return kept;
+}
+
+int aer_add(AerCounts *c, const WordLink *predicted, int np, const WordLink *gold, int ng,
+            Error *err) {
+    WordLink *a = checked_calloc((size_t)np + (size_t)ng + 1, sizeof(WordLink), "links", err);
+    if (!a) return -1;
+    WordLink *s = a + np;
+    if (np) memcpy(a, predicted, sizeof *a * (size_t)np);
+    if (ng) memcpy(s, gold, sizeof *s * (size_t)ng);
+    np = unique_links(a, np);
+    ng = unique_links(s, ng);
+    size_t matched = 0;
+    for (int i = 0, j = 0; i < np && j < ng;) {
+        int order = compare_links(&a[i], &s[j]);
+        if (order == 0)
+            matched++, i++, j++;
+        else if (order < 0)
+            i++;
+        else
+            j++;
+    }
+    c->predicted += (size_t)np, c->gold += (size_t)ng, c->matched += matched;
+    free(a);
+    return 0;
+}
+
+double aer_precision(const AerCounts *c) {
+    return c->predicted ? (double)c->matched / (double)c->predicted : 0;
+}
+
+double aer_recall(const AerCounts *c) {
+    return c->gold ? (double)c->matched / (double)c->gold : 0;
+}
+
+double aer_error_rate(const AerCounts *c) {
+    size_t total = c->predicted + c->gold;
+    return total ? 1 - 2 * (double)c->matched / (double)total : 0;
+}
+
+/* Checks that every gold link lies inside the pair's words. */
+static int gold_in_range(const WordLink *gold, int ng, const Alignment *a, Error *err) {
+    WordMap src = {0}, tgt = {0};
+    int rc = word_map_from_text(&src, a->source, a->lowercase, err) ||
+                     word_map_from_text(&tgt, a->reference, a->lowercase, err)
+                 ? -1
+                 : 0;
+    for (int k = 0; k < ng && rc == 0; k++)
+        if (gold[k].src >= src.n_words || gold[k].tgt >= tgt.n_words)
+            rc = error_set(err, "link %d-%d is outside the pair (%d source, %d target words)",
+                           gold[k].src, gold[k].tgt, src.n_words, tgt.n_words);
+    word_map_free(&src);
+    word_map_free(&tgt);
+    return rc;
+}
+
+int aer_evaluate(ForcedDecoder *fd, const char *pairs_path, const char *gold_path,
+                 AerCounts *counts, size_t *pairs, Error *err) {
+    Corpus corpus = {0};
+    memset(counts, 0, sizeof *counts);
+    *pairs = 0;
+    if (corpus_read_file(pairs_path, &corpus, err)) return -1;
+    FILE *gold = fopen(gold_path, "r");
+    if (!gold) {
+        corpus_free(&corpus);
+        return error_set(err, "cannot open %s: %s", gold_path, strerror(errno));
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    for (size_t k = 0; k < corpus.count && rc == 0; k++) {
+        long len = read_line(gold, &line, &cap);
+        if (len == -2) {
+            rc = error_set(err, "cannot read %s: %s", gold_path, strerror(errno));
+            break;
+        }
+        if (len < 0) {
+            rc = error_set(err, "%s:%zu: missing: the file ends after %zu lines, %s has %zu pairs",
+                           gold_path, k + 1, k, pairs_path, corpus.count);
+            break;
+        }
+        WordLink *gold_links = NULL, *links = NULL;
+        int ng = 0, np = 0;
+        Alignment a = {0};
+        if (pharaoh_parse(line, &gold_links, &ng, err))
+            rc = error_prefix(err, "%s:%zu: ", gold_path, k + 1);
+        else if (force_align(fd, corpus.src[k], corpus.tgt[k], &a, NULL, err))
+            rc = error_prefix(err, "%s:%zu: ", pairs_path, corpus.line[k]);
+        else if (gold_in_range(gold_links, ng, &a, err))
+            rc = error_prefix(err, "%s:%zu: ", gold_path, k + 1);
+        else if (alignment_word_links(&a, &links, &np, err))
+            rc = error_prefix(err, "%s:%zu: ", pairs_path, corpus.line[k]);
+        else
+            rc = aer_add(counts, links, np, gold_links, ng, err);
+        alignment_free(&a);
+        free(gold_links);
+        free(links);
+    }
+    if (rc == 0 && read_line(gold, &line, &cap) >= 0)
+        rc = error_set(err, "%s:%zu: more alignment lines than the %zu pairs of %s", gold_path,
+                       corpus.count + 1, corpus.count, pairs_path);
+    if (rc == 0 && ferror(gold)) rc = error_set(err, "cannot read %s", gold_path);
+    if (rc == 0) *pairs = corpus.count;
+    free(line);
+    fclose(gold);
+    corpus_free(&corpus);
+    return rc;
+}
