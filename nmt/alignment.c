@@ -202,10 +202,10 @@ static int forced_alignment(ForcedDecoder *fd, const char *source, const int *tg
         error_set(err, "empty sentence, nothing to align");
         goto done;
     }
-    if (S - 1 > FORCED_MAX_TOKENS || n > FORCED_MAX_TOKENS) {
+    if (S - 1 > NMT_MAX_TOKENS || n > NMT_MAX_TOKENS) {
         error_set(err, "the %s has %d tokens, more than the %d force-decoding takes",
-                  S - 1 > FORCED_MAX_TOKENS ? "source" : "target",
-                  S - 1 > FORCED_MAX_TOKENS ? S - 1 : n, FORCED_MAX_TOKENS);
+                  S - 1 > NMT_MAX_TOKENS ? "source" : "target", S - 1 > NMT_MAX_TOKENS ? S - 1 : n,
+                  NMT_MAX_TOKENS);
         goto done;
     }
     if (tokenize(source, nm->lowercase, &src, err) || forced_run(fd, ids, S, tgt, n, err) ||
@@ -247,11 +247,11 @@ int force_align(ForcedDecoder *fd, const char *source, const char *target, Align
                          offset);
     }
     if (tgt.count == 0) return error_set(err, "empty target, nothing to force-decode");
-    if (tgt.count > FORCED_MAX_TOKENS) {
+    if (tgt.count > NMT_MAX_TOKENS) {
         size_t count = tgt.count;
         token_list_free(&tgt);
         return error_set(err, "the target has %zu tokens, more than the %d force-decoding takes",
-                         count, FORCED_MAX_TOKENS);
+                         count, NMT_MAX_TOKENS);
     }
     int *ids = checked_calloc(tgt.count, sizeof(int), "target ids", err);
     int rc = -1;

@@ -15,6 +15,7 @@
 
 #include "model/search.h"
 #include "nmt/checkpoint.h"
+#include "nmt/text.h"
 
 /* ---- one sentence's alignment ---- */
 
@@ -56,9 +57,8 @@ void step_trace_free(StepTrace *trace);
 
 /* Force-decoding: the model is run with teacher forcing (model_forward on a batch of one
  * pair), so row t is the attention of step t when the decoder was fed the given target. The
- * activation plan grows to the longest pair seen; a side longer than FORCED_MAX_TOKENS
- * tokens is refused (the plan grows with source length times target length). */
-enum { FORCED_MAX_TOKENS = 250 };
+ * activation plan grows to the longest pair seen; a side longer than NMT_MAX_TOKENS tokens
+ * is refused (the plan grows with source length times target length). */
 
 typedef struct {
     const NmtModel *nm;

@@ -8,18 +8,19 @@
 #include <string.h>
 
 #include "nmt/text.h"
+#include "nmt/translator.h"
 
 int score_check_lengths(const Corpus *corpus, const TokenizedCorpus *tc, const char *name,
                         Error *err) {
     for (size_t i = 0; i < tc->count; i++) {
         size_t sides[2] = {tc->src[i].count, tc->tgt[i].count};
         for (int side = 0; side < 2; side++)
-            if (sides[side] > SCORE_MAX_TOKENS)
+            if (sides[side] > NMT_MAX_TOKENS)
                 return error_set(err,
                                  "%s:%zu: the %s has %zu tokens, more than the %d a pair to "
                                  "score may have",
                                  name, corpus ? corpus->line[i] : i + 1, side ? "target" : "source",
-                                 sides[side], SCORE_MAX_TOKENS);
+                                 sides[side], NMT_MAX_TOKENS);
     }
     return 0;
 }
@@ -64,45 +65,37 @@ done:
 }
 
 int score_corpus(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus *tc,
-                 const char *name, int batch_size, int beam, int max_len, Scores *out,
-                 TranslationSink sink, void *user, Error *err) {
+                 const char *name, int batch_size, int beam, Scores *out, TranslationSink sink,
+                 void *user, Error *err) {
     memset(out, 0, sizeof *out);
     if (score_check_lengths(corpus, tc, name, err) ||
         corpus_loss(nm, tc, corpus, batch_size, out, err))
         return -1;
-    int max_src = 1;
-    for (size_t i = 0; i < tc->count; i++)
-        if ((int)tc->src[i].count + 1 > max_src) max_src = (int)tc->src[i].count + 1;
-    Searcher searcher;
-    if (search_init(&searcher, &nm->model.dims, batch_size, max_src, beam, max_len, err)) return -1;
+    Translator translator;
+    SearchOptions opt = {.beam = beam, .nbest = 1, .len_norm = 1.0};
+    if (translator_init(&translator, nm, batch_size, &opt, err)) return -1;
     BleuStats bleu;
     ChrfStats chrf;
     bleu_stats_init(&bleu);
     chrf_stats_init(&chrf);
-    int *ids = checked_calloc((size_t)batch_size * max_src, sizeof(int), "source ids", err);
-    const int **src = checked_calloc((size_t)batch_size, sizeof(int *), "sources", err);
-    int *lens = checked_calloc((size_t)batch_size, sizeof(int), "source lengths", err);
-    Translation *tr = checked_calloc((size_t)batch_size, sizeof(Translation), "translations", err);
-    int rc = ids && src && lens && tr ? 0 : -1;
-    SearchOptions opt = {.beam = beam, .nbest = 1, .max_len = max_len, .len_norm = 1.0};
+    TranslatedText *tr =
+        checked_calloc((size_t)batch_size, sizeof(TranslatedText), "translations", err);
+    int rc = tr ? 0 : -1;
     for (size_t first = 0; rc == 0 && first < tc->count; first += (size_t)batch_size) {
         int n =
             (int)(tc->count - first < (size_t)batch_size ? tc->count - first : (size_t)batch_size);
-        for (int b = 0; b < n; b++) {
-            const TokenList *tokens = &tc->src[first + b];
-            int *row = ids + (size_t)b * max_src;
-            vocab_encode(&nm->src_vocab, tokens, row);
-            row[tokens->count] = TOK_EOS;
-            src[b] = row;
-            lens[b] = (int)tokens->count + 1;
-        }
-        if (search_translate(&searcher, &nm->model, src, lens, n, &opt, tr, err)) {
+        if (translator_run(&translator, (const char *const *)corpus->src + first, n, tr, err)) {
             rc = -1;
             break;
         }
         for (int b = 0; b < n && rc == 0; b++) {
             size_t i = first + (size_t)b;
-            const Hypothesis *h = tr[b].count ? &tr[b].hyps[0] : NULL;
+            /* score_check_lengths let every pair through: a refusal here is the text's own */
+            if (tr[b].refused) {
+                rc = error_set(err, "%s:%zu: %s", name, corpus->line[i], tr[b].error.msg);
+                break;
+            }
+            const Hypothesis *h = tr[b].best.count ? &tr[b].best.hyps[0] : NULL;
             char *hyp = decode_target(nm, h ? h->tokens : NULL, h ? h->len : 0, err);
             const TokenList *ref_tokens = &tc->tgt[i];
             char *ref = detokenize((const char *const *)ref_tokens->tokens, ref_tokens->count, err);
@@ -114,14 +107,14 @@ int score_corpus(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus
             free(hyp);
             free(ref);
         }
-        for (int b = 0; b < n; b++) translation_free(&tr[b]);
+        translated_free(tr, n);
     }
     if (rc == 0) {
         out->bleu = bleu_score(&bleu);
         out->chrf = chrf_score(&chrf);
         out->sentences = tc->count;
     }
-    free(ids), free(src), free(lens), free(tr);
-    search_free(&searcher);
+    free(tr);
+    translator_free(&translator);
     return rc;
 }

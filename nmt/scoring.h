@@ -22,13 +22,7 @@ typedef struct {
     size_t sentences;
 } Scores;
 
-/* The most tokens either side of a scored pair may have: as many as bin/translate reads. The
- * activation memory of a batch grows with the product of its longest source and target, so
- * one runaway line (a missing line end, a pasted document) would otherwise ask for gigabytes;
- * it is refused instead, by file and line. */
-enum { SCORE_MAX_TOKENS = 250 };
-
-/* Refuses the corpus when a pair has a side longer than SCORE_MAX_TOKENS tokens, with an
+/* Refuses the corpus when a pair has a side longer than NMT_MAX_TOKENS (text.h) tokens, with an
  * error naming name:line and the side. */
 int score_check_lengths(const Corpus *corpus, const TokenizedCorpus *tc, const char *name,
                         Error *err);
@@ -38,10 +32,11 @@ typedef void (*TranslationSink)(void *user, size_t index, const char *source,
                                 const char *hypothesis, const char *reference);
 
 /* Scores nm on the pairs of (corpus, tc), read from the file `name`: loss over the encodable
- * pairs in batches of batch_size, and translations of every pair with the given beam (at most
- * max_len target tokens each). Pairs must pass score_check_lengths. */
+ * pairs in batches of batch_size, and translations of every pair with the given beam (output
+ * lengths limited by the translator's rule, nmt_max_output_len). Pairs must pass
+ * score_check_lengths. */
 int score_corpus(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus *tc,
-                 const char *name, int batch_size, int beam, int max_len, Scores *out,
-                 TranslationSink sink, void *user, Error *err);
+                 const char *name, int batch_size, int beam, Scores *out, TranslationSink sink,
+                 void *user, Error *err);
 
 #endif

@@ -9,6 +9,10 @@
 #include "data/dataset.h"
 #include "nmt/checkpoint.h"
 
+/* The most tokens a sentence (either side, </s> not counted) may have when it is translated,
+ * aligned or scored: the memory of a search or a forced decoding grows with the lengths. */
+enum { NMT_MAX_TOKENS = 250 };
+
 /* Reads a TSV corpus and tokenizes both sides; errors name the file and line. */
 int corpus_load(const char *path, bool lowercase, Corpus *corpus, TokenizedCorpus *tokens,
                 Error *err);

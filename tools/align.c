@@ -4,7 +4,8 @@
  * given target (--ref, teacher forcing) in one of several formats, or walks through every
  * decoding step as worked arithmetic (--explain). --eval-gold scores the model's word
  * alignments against gold ones (precision, recall, AER).
- * The work is done in tools/alignment.c; this file reads options and inputs and routes results.
+ * The work is done in the library (nmt/alignment.h, words.h, align_write.h); this file reads
+ * options and inputs and routes results.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,8 +18,9 @@
 #include "nmt/words.h"
 #include "tools/cli.h"
 #include "nmt/text.h"
+#include "nmt/translator.h"
 
-enum { CHUNK = 16, MAX_INPUT_TOKENS = 250 };
+enum { CHUNK = 16 };
 
 static void usage(FILE *out) {
     fprintf(
@@ -61,8 +63,8 @@ static void usage(FILE *out) {
         "           out)\n"
         "An input that cannot be aligned gets a one-line error; line formats then print an\n"
         "empty line (json: null) to stay in step with the input, and the exit status is 1.\n"
-        "Inputs longer than %d tokens are rejected.\n",
-        MAX_INPUT_TOKENS);
+        "Inputs longer than %d tokens are refused.\n",
+        NMT_MAX_TOKENS);
 }
 
 typedef struct {
@@ -76,7 +78,7 @@ typedef struct {
 typedef struct {
     Options opt;
     NmtModel nm;
-    Searcher searcher;
+    Translator translator;
     ForcedDecoder forced;
     FILE *out; /* matrices of the streaming formats; NULL when none are written */
     OutputFile file;
@@ -109,42 +111,17 @@ static void report_bad_input(Run *r, const char *what, int index, const char *ms
 
 /* Search, then alignment, of inputs [first, first + n). */
 static int align_chunk(Run *r, char *const *texts, int first, int n, const char *what, Error *err) {
-    int *ids[CHUNK] = {0}, lens[CHUNK], slot[CHUNK], good = 0, longest = 1, rc = 0;
-    const int *src[CHUNK];
-    for (int k = 0; k < n; k++) {
-        int unknown;
-        Error e;
-        slot[k] = -1;
-        if (encode_source(&r->nm, texts[first + k], &ids[k], &lens[k], &unknown, &e)) {
-            report_bad_input(r, what, first + k, e.msg);
-        } else if (lens[k] == 1) {
-            report_bad_input(r, what, first + k, "empty sentence, nothing to align");
-        } else if (lens[k] - 1 > MAX_INPUT_TOKENS) {
-            snprintf(e.msg, sizeof e.msg, "%d tokens, more than the %d this tool aligns",
-                     lens[k] - 1, MAX_INPUT_TOKENS);
-            report_bad_input(r, what, first + k, e.msg);
-        } else {
-            slot[k] = good;
-            src[good] = ids[k], lens[good] = lens[k];
-            if (lens[k] > longest) longest = lens[k];
-            good++;
-        }
-    }
-    Translation tr[CHUNK];
-    int searched = 0; /* translations to free */
-    if (good > 0) {
-        SearchOptions so = {
-            .beam = (int)r->opt.beam, .nbest = 1, .len_norm = 1.0, .max_len = 2 * longest + 10};
-        rc = search_translate(&r->searcher, &r->nm.model, src, lens, good, &so, tr, err);
-        if (rc == 0) searched = good;
-    }
+    TranslatedText out[CHUNK];
+    if (translator_run(&r->translator, (const char *const *)texts + first, n, out, err)) return -1;
+    int rc = 0;
     for (int k = 0; k < n && rc == 0; k++) {
-        if (slot[k] < 0 || tr[slot[k]].count == 0) {
-            if (slot[k] >= 0) report_bad_input(r, what, first + k, "no translation found");
+        if (out[k].refused || out[k].best.count == 0) {
+            report_bad_input(r, what, first + k,
+                             out[k].refused ? out[k].error.msg : "no translation found");
             if (r->out) rc = alignment_write_missing(r->out, r->opt.format, err);
             continue;
         }
-        const Hypothesis *h = &tr[slot[k]].hyps[0];
+        const Hypothesis *h = &out[k].best.hyps[0];
         Alignment a = {0}, forced = {0};
         StepTrace trace = {0};
         rc = alignment_from_hypothesis(&a, &r->nm, texts[first + k], h, err);
@@ -157,8 +134,7 @@ static int align_chunk(Run *r, char *const *texts, int first, int n, const char 
         alignment_free(&forced);
         step_trace_free(&trace);
     }
-    for (int g = 0; g < searched; g++) translation_free(&tr[g]);
-    for (int k = 0; k < n; k++) free(ids[k]);
+    translated_free(out, n);
     return rc;
 }
 
@@ -364,16 +340,15 @@ int main(int argc, char **argv) {
         rc = run_eval(&r, &err);
     } else if (rc == 0) {
         rc = read_inputs(&in, argc - optind, argv + optind, &err);
-        if (rc == 0 && !r.opt.ref)
-            rc = search_init(&r.searcher, &r.nm.model.dims, CHUNK, MAX_INPUT_TOKENS + 1,
-                             (int)r.opt.beam, 2 * (MAX_INPUT_TOKENS + 1) + 10, &err);
+        SearchOptions opt = {.beam = (int)r.opt.beam, .nbest = 1, .len_norm = 1.0};
+        if (rc == 0 && !r.opt.ref) rc = translator_init(&r.translator, &r.nm, CHUNK, &opt, &err);
         if (rc == 0) rc = align_inputs(&r, &in, &err);
     }
     if (rc) fprintf(stderr, "align: %s\n", err.msg);
     for (int k = 0; k < r.n_kept; k++) alignment_free(&r.kept[k]);
     free(r.kept);
     free_inputs(&in);
-    search_free(&r.searcher);
+    translator_free(&r.translator);
     forced_decoder_free(&r.forced);
     nmt_model_free(&r.nm);
     return rc || r.failures ? 1 : 0;

@@ -90,12 +90,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "evaluate: %s\n", err.msg);
         goto done;
     }
-    int longest = 1; /* at most SCORE_MAX_TOKENS now */
-    for (size_t i = 0; i < tokens.count; i++)
-        if ((int)tokens.src[i].count > longest) longest = (int)tokens.src[i].count;
     ShowSink sink = {.show = n_show};
-    if (score_corpus(&nm, &corpus, &tokens, test_path, 64, (int)beam, 2 * longest + 10, &sc, show,
-                     &sink, &err)) {
+    if (score_corpus(&nm, &corpus, &tokens, test_path, 64, (int)beam, &sc, show, &sink, &err)) {
         fprintf(stderr, "evaluate: %s\n", err.msg);
         goto done;
     }

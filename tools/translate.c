@@ -14,12 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/search.h"
 #include "nmt/align_write.h"
 #include "tools/cli.h"
 #include "nmt/text.h"
+#include "nmt/translator.h"
 
-enum { CHUNK = 32, MAX_INPUT_TOKENS = 250 };
+enum { CHUNK = 32 };
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -37,105 +37,75 @@ static void usage(FILE *out) {
             "  --align-format F   pharaoh (word links i-j, default), marian (soft weights),\n"
             "                     json, tsv or text; bin/align --help describes them\n"
             "  -h, --help         this text\n"
-            "Inputs longer than %d tokens are cut to that length with a warning.\n",
-            MAX_INPUT_TOKENS);
+            "Inputs longer than %d tokens are refused (an error and an empty line).\n",
+            NMT_MAX_TOKENS);
 }
 
 typedef struct {
     NmtModel nm;
-    Searcher searcher;
-    SearchOptions opt;
-    int fixed_max_len; /* 0: per batch, from the input lengths */
+    Translator translator;
     int failures;
     size_t counter;  /* inputs seen, for messages and n-best numbering */
     FILE *align_out; /* --align: where alignments go; NULL without it */
     AlignFormat align_format;
-} Translator;
+} Run;
 
 /* --align: the alignment of one input's best translation (or its placeholder). A problem
  * with one sentence's alignment is reported like a bad input and does not stop the run. */
-static int write_alignment(Translator *t, const char *text, const Translation *x, const char *what,
+static int write_alignment(Run *r, const char *text, const Translation *x, const char *what,
                            size_t number, Error *err) {
     Alignment a;
     Error e;
-    if (!x || x->count == 0) return alignment_write_missing(t->align_out, t->align_format, err);
-    if (alignment_from_hypothesis(&a, &t->nm, text, &x->hyps[0], &e)) {
+    if (!x || x->count == 0) return alignment_write_missing(r->align_out, r->align_format, err);
+    if (alignment_from_hypothesis(&a, &r->nm, text, &x->hyps[0], &e)) {
         fprintf(stderr, "translate: %s %zu: no alignment: %s\n", what, number, e.msg);
-        t->failures++;
-        return alignment_write_missing(t->align_out, t->align_format, err);
+        r->failures++;
+        return alignment_write_missing(r->align_out, r->align_format, err);
     }
-    int rc = alignment_write(t->align_out, t->align_format, &a, err);
+    int rc = alignment_write(r->align_out, r->align_format, &a, err);
     alignment_free(&a);
     return rc;
 }
 
-/* Encodes, translates and prints one chunk of inputs. */
-static int translate_chunk(Translator *t, char **texts, int n, const char *what, Error *err) {
-    int *ids[CHUNK] = {0}, lens[CHUNK], ok[CHUNK], good = 0, longest = 1;
-    const int *src[CHUNK];
-    for (int i = 0; i < n; i++) {
-        size_t number = t->counter + (size_t)i + 1;
-        int unknown;
-        Error e;
-        ok[i] = 0;
-        if (encode_source(&t->nm, texts[i], &ids[i], &lens[i], &unknown, &e)) {
-            fprintf(stderr, "translate: %s %zu: %s\n", what, number, e.msg);
+/* Prints one input's translations: the best one a line, or its n-best list. */
+static int print_translations(Run *r, const Translation *x, size_t number, Error *err) {
+    for (int h = 0; h < x->count; h++) {
+        char *text = decode_target(&r->nm, x->hyps[h].tokens, x->hyps[h].len, err);
+        if (!text) return -1;
+        if (r->translator.opt.nbest == 1)
+            printf("%s\n", text);
+        else
+            printf("%zu ||| %s ||| %.4f\n", number - 1, text, x->hyps[h].score);
+        free(text);
+    }
+    if (x->count == 0 && r->translator.opt.nbest == 1) printf("\n");
+    return 0;
+}
+
+/* Translates and prints one chunk of inputs. A refused input gets a one-line error and, to
+ * keep output lines in step with input lines, an empty line. */
+static int translate_chunk(Run *r, char **texts, int n, const char *what, Error *err) {
+    TranslatedText out[CHUNK];
+    if (translator_run(&r->translator, (const char *const *)texts, n, out, err)) return -1;
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        size_t number = r->counter + (size_t)i + 1;
+        const TranslatedText *x = &out[i];
+        if (x->refused) {
+            fprintf(stderr, "translate: %s %zu: %s\n", what, number, x->error.msg);
+            r->failures++;
+            if (r->translator.opt.nbest == 1) printf("\n");
+            if (r->align_out) rc = write_alignment(r, texts[i], NULL, what, number, err);
             continue;
         }
-        if (lens[i] == 1) {
-            fprintf(stderr, "translate: %s %zu: empty sentence, nothing to translate\n", what,
-                    number);
-            continue;
-        }
-        if (lens[i] - 1 > MAX_INPUT_TOKENS) {
-            fprintf(stderr, "translate: %s %zu: %d tokens, translating only the first %d\n", what,
-                    number, lens[i] - 1, MAX_INPUT_TOKENS);
-            ids[i][MAX_INPUT_TOKENS] = TOK_EOS;
-            lens[i] = MAX_INPUT_TOKENS + 1;
-        }
-        if (unknown == lens[i] - 1)
+        if (x->unknown == x->tokens)
             fprintf(stderr, "translate: %s %zu: no word of it is known to the model\n", what,
                     number);
-        ok[i] = 1;
-        src[good] = ids[i];
-        lens[good] = lens[i];
-        if (lens[good] > longest) longest = lens[good];
-        good++;
+        if (r->align_out) rc = write_alignment(r, texts[i], &x->best, what, number, err);
+        if (rc == 0) rc = print_translations(r, &x->best, number, err);
     }
-    Translation tr[CHUNK];
-    int rc = 0;
-    if (good > 0) {
-        t->opt.max_len = t->fixed_max_len ? t->fixed_max_len : 2 * longest + 10;
-        rc = search_translate(&t->searcher, &t->nm.model, src, lens, good, &t->opt, tr, err);
-    }
-    for (int i = 0, g = 0; i < n && rc == 0; i++) {
-        size_t number = t->counter + (size_t)i + 1;
-        if (!ok[i]) {
-            t->failures++;
-            if (t->opt.nbest == 1) printf("\n");
-            if (t->align_out) rc = write_alignment(t, texts[i], NULL, what, number, err);
-            continue;
-        }
-        const Translation *x = &tr[g++];
-        if (t->align_out && (rc = write_alignment(t, texts[i], x, what, number, err))) break;
-        for (int h = 0; h < x->count && rc == 0; h++) {
-            char *text = decode_target(&t->nm, x->hyps[h].tokens, x->hyps[h].len, err);
-            if (!text) {
-                rc = -1;
-                break;
-            }
-            if (t->opt.nbest == 1)
-                printf("%s\n", text);
-            else
-                printf("%zu ||| %s ||| %.4f\n", number - 1, text, x->hyps[h].score);
-            free(text);
-        }
-        if (x->count == 0 && t->opt.nbest == 1) printf("\n");
-    }
-    if (good > 0 && rc == 0)
-        for (int g = 0; g < good; g++) translation_free(&tr[g]);
-    for (int i = 0; i < n; i++) free(ids[i]);
-    t->counter += (size_t)n;
+    translated_free(out, n);
+    r->counter += (size_t)n;
     fflush(stdout);
     return rc;
 }
@@ -208,34 +178,33 @@ int main(int argc, char **argv) {
                 align_format == ALIGN_SVG ? "svg" : "npy");
         return 2;
     }
-    Translator t = {.opt = {.beam = (int)beam, .nbest = (int)nbest, .len_norm = len_norm},
-                    .fixed_max_len = (int)max_len,
-                    .align_format = align_format};
+    Run r = {.align_format = align_format};
+    SearchOptions opt = {
+        .beam = (int)beam, .nbest = (int)nbest, .len_norm = len_norm, .max_len = (int)max_len};
     OutputFile align_file = {0};
     /* A few sentences from the command line decode one at a time, where a second thread only
      * adds the cost of starting it (measured: batch-1 decoding is no faster on two threads). */
     if (optind < argc && argc - optind <= 4) omp_set_num_threads(1);
-    if (load_model(model_path, &t.nm, &err) ||
-        search_init(&t.searcher, &t.nm.model.dims, CHUNK, MAX_INPUT_TOKENS + 1, (int)beam,
-                    max_len ? (int)max_len : 2 * (MAX_INPUT_TOKENS + 1) + 10, &err)) {
+    if (load_model(model_path, &r.nm, &err) ||
+        translator_init(&r.translator, &r.nm, CHUNK, &opt, &err)) {
         fprintf(stderr, "translate: %s\n", err.msg);
-        nmt_model_free(&t.nm);
+        nmt_model_free(&r.nm);
         return 1;
     }
     if (align_path) {
         if (output_file_open(&align_file, align_path, false, &err)) {
             fprintf(stderr, "translate: %s\n", err.msg);
-            search_free(&t.searcher);
-            nmt_model_free(&t.nm);
+            translator_free(&r.translator);
+            nmt_model_free(&r.nm);
             return 1;
         }
-        t.align_out = align_file.file;
+        r.align_out = align_file.file;
     }
     int rc = 0;
     if (optind < argc) {
         for (int first = optind; first < argc && rc == 0; first += CHUNK) {
             int n = argc - first < CHUNK ? argc - first : CHUNK;
-            rc = translate_chunk(&t, argv + first, n, "argument", &err);
+            rc = translate_chunk(&r, argv + first, n, "argument", &err);
         }
     } else {
         char *lines[CHUNK] = {0};
@@ -246,7 +215,7 @@ int main(int argc, char **argv) {
             int read_errno = errno;
             if (len >= 0) n++;
             if ((len < 0 || n == CHUNK) && n > 0) { /* lines before a read error still count */
-                rc = translate_chunk(&t, lines, n, "line", &err);
+                rc = translate_chunk(&r, lines, n, "line", &err);
                 n = 0;
             }
             if (rc == 0 && len == -2)
@@ -260,7 +229,7 @@ int main(int argc, char **argv) {
     if (align_path && rc == 0) rc = output_file_commit(&align_file, &err);
     if (align_path && rc) output_file_abort(&align_file);
     if (rc) fprintf(stderr, "translate: %s\n", err.msg);
-    search_free(&t.searcher);
-    nmt_model_free(&t.nm);
-    return rc || t.failures ? 1 : 0;
+    translator_free(&r.translator);
+    nmt_model_free(&r.nm);
+    return rc || r.failures ? 1 : 0;
 }

@@ -120,7 +120,6 @@ typedef struct {
     /* the newest resumable checkpoint known to be good: saved by this run or resumed from */
     char good_path[CONFIG_PATH_MAX + 16];
     uint64_t good_step;
-    int dev_max_len;
     double start_time;
 } Trainer;
 
@@ -162,8 +161,8 @@ static int validate(Trainer *tr, double train_loss, double tok_per_s, double lr,
                     Error *err) {
     const Config *cfg = tr->cfg;
     Scores sc;
-    if (score_corpus(&tr->nm, &tr->dev_corpus, &tr->dev_tokens, cfg->data.dev, 64, 1,
-                     tr->dev_max_len, &sc, NULL, NULL, err))
+    if (score_corpus(&tr->nm, &tr->dev_corpus, &tr->dev_tokens, cfg->data.dev, 64, 1, &sc, NULL,
+                     NULL, err))
         return error_prefix(err, "validation: ");
     TrainState *st = &tr->state;
     int improved = sc.bleu.score > st->best_bleu;
@@ -308,10 +307,6 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
         acts_init(&tr->acts, &tr->nm.model.dims, B, tr->train.max_src + 1, tr->train.max_tgt + 1,
                   err))
         return -1;
-    int dev_max = 1;
-    for (size_t i = 0; i < tr->dev_tokens.count; i++)
-        if ((int)tr->dev_tokens.src[i].count > dev_max) dev_max = (int)tr->dev_tokens.src[i].count;
-    tr->dev_max_len = 2 * dev_max + 10;
 
     char cfg_path[CONFIG_PATH_MAX + 32];
     snprintf(tr->log_path, sizeof tr->log_path, "%s/train_log.tsv", cfg->train.out_dir);
@@ -362,13 +357,9 @@ static int score_test(const Trainer *tr, Error *err) {
     const Config *cfg = tr->cfg;
     NmtModel best;
     if (checkpoint_load(tr->best_path, &best, NULL, NULL, err)) return -1;
-    int longest = 1;
-    for (size_t i = 0; i < tr->test_tokens.count; i++)
-        if ((int)tr->test_tokens.src[i].count > longest)
-            longest = (int)tr->test_tokens.src[i].count;
     Scores sc;
-    int rc = score_corpus(&best, &tr->test_corpus, &tr->test_tokens, cfg->data.test, 64, 1,
-                          2 * longest + 10, &sc, NULL, NULL, err);
+    int rc = score_corpus(&best, &tr->test_corpus, &tr->test_tokens, cfg->data.test, 64, 1, &sc,
+                          NULL, NULL, err);
     if (rc == 0) {
         char bleu[METRICS_LINE_MAX];
         bleu_format(&sc.bleu, bleu, sizeof bleu);

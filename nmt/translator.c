@@ -1,0 +1,95 @@
+/*
+ * translator.c: checking, encoding and searching a chunk of sentences (see translator.h).
+ */
+#include "nmt/translator.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "nmt/text.h"
+
+int nmt_max_output_len(int src_len) {
+    return 2 * src_len + 10;
+}
+
+int translator_init(Translator *t, const NmtModel *nm, int max_sentences, const SearchOptions *opt,
+                    Error *err) {
+    memset(t, 0, sizeof *t);
+    if (max_sentences < 1) return error_set(err, "a translator needs room for one sentence");
+    if (opt->nbest > opt->beam)
+        return error_set(err, "%d best translations need a beam of at least %d", opt->nbest,
+                         opt->nbest);
+    t->nm = nm, t->max_sentences = max_sentences, t->opt = *opt;
+    return 0;
+}
+
+void translator_free(Translator *t) {
+    search_free(&t->searcher);
+    memset(t, 0, sizeof *t);
+}
+
+/* Makes the searcher hold sources of src_len ids (and the outputs they may need). */
+static int plan_search(Translator *t, int src_len, Error *err) {
+    if (src_len <= t->planned_src) return 0;
+    /* grow in steps, so a rising series of lengths does not re-plan every call */
+    int plan = src_len < 32 ? 32 : src_len;
+    if (plan > NMT_MAX_TOKENS + 1) plan = NMT_MAX_TOKENS + 1;
+    int max_len = t->opt.max_len ? t->opt.max_len : nmt_max_output_len(plan);
+    search_free(&t->searcher);
+    t->planned_src = 0;
+    if (search_init(&t->searcher, &t->nm->model.dims, t->max_sentences, plan, t->opt.beam, max_len,
+                    err))
+        return -1;
+    t->planned_src = plan;
+    return 0;
+}
+
+/* Encodes one text into *ids, or says in out why it is refused. */
+static void encode_one(const NmtModel *nm, const char *text, int **ids, int *len,
+                       TranslatedText *out) {
+    if (encode_source(nm, text, ids, len, &out->unknown, &out->error)) {
+        out->refused = 1;
+        return;
+    }
+    out->tokens = *len - 1;
+    if (out->tokens == 0)
+        out->refused = 1, error_set(&out->error, "empty sentence, nothing to translate");
+    else if (out->tokens > NMT_MAX_TOKENS)
+        out->refused = 1, error_set(&out->error, "%d tokens, more than the %d a sentence may have",
+                                    out->tokens, NMT_MAX_TOKENS);
+}
+
+int translator_run(Translator *t, const char *const *texts, int n, TranslatedText *out,
+                   Error *err) {
+    if (n > t->max_sentences)
+        return error_set(err, "%d sentences, more than the %d planned", n, t->max_sentences);
+    int **ids = checked_calloc((size_t)n + 1, sizeof *ids, "source ids", err);
+    int *lens = checked_calloc((size_t)n + 1, sizeof *lens, "source lengths", err);
+    const int **src = checked_calloc((size_t)n + 1, sizeof *src, "sources", err);
+    Translation *found = checked_calloc((size_t)n + 1, sizeof *found, "translations", err);
+    int rc = ids && lens && src && found ? 0 : -1, good = 0, longest = 1;
+    for (int i = 0; i < n && rc == 0; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        int len = 0;
+        encode_one(t->nm, texts[i], &ids[i], &len, &out[i]);
+        if (out[i].refused) continue;
+        src[good] = ids[i], lens[good++] = len;
+        if (len > longest) longest = len;
+    }
+    if (rc == 0 && good > 0) {
+        SearchOptions opt = t->opt;
+        if (!opt.max_len) opt.max_len = nmt_max_output_len(longest);
+        rc = plan_search(t, longest, err);
+        if (rc == 0)
+            rc = search_translate(&t->searcher, &t->nm->model, src, lens, good, &opt, found, err);
+    }
+    for (int i = 0, g = 0; i < n && rc == 0; i++)
+        if (!out[i].refused) out[i].best = found[g++];
+    for (int i = 0; ids && i < n; i++) free(ids[i]);
+    free(ids), free(lens), free(src), free(found);
+    return rc;
+}
+
+void translated_free(TranslatedText *out, int n) {
+    for (int i = 0; i < n; i++) translation_free(&out[i].best);
+}
