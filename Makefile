@@ -6,8 +6,12 @@
 #   make bench           performance benchmark (not a test)
 #   make SANITIZE=1 test the suite under AddressSanitizer and UndefinedBehaviorSanitizer
 #   make fuzz            each libFuzzer target (clang) for FUZZ_SECONDS; docs/reliability.md
+#   make install         programs, libnmt.a, nmt.h and nmt.pc under $(DESTDIR)$(PREFIX)
+#   make uninstall       removes what make install put there
 #
-# Library code lives in model/ data/ train/ tools/; a program is one file with a main().
+# Layers, each using only those below it: base/ (errors, allocation, files, UTF-8, batches);
+# data/ and model/; nmt/ (the library that uses a trained model, public header nmt/nmt.h);
+# train/; tools/ (thin programs). A program is one file with a main().
 
 CC       ?= gcc
 REAL     ?= float
@@ -33,6 +37,8 @@ PROGRAMS = train translate evaluate align gradcheck gradref gencorpus
 MAIN_SRC = train/train.c $(addprefix tools/,$(addsuffix .c,$(filter-out train,$(PROGRAMS))))
 LIB_SRC  = $(filter-out $(MAIN_SRC),$(wildcard base/*.c model/*.c data/*.c nmt/*.c train/*.c tools/*.c))
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
+# What a program that embeds the translator links: the layers up to nmt/, not training.
+NMT_LIB_OBJ = $(filter $(BUILD)/base/% $(BUILD)/data/% $(BUILD)/model/% $(BUILD)/nmt/%,$(LIB_OBJ))
 TEST_SRC = $(wildcard tests/*.c)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 BINS     = $(addprefix bin/,$(filter $(PROGRAMS),$(basename $(notdir $(wildcard $(MAIN_SRC))))))
@@ -42,7 +48,7 @@ BINS     = $(addprefix bin/,$(filter $(PROGRAMS),$(basename $(notdir $(wildcard 
 # linked with another.
 STAMP    = $(BUILD)/compile-command
 
-.PHONY: all test check-lib bench clean format FORCE
+.PHONY: all test check-lib bench clean format install uninstall FORCE
 # Keep every object (pattern-rule intermediates included): no rebuilds, no "rm" lines after tests.
 .SECONDARY:
 all: $(BINS)
@@ -79,8 +85,11 @@ bin/run_tests: $(TEST_OBJ) $(LIB_OBJ) | check-lib
 	@mkdir -p bin
 	$(CC) $^ -o $@ $(LDLIBS) $(shell pkg-config --libs check 2>/dev/null)
 
+# The install test (tests/test_install.c) repeats `make install` with this build's settings and
+# links the example with this build's extra flags.
 test: check-lib $(BINS) bin/run_tests
-	@cd tests && ../bin/run_tests
+	@cd tests && NMT_MAKE_FLAGS='REAL=$(REAL) SANITIZE=$(SANITIZE) OPT=$(OPT) CC=$(CC)' \
+	    NMT_EXAMPLE_FLAGS='$(filter -fsanitize%,$(LDLIBS))' ../bin/run_tests
 
 # The benchmark (not a test): figures only. THREADS sets the OpenMP thread count.
 THREADS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -96,6 +105,30 @@ bench: bin/bench bin/bench_gemm bin/translate
 	OMP_NUM_THREADS=$(THREADS) bin/bench
 	@echo
 	OMP_NUM_THREADS=$(THREADS) bin/bench_gemm -q
+
+# The library for programs that embed the translator (docs/example.c, README "The C API").
+$(BUILD)/libnmt.a: $(NMT_LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+INSTALL_PROGRAMS = $(filter-out bin/run_tests bin/bench bin/bench_gemm,$(BINS))
+
+install: $(BINS) $(BUILD)/libnmt.a
+	mkdir -p $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	for p in $(INSTALL_PROGRAMS); do cp $$p $(DESTDIR)$(PREFIX)/bin/nmt-$$(basename $$p) || exit 1; done
+	cp $(BUILD)/libnmt.a $(DESTDIR)$(PREFIX)/lib/libnmt.a
+	cp nmt/nmt.h $(DESTDIR)$(PREFIX)/include/nmt.h
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
+	    'Name: nmt' 'Description: attention-based neural machine translation in plain C' \
+	    'Version: 1.0.0' 'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lnmt -fopenmp -lm' \
+	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nmt.pc
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/nmt-,$(notdir $(INSTALL_PROGRAMS)))
+	rm -f $(DESTDIR)$(PREFIX)/lib/libnmt.a $(DESTDIR)$(PREFIX)/include/nmt.h
+	rm -f $(DESTDIR)$(PREFIX)/lib/pkgconfig/nmt.pc
 
 clean:
 	rm -rf $(BUILD) bin

@@ -1,0 +1,105 @@
+/*
+ * nmt.h: the public C API of the translator: open a trained model, translate sentences, look
+ * at where the model attended, score given translations, close.
+ *
+ *     #include <nmt.h>                  cc prog.c $(pkg-config --cflags --libs nmt)
+ *
+ *     nmt_error err;
+ *     nmt_model *model = nmt_open("runs/toy/best.ckpt", &err);
+ *     if (!model) { fprintf(stderr, "%s\n", err.message); return 1; }
+ *     const char *text = "I love machine learning";
+ *     nmt_translation out;
+ *     if (nmt_translate(model, &text, 1, NULL, &out, &err) == 0 && out.refused == 0)
+ *         printf("%s\n", out.hyps[0].text);
+ *     nmt_translation_free(&out, 1);
+ *     nmt_close(model);
+ *
+ * Errors: a function that can fail returns 0 on success and -1 on failure (NULL for
+ * nmt_open) and writes a one-line message into *err (err may be NULL). Nothing here prints,
+ * exits or aborts; bad input (invalid UTF-8, an empty or over-long sentence, a damaged model
+ * file) is an error, never a crash. An input that cannot be translated does not fail a batch:
+ * its result says `refused` and why.
+ *
+ * Threads: the library decodes with OpenMP threads (OMP_NUM_THREADS). A model handle keeps
+ * decoding memory and must not be used by two threads at once; separate handles (one per
+ * thread) are independent. A handle reads its model file once, in nmt_open: the file may be
+ * replaced or deleted afterwards.
+ *
+ * Matrices are row-major doubles. An alignment has one row per output token (`</s>` included
+ * when the output ended) and one column per source token (`</s>` included); row t holds the
+ * attention weights alpha_ti of output step t, which sum to 1.
+ */
+#ifndef NMT_H
+#define NMT_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NMT_VERSION "1.0.0"
+
+typedef struct nmt_model nmt_model; /* opaque */
+
+typedef struct {
+    char message[512];
+} nmt_error;
+
+/* Search options; a zeroed struct (or NULL) means greedy search, one hypothesis, output up to
+ * 2 x input length + 10 tokens, length normalisation 1. */
+typedef struct {
+    int beam;        /* hypotheses kept per step (0 or 1: greedy) */
+    int nbest;       /* hypotheses returned per sentence (0: 1; at most beam) */
+    int max_len;     /* most output tokens (0: 2 x input length + 10) */
+    double len_norm; /* ranks hypotheses by logprob / length^len_norm (negative: 1) */
+} nmt_options;
+
+typedef struct {
+    char *text;         /* the translation, detokenized */
+    double logprob;     /* log-probability of its tokens (and of </s> when it ended) */
+    double score;       /* logprob / rows^len_norm, by which hypotheses are ranked */
+    int rows, cols;     /* the alignment's shape: output tokens, source tokens */
+    char **tgt_tokens;  /* [rows] output tokens ("</s>" last when it ended) */
+    char **src_tokens;  /* [cols] source tokens, "</s>" last */
+    double *alignment;  /* [rows * cols] attention weights */
+    double *token_prob; /* [rows] probability the model gave each output token */
+} nmt_hypothesis;
+
+typedef struct {
+    int refused; /* 1: this input was not translated, `reason` says why */
+    char reason[512];
+    int count; /* hypotheses, best first (0 when refused, or none finished) */
+    nmt_hypothesis *hyps;
+} nmt_translation;
+
+/* One given (source, target) pair scored by force-decoding (teacher forcing). */
+typedef struct {
+    int refused; /* 1: the pair could not be scored, `reason` says why */
+    char reason[512];
+    double logprob;        /* sum of the token log-probabilities */
+    nmt_hypothesis forced; /* text = the target as given; token_prob, the alignment */
+} nmt_score_result;
+
+/* Opens a model file (a checkpoint written by bin/train). NULL on failure. */
+nmt_model *nmt_open(const char *path, nmt_error *err);
+
+/* Closes the handle and frees its memory; NULL is allowed. */
+void nmt_close(nmt_model *model);
+
+/* Translates sources[0..n) into out[0..n) (allocated by the caller, freed with
+ * nmt_translation_free). Returns -1 only when the call as a whole fails (bad arguments, out
+ * of memory); inputs that cannot be translated are marked refused in their own result. */
+int nmt_translate(nmt_model *model, const char *const *sources, int n, const nmt_options *options,
+                  nmt_translation *out, nmt_error *err);
+void nmt_translation_free(nmt_translation *out, int n);
+
+/* Scores the given pairs (sources[i], targets[i]) into out[0..n) by force-decoding: each
+ * target token's probability and the alignment. Free with nmt_score_free. */
+int nmt_score(nmt_model *model, const char *const *sources, const char *const *targets, int n,
+              nmt_score_result *out, nmt_error *err);
+void nmt_score_free(nmt_score_result *out, int n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

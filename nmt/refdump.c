@@ -1,0 +1,138 @@
+/*
+ * refdump.c: the gradient reference dump of the model spec (see refdump.h).
+ */
+#include "nmt/refdump.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/files.h"
+#include "nmt/npy.h"
+
+/* dir/name + ext into buf, or an error when it does not fit. */
+static int join_path(char *buf, size_t size, const char *dir, const char *name, const char *ext,
+                     Error *err) {
+    int n = snprintf(buf, size, "%s/%s%s", dir, name, ext);
+    if (n < 0 || (size_t)n >= size) return error_set(err, "%s/%s%s: path too long", dir, name, ext);
+    return 0;
+}
+
+static int write_real(const char *dir, const char *name, int ndim, size_t d0, size_t d1, size_t d2,
+                      const real *data, Error *err) {
+    char path[4096];
+    const size_t shape[3] = {d0, d1, d2};
+    if (join_path(path, sizeof path, dir, name, ".npy", err)) return -1;
+    return npy_write_real(path, ndim, shape, data, err);
+}
+
+static int write_ints(const char *dir, const char *name, int ndim, size_t d0, size_t d1,
+                      const int *data, Error *err) {
+    char path[4096];
+    const size_t shape[2] = {d0, d1};
+    if (join_path(path, sizeof path, dir, name, ".npy", err)) return -1;
+    return npy_write(path, NPY_I4, ndim, shape, data, err);
+}
+
+/* params/ or grads/: one file per tensor, by the table */
+static int write_tensors(const char *dir, const Model *m, const real *block, Error *err) {
+    for (int p = 0; p < PARAM_COUNT; p++) {
+        const ParamInfo *info = &m->table.info[p];
+        if (!info->size) continue;
+        if (write_real(dir, info->name, info->ndim, (size_t)info->shape[0], (size_t)info->shape[1],
+                       0, block + info->offset, err))
+            return -1;
+    }
+    return 0;
+}
+
+/* Copies a time-major [T, B, X] activation into the dump's sentence-major [B, T, X]. */
+static void to_batch_major(real *dst, const real *src, int T, int B, int X) {
+    for (int t = 0; t < T; t++)
+        for (int b = 0; b < B; b++)
+            memcpy(dst + ((size_t)b * T + t) * X, src + ((size_t)t * B + b) * X,
+                   sizeof(real) * (size_t)X);
+}
+
+static int write_config(const char *out, const ModelDims *d, Error *err) {
+    char path[4096];
+    OutputFile f;
+    if (join_path(path, sizeof path, out, "config", ".json", err)) return -1;
+    if (output_file_open(&f, path, false, err)) return -1;
+    fprintf(f.file,
+            "{\"E\": %d, \"H\": %d, \"K\": %d, \"D\": %d, \"A\": %d, \"O\": %d, \"Vs\": %d, "
+            "\"Vt\": %d, \"bidirectional\": %s, \"label_smoothing\": 0, \"dropout\": 0, "
+            "\"dtype\": \"%s\"}\n",
+            d->emb, d->enc_hidden, dims_enc_state(d), d->dec_hidden, d->att, d->readout,
+            d->src_vocab, d->tgt_vocab, d->bidirectional ? "true" : "false",
+            sizeof(real) == 8 ? "float64" : "float32");
+    return output_file_commit(&f, err);
+}
+
+int reference_dump(NmtModel *nm, const Dataset *ds, const char *out, RefDumpSummary *summary,
+                   Error *err) {
+    BatchBuffer bb = {0};
+    Acts acts = {0};
+    real *scratch = NULL;
+    int rc = -1;
+    Model *m = &nm->model;
+    const ModelDims *d = &m->dims;
+    int B = (int)ds->count;
+    size_t *idx = checked_calloc(ds->count, sizeof(size_t), "batch order", err);
+    if (!idx || batch_buffer_init(&bb, B, ds->max_src, ds->max_tgt, err)) {
+        free(idx);
+        goto done;
+    }
+    for (size_t i = 0; i < ds->count; i++) idx[i] = i;
+    const Batch *batch = batch_fill(&bb, ds, idx, B);
+    free(idx);
+    int S = batch->S, T = batch->T, K = dims_enc_state(d), V = d->tgt_vocab;
+    double loss;
+    /* every row's logits, kept by a forward_only pass for the dump; backward then recomputes
+     * the output layer's gradients */
+    ActsPlan plan = {.logit_rows = ACTS_ALL_ROWS};
+    if (batch_validate(batch, d, err) || acts_init_plan(&acts, d, B, S, T, &plan, err) ||
+        model_forward(m, &acts, batch, &(ForwardOptions){.forward_only = 1}, &loss, err))
+        goto done;
+
+    char dir[4096];
+    const char *subdirs[] = {".", "params", "grads", "batch", "acts"};
+    for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
+        if (join_path(dir, sizeof dir, out, subdirs[i], "", err) || make_dirs(dir, err)) goto done;
+    }
+    /* activations first: the backward pass reuses the logits' memory */
+    size_t largest = (size_t)B * T * (V > S ? V : S) + (size_t)B * T * d->dec_hidden;
+    scratch = checked_calloc(largest, sizeof(real), "dump buffer", err);
+    if (!scratch) goto done;
+    join_path(dir, sizeof dir, out, "acts", "", err); /* fits: checked above */
+    to_batch_major(scratch, acts.alpha, T, B, S);
+    if (write_real(dir, "alpha", 3, B, T, S, scratch, err)) goto done;
+    if (write_real(dir, "enc_h", 3, B, S, K, acts.enc_h, err)) goto done;
+    to_batch_major(scratch, acts.dec_state + (size_t)B * d->dec_hidden, T, B, d->dec_hidden);
+    if (write_real(dir, "dec_s", 3, B, T, d->dec_hidden, scratch, err)) goto done;
+    to_batch_major(scratch, acts.logits, T, B, V);
+    if (write_real(dir, "logits", 3, B, T, V, scratch, err)) goto done;
+
+    model_zero_grad(m);
+    model_backward(m, &acts);
+    real loss_value = (real)loss;
+    join_path(dir, sizeof dir, out, "params", "", err); /* fits: checked above */
+    if (write_tensors(dir, m, m->params, err)) goto done;
+    join_path(dir, sizeof dir, out, "grads", "", err); /* fits: checked above */
+    if (write_tensors(dir, m, m->grads, err)) goto done;
+    join_path(dir, sizeof dir, out, "batch", "", err); /* fits: checked above */
+    if (write_ints(dir, "src", 2, B, S, batch->src, err) ||
+        write_ints(dir, "src_len", 1, B, 0, batch->src_len, err) ||
+        write_ints(dir, "tgt_in", 2, B, T, batch->tgt_in, err) ||
+        write_ints(dir, "tgt_out", 2, B, T, batch->tgt_out, err) ||
+        write_ints(dir, "tgt_len", 1, B, 0, batch->tgt_len, err) ||
+        write_real(out, "loss", 0, 0, 0, 0, &loss_value, err) || write_config(out, d, err))
+        goto done;
+    *summary = (RefDumpSummary){.pairs = B, .S = S, .T = T, .loss = loss};
+    rc = 0;
+done:
+    free(scratch);
+    acts_free(&acts);
+    batch_buffer_free(&bb);
+    return rc;
+}

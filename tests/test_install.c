@@ -1,0 +1,133 @@
+/*
+ * test_install.c: the library as an embedding program sees it: `make install` into a
+ * temporary DESTDIR, docs/example.c compiled with `pkg-config --cflags --libs nmt`, its output
+ * equal to bin/translate's, `make uninstall` leaving nothing behind; and the public API's
+ * answers to bad arguments and bad input.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "nmt/nmt.h"
+#include "suites.h"
+
+/* The inputs both programs translate: two sentences and one refused (empty) input. */
+static const char *const INPUTS[] = {"I love cats", "", "the black cat"};
+enum { N_INPUTS = 3 };
+
+START_TEST(installed_library_builds_the_example) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    const char *make_flags = getenv("NMT_MAKE_FLAGS"), *example_flags = getenv("NMT_EXAMPLE_FLAGS");
+    char script[4096], model[512];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    /* the same build settings as the suite's, so make reuses its objects */
+    snprintf(script, sizeof script,
+             "set -e; root=%s/root; make -s -C .. %s install DESTDIR=$root PREFIX=/usr/local "
+             ">/dev/null; test -x $root/usr/local/bin/nmt-translate; "
+             "export PKG_CONFIG_PATH=$root/usr/local/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root; "
+             "cc -std=c17 -Wall -Wextra -Werror ../docs/example.c $(pkg-config --cflags --libs "
+             "nmt) %s -o %s/example",
+             s.dir, make_flags ? make_flags : "", example_flags ? example_flags : "", s.dir);
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"/bin/sh", "-c", script, NULL}, NULL, 300, NULL);
+    ck_assert_msg(r.status == 0 && !r.timed_out, "install and build failed (%d): %s", r.status,
+                  r.err);
+
+    char example[512];
+    scratch_path(&s, "example", example, sizeof example);
+    RunResult ours, theirs;
+    run_program(&ours, &s,
+                (const char *const[]){example, model, INPUTS[0], INPUTS[1], INPUTS[2], NULL}, NULL,
+                60, NULL);
+    run_program(&theirs, &s,
+                (const char *const[]){"../bin/translate", "-m", model, INPUTS[0], INPUTS[1],
+                                      INPUTS[2], NULL},
+                NULL, 60, NULL);
+    /* both refuse the empty input (status 1, an empty line in its place) */
+    ck_assert_int_eq(ours.status, 1);
+    ck_assert_int_eq(theirs.status, 1);
+    ck_assert_msg(strstr(ours.err, "argument 2: empty sentence"), "%s", ours.err);
+    int lines = 0;
+    for (const char *p = ours.out; *p; p++) lines += *p == '\n';
+    ck_assert_int_eq(lines, N_INPUTS);
+    ck_assert_str_eq(ours.out, theirs.out);
+
+    snprintf(script, sizeof script,
+             "set -e; root=%s/root; make -s -C .. %s uninstall DESTDIR=$root PREFIX=/usr/local "
+             ">/dev/null; test -z \"$(find $root -type f)\"",
+             s.dir, make_flags ? make_flags : "");
+    run_program(&r, &s, (const char *const[]){"/bin/sh", "-c", script, NULL}, NULL, 120, NULL);
+    ck_assert_msg(r.status == 0, "uninstall left files or failed: %s", r.err);
+    scratch_free(&s);
+}
+END_TEST
+
+/* Every entry point refuses NULL arguments with a message, and bad input is a per-input
+ * refusal, not a failed call. */
+START_TEST(api_refuses_bad_arguments_and_input) {
+    nmt_error err = {{0}};
+    ck_assert_ptr_null(nmt_open(NULL, &err));
+    ck_assert(strstr(err.message, "no path"));
+    ck_assert_ptr_null(nmt_open("no/such/model.ckpt", &err));
+    ck_assert_msg(strstr(err.message, "no/such/model.ckpt"), "%s", err.message);
+    ck_assert_ptr_null(nmt_open("no/such/model.ckpt", NULL)); /* err may be NULL */
+    nmt_close(NULL);
+
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char model[512];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    nmt_model *m = nmt_open(model, &err);
+    ck_assert_msg(m != NULL, "%s", err.message);
+    /* the file may go away: the handle read it whole */
+    ck_assert(remove(model) == 0);
+    nmt_translation out[3];
+    ck_assert_int_eq(nmt_translate(NULL, INPUTS, 1, NULL, out, &err), -1);
+    ck_assert_int_eq(nmt_translate(m, NULL, 1, NULL, out, &err), -1);
+    const char *with_null[] = {"a cat", NULL};
+    ck_assert_int_eq(nmt_translate(m, with_null, 2, NULL, out, &err), -1);
+    ck_assert(strstr(err.message, "source 1 is NULL"));
+    const char *bad[] = {"\xff\xfe", "", "the cat"};
+    ck_assert_msg(nmt_translate(m, bad, 3, NULL, out, &err) == 0, "%s", err.message);
+    ck_assert(out[0].refused && strstr(out[0].reason, "invalid UTF-8"));
+    ck_assert(out[1].refused && strstr(out[1].reason, "empty sentence"));
+    ck_assert(!out[2].refused && out[2].count == 1);
+    /* the alignment rows sum to 1 and end with the source's </s> column */
+    const nmt_hypothesis *h = &out[2].hyps[0];
+    ck_assert_str_eq(h->src_tokens[h->cols - 1], "</s>");
+    for (int t = 0; t < h->rows; t++) {
+        double sum = 0;
+        for (int i = 0; i < h->cols; i++) sum += h->alignment[t * h->cols + i];
+        ck_assert_double_eq_tol(sum, 1.0, 1e-4);
+    }
+    nmt_translation_free(out, 3);
+    nmt_options beam = {.beam = 3, .nbest = 4};
+    ck_assert_int_eq(nmt_translate(m, INPUTS, 1, &beam, out, &err), -1);
+    ck_assert_msg(strstr(err.message, "beam"), "%s", err.message);
+
+    nmt_score_result scored[2];
+    const char *src[] = {"the cat", "the cat"}, *tgt[] = {"le chat", ""};
+    ck_assert_int_eq(nmt_score(m, NULL, tgt, 2, scored, &err), -1);
+    ck_assert_msg(nmt_score(m, src, tgt, 2, scored, &err) == 0, "%s", err.message);
+    ck_assert(!scored[0].refused && scored[0].logprob < 0);
+    ck_assert_int_eq(scored[0].forced.rows, 3); /* le chat </s> */
+    ck_assert(scored[1].refused && strstr(scored[1].reason, "empty target"));
+    nmt_score_free(scored, 2);
+    nmt_close(m);
+    scratch_free(&s);
+}
+END_TEST
+
+Suite *install_suite(void) {
+    Suite *s = suite_create("install");
+    TCase *tc = tcase_create("install");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, installed_library_builds_the_example);
+    tcase_add_test(tc, api_refuses_bad_arguments_and_input);
+    suite_add_tcase(s, tc);
+    return s;
+}
