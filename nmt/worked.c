@@ -432,6 +432,22 @@ static int parse_setting(Cursor *c, WorkedFile *wf, int is_kind, int line, int c
     return 0;
 }
 
+/* A row or column number of expect.STEP[ROW, COLUMN], below WORKED_MAX_DIM. */
+static int parse_index(Cursor *c, int *out) {
+    long r = 0;
+    int digits = 0;
+    skip_blanks(c);
+    while (peek(c) >= '0' && peek(c) <= '9' && r < WORKED_MAX_DIM) {
+        r = r * 10 + (peek(c) - '0');
+        digits++;
+        advance(c);
+    }
+    skip_blanks(c);
+    if (!digits || r >= WORKED_MAX_DIM) return -1;
+    *out = (int)r;
+    return 0;
+}
+
 /* NAME = VALUE or expect.STEP[ROW] = VALUE, up to the end of the line (a value in brackets
  * may go on over several lines). */
 static int parse_statement(Cursor *c, WorkedFile *wf, int *input_cap, int *expect_cap) {
@@ -452,24 +468,19 @@ static int parse_statement(Cursor *c, WorkedFile *wf, int *input_cap, int *expec
 
     int is_expect = strncmp(text, "expect.", 7) == 0;
     const char *step = text + 7;
-    int row = -1;
+    int row = -1, column = -1;
     if (is_expect) {
         if (!*step || strchr(step, '.'))
             return error_at(c->err, c->path, line, col,
                             "'%s': expected expect.STEP (like expect.Q or expect.weights)", text);
         if (peek(c) == '[') {
             advance(c);
-            long r = 0;
-            int digits = 0;
-            while (peek(c) >= '0' && peek(c) <= '9' && r <= WORKED_MAX_DIM) {
-                r = r * 10 + (peek(c) - '0');
-                digits++;
-                advance(c);
-            }
-            if (!digits || peek(c) != ']' || r >= WORKED_MAX_DIM)
-                return error_here(c, "expected a row number and ']' after expect.%s[", step);
+            if (parse_index(c, &row) ||
+                (peek(c) == ',' && (advance(c), skip_blanks(c), parse_index(c, &column))) ||
+                peek(c) != ']')
+                return error_here(c, "expected expect.%s[ROW] or expect.%s[ROW, COLUMN]", step,
+                                  step);
             advance(c);
-            row = (int)r;
         }
     } else if (strchr(text, '.')) {
         return error_at(c->err, c->path, line, col,
@@ -501,14 +512,14 @@ static int parse_statement(Cursor *c, WorkedFile *wf, int *input_cap, int *expec
         int count = is_expect ? wf->n_expects : wf->n_inputs;
         const char *key = is_expect ? step : text;
         for (int i = 0; i < count; i++)
-            if (strcmp(list[i].name, key) == 0 && list[i].row == row)
+            if (strcmp(list[i].name, key) == 0 && list[i].row == row && list[i].column == column)
                 return error_at(c->err, c->path, line, col, "%s is already given at line %d", text,
                                 list[i].line);
         int *cap = is_expect ? expect_cap : input_cap;
         WorkedValue **arr = is_expect ? &wf->expects : &wf->inputs;
         if (grow(arr, cap, count + 1, sizeof **arr, "the values", c->err)) return -1;
         WorkedValue *val = &(*arr)[count];
-        *val = (WorkedValue){.row = row, .line = line, .col = col};
+        *val = (WorkedValue){.row = row, .column = column, .line = line, .col = col};
         val->name = copy_span(key, strlen(key), c->err);
         if (!val->name) return -1;
         if (is_expect)
@@ -715,8 +726,10 @@ static int softmax_and_sum(WorkedRun *run, int logits, const WorkedMatrix *V, Wo
                            WorkedLabels cols, const char *out_name, const char *out_formula,
                            Error *err) {
     int m = run->steps[logits].m.rows, n = run->steps[logits].m.cols;
-    WorkedStep *e =
-        step_new(run, "exp", "exp = e^(score), element by element", m, n, rows, cols, err);
+    const char *exp_formula = strcmp(run->steps[logits].name, "scaled") == 0
+                                  ? "exp = e^scaled, element by element"
+                                  : "exp = e^scores, element by element";
+    WorkedStep *e = step_new(run, "exp", exp_formula, m, n, rows, cols, err);
     if (!e) return -1;
     WorkedStep *s =
         step_new(run, "sums", "sums = each row's sum of exp", m, 1, rows, WORKED_LABEL_NONE, err);
@@ -1053,7 +1066,14 @@ static int map_expects(WorkedRun *run, const WorkedFile *wf, Error *err) {
                                worked_kind_name(run->kind), list);
         }
         const WorkedMatrix *m = &run->steps[k].m;
-        if (e->row >= 0) {
+        if (e->column >= 0) {
+            if (e->row >= m->rows || e->column >= m->cols)
+                return shape_error(wf, e, err, "expect.%s[%d, %d]: %s is %d x %d", e->name, e->row,
+                                   e->column, e->name, m->rows, m->cols);
+            if (e->m.rows * e->m.cols != 1)
+                return shape_error(wf, e, err, "expect.%s[%d, %d] is one number, not %d x %d",
+                                   e->name, e->row, e->column, e->m.rows, e->m.cols);
+        } else if (e->row >= 0) {
             if (e->row >= m->rows)
                 return shape_error(wf, e, err, "expect.%s[%d]: %s has %d row%s (0 to %d)", e->name,
                                    e->row, e->name, m->rows, m->rows == 1 ? "" : "s", m->rows - 1);
@@ -1076,7 +1096,7 @@ static int map_expects(WorkedRun *run, const WorkedFile *wf, Error *err) {
 
 int worked_run(WorkedRun *run, const WorkedFile *wf, WorkedScore requested, Error *err) {
     *run = (WorkedRun){0};
-    Anchor a;
+    Anchor a = {wf, 1, 1};
     if (choose_kind(wf, &run->kind, &a, err) ||
         choose_score(wf, run->kind, requested, &run->score, err))
         return -1;
@@ -1122,7 +1142,10 @@ int worked_check(WorkedCheck *chk, const WorkedRun *run, const WorkedFile *wf, d
         for (int k = 0; k < count; k++) {
             /* a row: its columns; a flat list for a one-column step: its rows */
             int row = e->row >= 0 ? e->row : m->cols == 1 && e->is_vector ? k : k / m->cols;
-            int col = e->row >= 0 ? k : m->cols == 1 && e->is_vector ? 0 : k % m->cols;
+            int col = e->column >= 0                 ? e->column
+                      : e->row >= 0                  ? k
+                      : m->cols == 1 && e->is_vector ? 0
+                                                     : k % m->cols;
             double exact = at(m, row, col), published = e->m.v[k];
             if (!(fabs(published - exact) <= tolerance)) {
                 if (grow(&chk->diffs, &cap, chk->count + 1, sizeof *chk->diffs, "the check", err)) {

@@ -2,11 +2,13 @@
  * worked.h: the course notes' hand computations of attention, read from a small text file and
  * computed exactly (double precision), step by step, with the notes' published numbers checked.
  *
- * A worked example is a text file of named matrices ("X = [[1.0, 0.5], [0.3, 1.2]]"), vectors
- * ("v = [1, 2]"), scalars, token labels ("tokens = 我 爱 猫"), the example's kind and score
- * ("kind = self", "score = scaled_dot") and the published results ("expect.Q = ...",
- * "expect.weights[0] = ..." for one row). This module parses it, computes every step and
- * compares the published numbers; it knows nothing of the command line or of printing.
+ * A worked example is a text file of named matrices ("X = [[1.0, 0.5], [0.3, 1.2]]", which
+ * may go on over several lines), vectors ("v = [1, 2]"), scalars, token labels
+ * ("tokens = 我 爱 猫"), the example's kind and score ("kind = self", "score = scaled_dot"),
+ * '#' comments, and the published results: "expect.Q = ..." for a whole step,
+ * "expect.weights[0] = ..." for one row, "expect.scores[0, 2] = ..." for one number.
+ * This module parses it, computes every step and compares the published numbers; it knows
+ * nothing of the command line or of printing.
  *
  * Notation (the notes', rows are tokens): n tokens (keys), m queries, d_k key size, d_v value
  * size, A the additive attention size. Self-attention: Q = X W_Q, K = X W_K, V = X W_V,
@@ -46,6 +48,7 @@ typedef enum {
 typedef struct {
     char *name;    /* the input's name; for a published result, the step's ("Q" of expect.Q) */
     int row;       /* a published row (expect.Q[0]): its index; -1 for the whole step */
+    int column;    /* a published element (expect.Q[0, 1]): its column; -1 otherwise */
     int is_vector; /* written as a flat list [a, b, ...] or a bare number: a 1 x n row */
     WorkedMatrix m;
     int line, col; /* where the name starts (1-based; columns count characters) */
