@@ -301,8 +301,8 @@ static int parse_value(Cursor *c, WorkedValue *val) {
         if (rows > 0 && n != cols) {
             free(buf);
             return error_at(c->err, c->path, row_line, row_col,
-                            "ragged matrix: row %d has %d numbers, row 1 has %d", rows + 1, n,
-                            cols);
+                            "ragged matrix: row %d has %d number%s, row 1 has %d", rows + 1, n,
+                            n == 1 ? "" : "s", cols);
         }
         cols = n;
         rows++;
@@ -320,8 +320,9 @@ static int parse_value(Cursor *c, WorkedValue *val) {
         }
         if (peek(c) != '[') {
             free(buf);
-            return error_here(c, "expected '[' (the next row) or ']', found %s",
-                              describe_here(c, found, sizeof found));
+            return error_here(
+                c, "expected '[' (the next row) or ']' (closing the '[' at %d:%d), found %s",
+                open_line, open_col, describe_here(c, found, sizeof found));
         }
     }
     val->m = (WorkedMatrix){rows, cols, buf};
@@ -352,6 +353,13 @@ static const WorkedValue *find_input(const WorkedFile *wf, const char *name) {
 
 static const char *const KIND_NAMES[] = {"none", "self", "cross", "additive"};
 static const char *const SCORE_NAMES[] = {"none", "dot", "scaled_dot", "general", "additive"};
+
+/* "self-attention", for messages */
+static const char *kind_title(WorkedKind kind) {
+    static const char *const titles[] = {"attention", "self-attention", "cross-attention",
+                                         "additive attention"};
+    return kind >= 0 && kind <= WORKED_ADDITIVE ? titles[kind] : "attention";
+}
 
 const char *worked_kind_name(WorkedKind kind) {
     return kind >= 0 && kind <= WORKED_ADDITIVE ? KIND_NAMES[kind] : "?";
@@ -692,8 +700,7 @@ static int need_input(const Anchor *a, const char *kind, const char *name, const
                       const WorkedValue **out, Error *err) {
     *out = find_input(a->wf, name);
     if (*out) return 0;
-    return error_at(err, a->wf->path, a->line, a->col, "%s attention needs %s (%s)", kind, name,
-                    why);
+    return error_at(err, a->wf->path, a->line, a->col, "%s needs %s (%s)", kind, name, why);
 }
 
 static int shape_error(const WorkedFile *wf, const WorkedValue *v, Error *err, const char *fmt, ...)
@@ -709,10 +716,12 @@ static int shape_error(const WorkedFile *wf, const WorkedValue *v, Error *err, c
     return error_at(err, wf->path, v->line, v->col, "%s", what);
 }
 
+/* A token list labels one row each of `what` (count rows). */
 static int tokens_fit(const WorkedFile *wf, const WorkedTokens *t, const char *tname, int count,
                       const char *what, Error *err) {
     if (!t->line || t->count == count) return 0;
-    return error_at(err, wf->path, t->line, t->col, "%d %s, but %s", t->count, tname, what);
+    return error_at(err, wf->path, t->line, t->col, "%d %s, but %s has %d row%s (one token a row)",
+                    t->count, tname, what, count, count == 1 ? "" : "s");
 }
 
 /* From the logits (the scores after scaling, if any) on, every kind computes the same:
@@ -820,10 +829,10 @@ static int check_score_shapes(const WorkedFile *wf, WorkedScore score, const Wor
  *   Q = X W_Q,  K = X W_K,  V = X W_V,  output = softmax_rows(scores) V */
 static int run_self(WorkedRun *run, const WorkedFile *wf, const Anchor *a, Error *err) {
     const WorkedValue *X, *WQ, *WK, *WV;
-    if (need_input(a, "self", "X", "the tokens' vectors, one row each", &X, err) ||
-        need_input(a, "self", "W_Q", "Q = X W_Q", &WQ, err) ||
-        need_input(a, "self", "W_K", "K = X W_K", &WK, err) ||
-        need_input(a, "self", "W_V", "V = X W_V", &WV, err))
+    if (need_input(a, "self-attention", "X", "the tokens' vectors, one row each", &X, err) ||
+        need_input(a, "self-attention", "W_Q", "Q = X W_Q", &WQ, err) ||
+        need_input(a, "self-attention", "W_K", "K = X W_K", &WK, err) ||
+        need_input(a, "self-attention", "W_V", "V = X W_V", &WV, err))
         return -1;
     int d = X->m.cols;
     const WorkedValue *W[3] = {WQ, WK, WV};
@@ -837,8 +846,7 @@ static int run_self(WorkedRun *run, const WorkedFile *wf, const Anchor *a, Error
                                names[i], names[i]);
     if (check_score_shapes(wf, run->score, WQ, "W_Q", WQ->m.cols, WK, "W_K", WK->m.cols, err))
         return -1;
-    if (tokens_fit(wf, &wf->tokens, "tokens", X->m.rows, "X has rows for that many", err))
-        return -1;
+    if (tokens_fit(wf, &wf->tokens, "tokens", X->m.rows, "X", err)) return -1;
     run->d_k = WK->m.cols;
     int n = X->m.rows;
     WorkedStep *Q =
@@ -871,17 +879,16 @@ static int run_cross(WorkedRun *run, const WorkedFile *wf, const Anchor *a, Erro
     if (!q) q = Qm;
     if (!q)
         return error_at(err, wf->path, a->line, a->col,
-                        "cross attention needs a query q (or queries Q, one row each)");
-    if (need_input(a, "cross", "K", "the keys, one row per source token", &K, err) ||
-        need_input(a, "cross", "V", "the values, one row per source token", &V, err))
+                        "cross-attention needs a query q (or queries Q, one row each)");
+    if (need_input(a, "cross-attention", "K", "the keys, one row per source token", &K, err) ||
+        need_input(a, "cross-attention", "V", "the values, one row per source token", &V, err))
         return -1;
     if (V->m.rows != K->m.rows)
         return shape_error(wf, V, err, "V has %d rows, but K has %d (one of each per source token)",
                            V->m.rows, K->m.rows);
     if (check_score_shapes(wf, run->score, q, q->name, q->m.cols, K, "K", K->m.cols, err) ||
-        tokens_fit(wf, &wf->source_tokens, "source_tokens", K->m.rows, "K has rows for that many",
-                   err) ||
-        tokens_fit(wf, &wf->tokens, "tokens", q->m.rows, "there are not as many queries", err))
+        tokens_fit(wf, &wf->source_tokens, "source_tokens", K->m.rows, "K", err) ||
+        tokens_fit(wf, &wf->tokens, "tokens", q->m.rows, q->name, err))
         return -1;
     run->d_k = K->m.cols;
     const WorkedValue *W_a = find_input(wf, "W_a");
@@ -897,12 +904,13 @@ static int run_cross(WorkedRun *run, const WorkedFile *wf, const Anchor *a, Erro
  *   k_i = W_k h_i,  e_i = v . tanh(W_q s + k_i + b),  alpha = softmax(e),  c = sum_i alpha_i h_i */
 static int run_additive(WorkedRun *run, const WorkedFile *wf, const Anchor *a, Error *err) {
     const WorkedValue *s, *h, *Wq, *Wk, *b, *v;
-    if (need_input(a, "additive", "s", "the decoder state, the query", &s, err) ||
-        need_input(a, "additive", "h", "the encoder states, one row per source token", &h, err) ||
-        need_input(a, "additive", "W_q", "W_q s", &Wq, err) ||
-        need_input(a, "additive", "W_k", "W_k h_i", &Wk, err) ||
-        need_input(a, "additive", "b", "the bias inside tanh", &b, err) ||
-        need_input(a, "additive", "v", "e_i = v . tanh(...)", &v, err))
+    if (need_input(a, "additive attention", "s", "the decoder state, the query", &s, err) ||
+        need_input(a, "additive attention", "h", "the encoder states, one row per source token", &h,
+                   err) ||
+        need_input(a, "additive attention", "W_q", "W_q s", &Wq, err) ||
+        need_input(a, "additive attention", "W_k", "W_k h_i", &Wk, err) ||
+        need_input(a, "additive attention", "b", "the bias inside tanh", &b, err) ||
+        need_input(a, "additive attention", "v", "e_i = v . tanh(...)", &v, err))
         return -1;
     if (find_input(wf, "W_a"))
         return shape_error(wf, find_input(wf, "W_a"), err,
@@ -930,9 +938,8 @@ static int run_additive(WorkedRun *run, const WorkedFile *wf, const Anchor *a, E
     if (v->m.rows != 1 || v->m.cols != A)
         return shape_error(wf, v, err, "v is %d x %d, but it must be a vector of %d numbers",
                            v->m.rows, v->m.cols, A);
-    if (tokens_fit(wf, &wf->source_tokens, "source_tokens", h->m.rows, "h has rows for that many",
-                   err) ||
-        tokens_fit(wf, &wf->tokens, "tokens", 1, "additive attention has one query s", err))
+    if (tokens_fit(wf, &wf->source_tokens, "source_tokens", h->m.rows, "h", err) ||
+        tokens_fit(wf, &wf->tokens, "tokens", 1, "s", err))
         return -1;
     run->d_k = A;
     int n = h->m.rows;
@@ -1011,8 +1018,8 @@ static int choose_kind(const WorkedFile *wf, WorkedKind *kind, Anchor *a, Error 
         for (int j = 0; allowed[*kind][j]; j++)
             ok |= strcmp(wf->inputs[i].name, allowed[*kind][j]) == 0;
         if (!ok)
-            return shape_error(wf, &wf->inputs[i], err, "%s is not an input of %s attention",
-                               wf->inputs[i].name, worked_kind_name(*kind));
+            return shape_error(wf, &wf->inputs[i], err, "%s is not an input of %s",
+                               wf->inputs[i].name, kind_title(*kind));
     }
     if (*kind == WORKED_SELF && wf->source_tokens.line)
         return error_at(err, wf->path, wf->source_tokens.line, wf->source_tokens.col,
@@ -1033,9 +1040,9 @@ static int choose_score(const WorkedFile *wf, WorkedKind kind, WorkedScore reque
     if ((kind == WORKED_ADDITIVE) != (*score == WORKED_ADDITIVE_SCORE)) {
         int line = wf->score ? wf->score_line : 1, col = wf->score ? wf->score_col : 1;
         return error_at(err, wf->path, line, col,
-                        "score %s does not go with %s attention (additive attention has the "
+                        "score %s does not go with %s (additive attention has the "
                         "additive score, the others dot, scaled_dot or general)",
-                        worked_score_name(*score), worked_kind_name(kind));
+                        worked_score_name(*score), kind_title(kind));
     }
     return 0;
 }
@@ -1062,8 +1069,8 @@ static int map_expects(WorkedRun *run, const WorkedFile *wf, Error *err) {
                 snprintf(list + used, sizeof list - used, "%s%s", j ? ", " : "",
                          run->steps[j].name);
             }
-            return shape_error(wf, e, err, "no step '%s' in %s attention (steps: %s)", e->name,
-                               worked_kind_name(run->kind), list);
+            return shape_error(wf, e, err, "no step '%s' in %s (steps: %s)", e->name,
+                               kind_title(run->kind), list);
         }
         const WorkedMatrix *m = &run->steps[k].m;
         if (e->column >= 0) {

@@ -89,7 +89,7 @@ static void print_matrix(FILE *out, const char *name, const WorkedMatrix *m,
 }
 
 static void print_text(FILE *out, const WorkedFile *wf, const WorkedRun *run) {
-    fprintf(out, "# %s: %s attention, score %s", wf->path, worked_kind_name(run->kind),
+    fprintf(out, "# %s: kind %s, score %s", wf->path, worked_kind_name(run->kind),
             worked_score_name(run->score));
     if (run->score == WORKED_SCALED_DOT) fprintf(out, " (d_k = %d)", run->d_k);
     fputc('\n', out);
