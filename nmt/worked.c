@@ -100,7 +100,7 @@ static int check_text(Cursor *c) {
         unsigned b = p[0];
         if (b == 0) return error_here(&at, "NUL byte: this is not a text file");
         if (b < 0x80) {
-            if (b < 0x20 && b != '\t' && b != '\n' && b != '\r')
+            if ((b < 0x20 && b != '\t' && b != '\n' && b != '\r') || b == 0x7f)
                 return error_here(&at, "control character 0x%02x in the text", b);
             advance(&at);
             continue;
