@@ -72,8 +72,12 @@ static const char *describe_here(const Cursor *c, char *buf, size_t size) {
         }
         buf[n++] = (char)b;
     }
-    while (n > 1 && ((unsigned char)buf[n - 1] & 0xC0) == 0x80) n--; /* a cut character */
-    if (n > 1 && ((unsigned char)buf[n - 1] & 0xC0) == 0xC0) n--;
+    /* a character cut at the limit is left out (the text is valid UTF-8) */
+    size_t last = n - 1;
+    while (last > 1 && ((unsigned char)buf[last] & 0xC0) == 0x80) last--;
+    unsigned char lead = (unsigned char)buf[last];
+    size_t bytes = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (last + bytes > n) n = last;
     buf[n++] = '\'';
     buf[n] = '\0';
     return buf;

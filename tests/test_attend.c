@@ -287,6 +287,10 @@ START_TEST(attend_rejects_bad_numbers) {
     expect_text_error("X = [[0x10]]\n", "in.txt:1:7:", "found '0x10'");
     expect_text_error("X = [[1.2.3]]\n", "in.txt:1:7:", "found '1.2.3'");
     expect_text_error("X = [[1e]]\n", "in.txt:1:7:", "expected a number");
+    expect_text_error("X = [[我]]\n", "in.txt:1:7:", "expected a number, found '我'");
+    /* a word longer than a message shows is cut between characters, not inside one */
+    expect_text_error("X = [[1, 猫猫猫猫猫猫猫猫猫猫猫猫猫猫猫猫]]\n",
+                      "in.txt:1:10:", "found '猫猫猫猫猫猫猫猫猫猫猫猫猫'");
     /* products that leave the range of double */
     expect_text_error("X = [[1e200]]\nW_Q = [[1e200]]\nW_K = [[1]]\nW_V = [[1]]\n",
                       "in.txt:1:1:", "step Q overflows a double");
