@@ -866,12 +866,12 @@ static int run_self(WorkedRun *run, const WorkedFile *wf, const Anchor *a, Error
     if (!V) return -1;
     matmul(&V->m, &X->m, &WV->m);
     const WorkedValue *W_a = find_input(wf, "W_a");
-    int logits = dot_scores(run, &run->steps[0].m, &run->steps[1].m, W_a ? &W_a->m : NULL,
+    int logits = dot_scores(run, &Q->m, &K->m, W_a ? &W_a->m : NULL,
                             run->score == WORKED_GENERAL ? "scores = Q W_a K^T" : "scores = Q K^T",
                             WORKED_LABEL_TOKENS, WORKED_LABEL_TOKENS, err);
     if (logits < 0) return -1;
-    return softmax_and_sum(run, logits, &run->steps[2].m, WORKED_LABEL_TOKENS, WORKED_LABEL_TOKENS,
-                           "output", "output = weights V", err);
+    return softmax_and_sum(run, logits, &V->m, WORKED_LABEL_TOKENS, WORKED_LABEL_TOKENS, "output",
+                           "output = weights V", err);
 }
 
 /* Cross-attention from given queries (q, one vector, or Q, one row each), keys K and values
@@ -964,8 +964,6 @@ static int run_additive(WorkedRun *run, const WorkedFile *wf, const Anchor *a, E
     WorkedStep *e = step_new(run, "scores", "scores = e_i = v . tanh_i", 1, n, WORKED_LABEL_TOKENS,
                              WORKED_LABEL_SOURCE, err);
     if (!e) return -1;
-    /* the steps array does not move, but take the addresses again after the last step_new */
-    qs = &run->steps[0], kh = &run->steps[1], pre = &run->steps[2], th = &run->steps[3];
     for (int i = 0; i < n; i++) {
         double energy = 0;
         for (int j = 0; j < A; j++) {
@@ -976,8 +974,8 @@ static int run_additive(WorkedRun *run, const WorkedFile *wf, const Anchor *a, E
         }
         *at_mut(&e->m, 0, i) = energy;
     }
-    return softmax_and_sum(run, 4, &h->m, WORKED_LABEL_TOKENS, WORKED_LABEL_SOURCE, "context",
-                           "context = weights h (c = sum_i alpha_i h_i)", err);
+    return softmax_and_sum(run, run->n_steps - 1, &h->m, WORKED_LABEL_TOKENS, WORKED_LABEL_SOURCE,
+                           "context", "context = weights h (c = sum_i alpha_i h_i)", err);
 }
 
 /* The kind: the file's kind line, else the one its inputs name (X: self, K: cross, h:

@@ -490,7 +490,7 @@ START_TEST(attend_program_json) {
                 NULL);
     ck_assert_msg(r.status == 0, "status %d, stderr %s", r.status, r.err);
     assert_contains(r.out, "output = [1.000000]   # 我");
-    assert_contains(r.out, "ok     weights      line 7: the 1 agree");
+    assert_contains(r.out, "ok     weights      line 7: agrees");
     run_program(
         &r, &s,
         (const char *const[]){"../bin/attend", "--check", "--tolerance", "0.001", path, NULL}, NULL,

@@ -157,8 +157,11 @@ static void print_check_text(FILE *out, const WorkedFile *wf, const WorkedRun *r
             snprintf(what, sizeof what, "%s", e->name);
         total += chk->compared[i];
         if (differ == 0) {
-            fprintf(out, "ok     %-12s line %d: %s %d agree\n", what, e->line,
-                    chk->compared[i] == 1 ? "the" : "all", chk->compared[i]);
+            if (chk->compared[i] == 1)
+                fprintf(out, "ok     %-12s line %d: agrees\n", what, e->line);
+            else
+                fprintf(out, "ok     %-12s line %d: all %d agree\n", what, e->line,
+                        chk->compared[i]);
             continue;
         }
         bad_lines++;
