@@ -20,5 +20,6 @@ Suite *gemm_suite(void);
 Suite *hostile_suite(void);
 Suite *faults_suite(void);
 Suite *install_suite(void);
+Suite *attend_suite(void);
 
 #endif
