@@ -8,7 +8,6 @@
  * options and inputs and routes results.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,61 +220,26 @@ static bool format_from_path(const char *path, AlignFormat *format) {
     return false;
 }
 
-/* Parses the options; returns -1 to exit 0 (--help), 2 on a usage error, else 0. */
+/* Parses the options; returns CLI_GO_ON, or the status to exit with. */
 static int parse_options(Options *o, int argc, char **argv) {
-    static const struct option longs[] = {{"model", required_argument, 0, 'm'},
-                                          {"ref", required_argument, 0, 'r'},
-                                          {"beam", required_argument, 0, 'b'},
-                                          {"format", required_argument, 0, 'f'},
-                                          {"output", required_argument, 0, 'o'},
-                                          {"explain", no_argument, 0, 'x'},
-                                          {"eval-gold", required_argument, 0, 'g'},
-                                          {"pairs", required_argument, 0, 'p'},
-                                          {"help", no_argument, 0, 'h'},
-                                          {0, 0, 0, 0}};
-    bool format_given = false;
-    Error err;
-    int c;
+    const char *format = NULL;
+    const CliOption options[] = {OPT_TEXT("model", 'm', &o->model_path),
+                                 OPT_TEXT("ref", 0, &o->ref),
+                                 OPT_INT("beam", &o->beam, 1, 100),
+                                 OPT_TEXT("format", 0, &format),
+                                 OPT_TEXT("output", 'o', &o->output),
+                                 OPT_FLAG("explain", 0, &o->explain),
+                                 OPT_TEXT("eval-gold", 0, &o->eval_gold),
+                                 OPT_TEXT("pairs", 0, &o->pairs),
+                                 OPT_END};
     *o = (Options){.beam = 1};
-    while ((c = getopt_long(argc, argv, "m:o:h", longs, NULL)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'm':
-            o->model_path = optarg;
-            break;
-        case 'r':
-            o->ref = optarg;
-            break;
-        case 'b':
-            bad = parse_int_option("--beam", optarg, 1, 100, &o->beam, &err);
-            break;
-        case 'f':
-            bad = align_format_parse(optarg, &o->format, &err);
-            format_given = true;
-            break;
-        case 'o':
-            o->output = optarg;
-            break;
-        case 'x':
-            o->explain = true;
-            break;
-        case 'g':
-            o->eval_gold = optarg;
-            break;
-        case 'p':
-            o->pairs = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return -1;
-        default:
-            usage(stderr);
-            return 2;
-        }
-        if (bad) {
-            fprintf(stderr, "align: %s\n", err.msg);
-            return 2;
-        }
+    int status = cli_parse("align", argc, argv, options, usage);
+    if (status != CLI_GO_ON) return status;
+    Error err;
+    bool format_given = format != NULL;
+    if (format_given && align_format_parse(format, &o->format, &err)) {
+        fprintf(stderr, "align: %s\n", err.msg);
+        return 2;
     }
     int texts = argc - optind;
     const char *problem = NULL;
@@ -295,7 +259,7 @@ static int parse_options(Options *o, int argc, char **argv) {
     }
     if (!format_given && !(o->output && format_from_path(o->output, &o->format)))
         o->format = !o->output && isatty(STDOUT_FILENO) ? ALIGN_TEXT : ALIGN_TSV;
-    return 0;
+    return CLI_GO_ON;
 }
 
 /* Aligns every input and writes the results; Err on failures that stop the run. */
@@ -331,7 +295,7 @@ static int align_inputs(Run *r, const Inputs *in, Error *err) {
 int main(int argc, char **argv) {
     Run r = {0};
     int status = parse_options(&r.opt, argc, argv);
-    if (status) return status < 0 ? 0 : status;
+    if (status != CLI_GO_ON) return status;
     Error err;
     Inputs in = {0};
     int rc = load_model(r.opt.model_path, &r.nm, &err);

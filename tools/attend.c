@@ -9,7 +9,6 @@
  * 2 for a usage error or bad input (one line on stderr naming FILE:LINE:COLUMN).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -292,53 +291,28 @@ static void print_json(FILE *out, const WorkedFile *wf, const WorkedRun *run,
 /* ---- main ---- */
 
 int main(int argc, char **argv) {
-    int json = 0, check = 0;
+    bool check = false;
     double tolerance = 0.005;
     WorkedScore score = WORKED_SCORE_NONE;
-    const char *out_path = NULL;
-    static const struct option longs[] = {
-        {"format", required_argument, 0, 'f'}, {"score", required_argument, 0, 's'},
-        {"check", no_argument, 0, 'c'},        {"tolerance", required_argument, 0, 't'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    const char *out_path = NULL, *format = NULL, *score_name = NULL;
+    const CliOption options[] = {
+        OPT_TEXT("format", 0, &format),     OPT_TEXT("score", 0, &score_name),
+        OPT_FLAG("check", 0, &check),       OPT_REAL("tolerance", &tolerance, 0, 1e9),
+        OPT_TEXT("output", 'o', &out_path), OPT_END};
+    int parsed = cli_parse("attend", argc, argv, options, usage);
+    if (parsed != CLI_GO_ON) return parsed;
     Error err;
-    int c;
-    while ((c = getopt_long(argc, argv, "ho:", longs, NULL)) != -1) {
-        switch (c) {
-        case 'f':
-            if (strcmp(optarg, "text") && strcmp(optarg, "json")) {
-                fprintf(stderr, "attend: invalid --format '%.60s' (text or json)\n", optarg);
-                return 2;
-            }
-            json = strcmp(optarg, "json") == 0;
-            break;
-        case 's':
-            if (worked_score_parse(optarg, &score) || score == WORKED_ADDITIVE_SCORE) {
-                fprintf(stderr,
-                        "attend: invalid --score '%.60s' (dot, scaled_dot or general; additive "
-                        "attention is chosen by its inputs)\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        case 'c':
-            check = 1;
-            break;
-        case 't':
-            if (parse_double_option("--tolerance", optarg, 0, 1e9, &tolerance, &err)) {
-                fprintf(stderr, "attend: %s\n", err.msg);
-                return 2;
-            }
-            break;
-        case 'o':
-            out_path = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
+    if (format && strcmp(format, "text") && strcmp(format, "json")) {
+        fprintf(stderr, "attend: invalid --format '%.60s' (text or json)\n", format);
+        return 2;
+    }
+    int json = format && strcmp(format, "json") == 0;
+    if (score_name && (worked_score_parse(score_name, &score) || score == WORKED_ADDITIVE_SCORE)) {
+        fprintf(stderr,
+                "attend: invalid --score '%.60s' (dot, scaled_dot or general; additive "
+                "attention is chosen by its inputs)\n",
+                score_name);
+        return 2;
     }
     if (argc - optind != 1) {
         fprintf(stderr, "attend: %s (try attend --help)\n",
@@ -367,22 +341,21 @@ int main(int argc, char **argv) {
         fprintf(stderr, "attend: %s\n", err.msg);
         status = 2;
     }
-    FILE *out = stdout;
-    if (!status && out_path && !(out = fopen(out_path, "w"))) {
-        fprintf(stderr, "attend: cannot write %s: %s\n", out_path, strerror(errno));
+    OutputFile file = {0};
+    if (!status && out_path && output_file_open(&file, out_path, false, &err)) {
+        fprintf(stderr, "attend: %s\n", err.msg);
         status = 2;
     }
     if (!status) {
+        FILE *out = out_path ? file.file : stdout;
         if (json)
             print_json(out, &wf, &run, check ? &chk : NULL, tolerance);
         else {
             print_text(out, &wf, &run);
             if (check) print_check_text(out, &wf, &run, &chk, tolerance);
         }
-        int failed = ferror(out);
-        if (out != stdout ? fclose(out) != 0 : fflush(out) != 0) failed = 1;
-        if (failed) {
-            fprintf(stderr, "attend: cannot write %s\n", out_path ? out_path : "standard output");
+        if (out_path ? output_file_commit(&file, &err) : fflush(out) != 0 || ferror(out)) {
+            fprintf(stderr, "attend: %s\n", out_path ? err.msg : "cannot write to standard output");
             status = 2;
         } else if (check && chk.count > 0) {
             status = 1;

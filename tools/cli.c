@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,4 +63,60 @@ int parse_double_option(const char *option, const char *text, double lo, double 
                          text_for_message(quoted, sizeof quoted, text, 60), lo, hi);
     *out = v;
     return 0;
+}
+
+/* The option's argument into its value; an error names the option. */
+static int take_value(const CliOption *o, const char *arg, Error *err) {
+    char option[64];
+    snprintf(option, sizeof option, "--%s", o->name);
+    switch (o->kind) {
+    case CLI_FLAG:
+        *(bool *)o->value = true;
+        return 0;
+    case CLI_TEXT:
+        *(const char **)o->value = arg;
+        return 0;
+    case CLI_INT:
+        return parse_int_option(option, arg, (long)o->lo, (long)o->hi, (long *)o->value, err);
+    case CLI_REAL:
+        return parse_double_option(option, arg, o->lo, o->hi, (double *)o->value, err);
+    }
+    return error_set(err, "%s: unknown option kind", option);
+}
+
+int cli_parse(const char *program, int argc, char **argv, const CliOption *table,
+              void (*usage)(FILE *)) {
+    enum { MAX_OPTIONS = 32, HELP = 256 };
+    struct option longs[MAX_OPTIONS + 2] = {{0}};
+    char shorts[3 * MAX_OPTIONS + 2] = "h";
+    size_t n = 0, used = 1;
+    for (; table[n].name && n < MAX_OPTIONS; n++) {
+        bool arg = table[n].kind != CLI_FLAG;
+        longs[n] = (struct option){table[n].name, arg ? required_argument : no_argument, 0,
+                                   table[n].short_name ? table[n].short_name : 512 + (int)n};
+        if (table[n].short_name) {
+            shorts[used++] = table[n].short_name;
+            if (arg) shorts[used++] = ':';
+        }
+    }
+    longs[n] = (struct option){"help", no_argument, 0, HELP};
+    int c;
+    while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+        if (c == 'h' || c == HELP) {
+            usage(stdout);
+            return 0;
+        }
+        size_t k = 0;
+        while (k < n && longs[k].val != c) k++;
+        if (k == n) { /* getopt has said what was wrong */
+            usage(stderr);
+            return 2;
+        }
+        Error err;
+        if (take_value(&table[k], optarg, &err)) {
+            fprintf(stderr, "%s: %s\n", program, err.msg);
+            return 2;
+        }
+    }
+    return CLI_GO_ON;
 }

@@ -4,7 +4,6 @@
  * perplexity of the references under the model (teacher forcing).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,39 +37,12 @@ static void show(void *user, size_t index, const char *source, const char *hyp, 
 int main(int argc, char **argv) {
     const char *model_path = NULL, *test_path = NULL;
     long beam = 1, n_show = 0;
-    static const struct option longs[] = {
-        {"model", required_argument, 0, 'm'}, {"test", required_argument, 0, 't'},
-        {"beam", required_argument, 0, 'b'},  {"show", required_argument, 0, 's'},
-        {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
+    const CliOption options[] = {OPT_TEXT("model", 'm', &model_path),
+                                 OPT_TEXT("test", 0, &test_path), OPT_INT("beam", &beam, 1, 100),
+                                 OPT_INT("show", &n_show, 0, 1000000), OPT_END};
+    int status = cli_parse("evaluate", argc, argv, options, usage);
+    if (status != CLI_GO_ON) return status;
     Error err;
-    int c;
-    while ((c = getopt_long(argc, argv, "m:h", longs, NULL)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'm':
-            model_path = optarg;
-            break;
-        case 't':
-            test_path = optarg;
-            break;
-        case 'b':
-            bad = parse_int_option("--beam", optarg, 1, 100, &beam, &err);
-            break;
-        case 's':
-            bad = parse_int_option("--show", optarg, 0, 1000000, &n_show, &err);
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
-        if (bad) {
-            fprintf(stderr, "evaluate: %s\n", err.msg);
-            return 2;
-        }
-    }
     if (!test_path || optind < argc) {
         fprintf(stderr, "evaluate: %s\n",
                 test_path ? "unexpected argument" : "missing --test FILE.tsv (try --help)");

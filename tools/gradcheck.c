@@ -4,7 +4,6 @@
  * error and where it occurs. Exit status 0 only when every tensor is below the threshold
  * (1e-6 in a double build, 1e-2 in a float build, unless --tol says otherwise).
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,49 +29,19 @@ static void usage(FILE *out) {
 
 int main(int argc, char **argv) {
     int double_build = sizeof(real) == sizeof(double);
-    int bidirectional = 1;
+    bool unidirectional = false;
     double smoothing = 0, dropout = 0, tol = double_build ? 1e-6 : 1e-2;
     long samples = -1, seed = 1;
-    static const struct option longs[] = {
-        {"unidirectional", no_argument, 0, 'u'}, {"smoothing", required_argument, 0, 'e'},
-        {"dropout", required_argument, 0, 'd'},  {"seed", required_argument, 0, 's'},
-        {"samples", required_argument, 0, 'n'},  {"tol", required_argument, 0, 't'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+    const CliOption options[] = {OPT_FLAG("unidirectional", 0, &unidirectional),
+                                 OPT_REAL("smoothing", &smoothing, 0, 0.99),
+                                 OPT_REAL("dropout", &dropout, 0, 0.9),
+                                 OPT_INT("seed", &seed, 0, 1e15),
+                                 OPT_INT("samples", &samples, 0, 1e9),
+                                 OPT_REAL("tol", &tol, 0, 1),
+                                 OPT_END};
+    int status = cli_parse("gradcheck", argc, argv, options, usage);
+    if (status != CLI_GO_ON) return status;
     Error err;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'u':
-            bidirectional = 0;
-            break;
-        case 'e':
-            bad = parse_double_option("--smoothing", optarg, 0, 0.99, &smoothing, &err);
-            break;
-        case 'd':
-            bad = parse_double_option("--dropout", optarg, 0, 0.9, &dropout, &err);
-            break;
-        case 's':
-            bad = parse_int_option("--seed", optarg, 0, 1000000000000000L, &seed, &err);
-            break;
-        case 'n':
-            bad = parse_int_option("--samples", optarg, 0, 1000000000L, &samples, &err);
-            break;
-        case 't':
-            bad = parse_double_option("--tol", optarg, 0, 1, &tol, &err);
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
-        if (bad) {
-            fprintf(stderr, "gradcheck: %s\n", err.msg);
-            return 2;
-        }
-    }
     if (optind < argc) {
         fprintf(stderr, "gradcheck: unexpected argument '%s'\n", argv[optind]);
         return 2;
@@ -84,7 +53,7 @@ int main(int argc, char **argv) {
                       .tgt_vocab = 13,
                       .emb = 5,
                       .enc_hidden = 4,
-                      .bidirectional = bidirectional,
+                      .bidirectional = !unidirectional,
                       .dec_hidden = 6,
                       .att = 3,
                       .readout = 7};
@@ -120,7 +89,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     printf("gradcheck: %s build, %s encoder, label smoothing %g, dropout %g, seed %ld\n", REAL_NAME,
-           bidirectional ? "bidirectional" : "unidirectional", smoothing, dropout, seed);
+           unidirectional ? "unidirectional" : "bidirectional", smoothing, dropout, seed);
     printf("%-14s %-10s %8s %12s %10s %14s %14s  %s\n", "tensor", "shape", "checked", "max rel err",
            "at", "analytic", "numeric", "");
     int failures = 0;

@@ -5,8 +5,6 @@
  * The model comes from a config (fresh, seeded) or a checkpoint; no dropout, no smoothing.
  */
 #include <errno.h>
-#include <getopt.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,47 +77,15 @@ done:
 }
 
 int main(int argc, char **argv) {
-    Options o = {.seed = 1};
-    static const struct option longs[] = {{"config", required_argument, 0, 'c'},
-                                          {"model", required_argument, 0, 'm'},
-                                          {"pairs", required_argument, 0, 'p'},
-                                          {"out", required_argument, 0, 'o'},
-                                          {"seed", required_argument, 0, 's'},
-                                          {"help", no_argument, 0, 'h'},
-                                          {0, 0, 0, 0}};
-    int c;
-    while ((c = getopt_long(argc, argv, "c:m:o:h", longs, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            o.config = optarg;
-            break;
-        case 'm':
-            o.model = optarg;
-            break;
-        case 'p':
-            o.pairs = optarg;
-            break;
-        case 'o':
-            o.out = optarg;
-            break;
-        case 's': {
-            long seed;
-            Error err;
-            if (parse_int_option("--seed", optarg, 0, LONG_MAX, &seed, &err)) {
-                fprintf(stderr, "gradref: %s\n", err.msg);
-                return 2;
-            }
-            o.seed = (unsigned long long)seed;
-            break;
-        }
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
+    Options o = {0};
+    long seed = 1;
+    const CliOption options[] = {
+        OPT_TEXT("config", 'c', &o.config), OPT_TEXT("model", 'm', &o.model),
+        OPT_TEXT("pairs", 0, &o.pairs),     OPT_TEXT("out", 'o', &o.out),
+        OPT_INT("seed", &seed, 0, 1e15),    OPT_END};
+    int status = cli_parse("gradref", argc, argv, options, usage);
+    if (status != CLI_GO_ON) return status;
+    o.seed = (unsigned long long)seed;
     if (optind < argc || !!o.config == !!o.model || !o.pairs || !o.out) {
         fprintf(stderr,
                 optind < argc ? "gradref: unexpected argument '%s'\n"

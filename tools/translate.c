@@ -7,7 +7,6 @@
  * best translation's attention alignment to FILE (see nmt/alignment.h for the formats).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <omp.h>
 #include <stdio.h>
@@ -110,125 +109,81 @@ static int translate_chunk(Run *r, char **texts, int n, const char *what, Error 
     return rc;
 }
 
+/* Every input: the arguments in chunks, or standard input's lines as they come. */
+static int translate_inputs(Run *r, int argc, char **argv, Error *err) {
+    int rc = 0;
+    if (argc > 0) {
+        for (int first = 0; first < argc && rc == 0; first += CHUNK)
+            rc = translate_chunk(r, argv + first, argc - first < CHUNK ? argc - first : CHUNK,
+                                 "argument", err);
+        return rc;
+    }
+    char *lines[CHUNK] = {0};
+    size_t caps[CHUNK] = {0};
+    int n = 0;
+    for (;;) {
+        long len = read_line(stdin, &lines[n], &caps[n]);
+        int read_errno = errno;
+        if (len >= 0) n++;
+        if ((len < 0 || n == CHUNK) && n > 0) { /* lines before a read error still count */
+            rc = translate_chunk(r, lines, n, "line", err);
+            n = 0;
+        }
+        if (rc == 0 && len == -2)
+            rc = error_set(err, "cannot read standard input: %s", strerror(read_errno));
+        if (len < 0 || rc) break;
+    }
+    for (int i = 0; i < CHUNK; i++) free(lines[i]);
+    return rc;
+}
+
 int main(int argc, char **argv) {
-    const char *model_path = NULL;
+    const char *model_path = NULL, *align_path = NULL, *align_format_name = NULL;
     long beam = 1, nbest = 1, max_len = 0;
     double len_norm = 1.0;
-    static const struct option longs[] = {{"model", required_argument, 0, 'm'},
-                                          {"beam", required_argument, 0, 'b'},
-                                          {"nbest", required_argument, 0, 'n'},
-                                          {"max-len", required_argument, 0, 'l'},
-                                          {"len-norm", required_argument, 0, 'a'},
-                                          {"align", required_argument, 0, 'A'},
-                                          {"align-format", required_argument, 0, 'F'},
-                                          {"help", no_argument, 0, 'h'},
-                                          {0, 0, 0, 0}};
-    const char *align_path = NULL;
-    AlignFormat align_format = ALIGN_PHARAOH;
-    bool align_format_given = false;
+    const CliOption options[] = {OPT_TEXT("model", 'm', &model_path),
+                                 OPT_INT("beam", &beam, 1, 100),
+                                 OPT_INT("nbest", &nbest, 1, 100),
+                                 OPT_INT("max-len", &max_len, 1, 1000),
+                                 OPT_REAL("len-norm", &len_norm, 0, 10),
+                                 OPT_TEXT("align", 0, &align_path),
+                                 OPT_TEXT("align-format", 0, &align_format_name),
+                                 OPT_END};
+    int status = cli_parse("translate", argc, argv, options, usage);
+    if (status != CLI_GO_ON) return status;
     Error err;
-    int c;
-    while ((c = getopt_long(argc, argv, "m:h", longs, NULL)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'm':
-            model_path = optarg;
-            break;
-        case 'b':
-            bad = parse_int_option("--beam", optarg, 1, 100, &beam, &err);
-            break;
-        case 'n':
-            bad = parse_int_option("--nbest", optarg, 1, 100, &nbest, &err);
-            break;
-        case 'l':
-            bad = parse_int_option("--max-len", optarg, 1, 1000, &max_len, &err);
-            break;
-        case 'a':
-            bad = parse_double_option("--len-norm", optarg, 0, 10, &len_norm, &err);
-            break;
-        case 'A':
-            align_path = optarg;
-            break;
-        case 'F':
-            bad = align_format_parse(optarg, &align_format, &err);
-            align_format_given = true;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
-        if (bad) {
-            fprintf(stderr, "translate: %s\n", err.msg);
-            return 2;
-        }
-    }
-    if (nbest > beam) {
-        fprintf(stderr, "translate: --nbest %ld needs --beam of at least %ld\n", nbest, nbest);
+    Run r = {.align_format = ALIGN_PHARAOH};
+    const char *problem = NULL;
+    if (align_format_name && align_format_parse(align_format_name, &r.align_format, &err))
+        problem = err.msg;
+    else if (nbest > beam)
+        problem = "--nbest N needs --beam of at least N";
+    else if (align_format_name && !align_path)
+        problem = "--align-format needs --align FILE";
+    else if (!align_format_streams(r.align_format))
+        problem = "--align-format npy and svg need every sentence first; use bin/align";
+    if (problem) {
+        fprintf(stderr, "translate: %s\n", problem);
         return 2;
     }
-    if (align_format_given && !align_path) {
-        fprintf(stderr, "translate: --align-format needs --align FILE\n");
-        return 2;
-    }
-    if (!align_format_streams(align_format)) {
-        fprintf(stderr, "translate: --align-format %s needs every sentence first; use bin/align\n",
-                align_format == ALIGN_SVG ? "svg" : "npy");
-        return 2;
-    }
-    Run r = {.align_format = align_format};
     SearchOptions opt = {
         .beam = (int)beam, .nbest = (int)nbest, .len_norm = len_norm, .max_len = (int)max_len};
     OutputFile align_file = {0};
     /* A few sentences from the command line decode one at a time, where a second thread only
      * adds the cost of starting it (measured: batch-1 decoding is no faster on two threads). */
     if (optind < argc && argc - optind <= 4) omp_set_num_threads(1);
-    if (load_model(model_path, &r.nm, &err) ||
-        translator_init(&r.translator, &r.nm, CHUNK, &opt, &err)) {
-        fprintf(stderr, "translate: %s\n", err.msg);
-        nmt_model_free(&r.nm);
-        return 1;
-    }
-    if (align_path) {
-        if (output_file_open(&align_file, align_path, false, &err)) {
-            fprintf(stderr, "translate: %s\n", err.msg);
-            translator_free(&r.translator);
-            nmt_model_free(&r.nm);
-            return 1;
-        }
-        r.align_out = align_file.file;
-    }
-    int rc = 0;
-    if (optind < argc) {
-        for (int first = optind; first < argc && rc == 0; first += CHUNK) {
-            int n = argc - first < CHUNK ? argc - first : CHUNK;
-            rc = translate_chunk(&r, argv + first, n, "argument", &err);
-        }
-    } else {
-        char *lines[CHUNK] = {0};
-        size_t caps[CHUNK] = {0};
-        int n = 0;
-        for (;;) {
-            long len = read_line(stdin, &lines[n], &caps[n]);
-            int read_errno = errno;
-            if (len >= 0) n++;
-            if ((len < 0 || n == CHUNK) && n > 0) { /* lines before a read error still count */
-                rc = translate_chunk(&r, lines, n, "line", &err);
-                n = 0;
-            }
-            if (rc == 0 && len == -2)
-                rc = error_set(&err, "cannot read standard input: %s", strerror(read_errno));
-            if (len < 0 || rc) break;
-        }
-        for (int i = 0; i < CHUNK; i++) free(lines[i]);
-    }
+    int rc = load_model(model_path, &r.nm, &err);
+    if (rc == 0) rc = translator_init(&r.translator, &r.nm, CHUNK, &opt, &err);
+    if (rc == 0 && align_path) rc = output_file_open(&align_file, align_path, false, &err);
+    r.align_out = align_file.file;
+    if (rc == 0) rc = translate_inputs(&r, argc - optind, argv + optind, &err);
     if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout)))
         rc = error_set(&err, "cannot write to standard output: %s", strerror(errno));
     if (align_path && rc == 0) rc = output_file_commit(&align_file, &err);
-    if (align_path && rc) output_file_abort(&align_file);
-    if (rc) fprintf(stderr, "translate: %s\n", err.msg);
+    if (rc) {
+        output_file_abort(&align_file);
+        fprintf(stderr, "translate: %s\n", err.msg);
+    }
     translator_free(&r.translator);
     nmt_model_free(&r.nm);
     return rc || r.failures ? 1 : 0;
