@@ -336,7 +336,7 @@ static int load_word(Learner *l, size_t w, const WordCount *word, Error *err) {
     char quoted[128];
     if (len == 0) return error_set(err, "bpe: the training corpus holds an empty token");
     if (check_text(word->token, len, err) != 0)
-        return error_prefix(err, "bpe: the training token \"%s\" ",
+        return error_prefix(err, "bpe: the training token \"%s\": ",
                             text_for_message(quoted, sizeof quoted, word->token, 80));
     size_t total = len + needs_escape(word->token, len);
     const char escape[1] = {BPE_ESCAPE};
@@ -827,7 +827,7 @@ static int read_symbol(FILE *in, size_t index, const char *side, size_t *budget,
     }
     if (check_text(s, n, err) != 0) {
         free(s);
-        return error_prefix(err, "bpe: merge %zu: the %s symbol ", index, side);
+        return error_prefix(err, "bpe: merge %zu: the %s symbol: ", index, side);
     }
     *symbol = s;
     *len = n;
