@@ -118,12 +118,14 @@ static int symbol_intern(BpeSymbols *set, const char *s, size_t len, uint32_t *i
         for (size_t i = 0; i < set->count; i++)
             set->slots[symbol_slot(set, set->strings[i], set->lengths[i])] = (uint32_t)i + 1;
     }
-    size_t capacity = set->capacity;
-    if (grow((void **)&set->strings, &set->capacity, set->count + 1, sizeof *set->strings,
+    /* both arrays share one capacity, raised only once both have grown */
+    size_t strings_capacity = set->capacity, lengths_capacity = set->capacity;
+    if (grow((void **)&set->strings, &strings_capacity, set->count + 1, sizeof *set->strings,
              "bpe symbols", err) != 0 ||
-        grow((void **)&set->lengths, &capacity, set->count + 1, sizeof *set->lengths,
+        grow((void **)&set->lengths, &lengths_capacity, set->count + 1, sizeof *set->lengths,
              "bpe symbol lengths", err) != 0)
         return -1;
+    set->capacity = strings_capacity;
     char *copy = copy_bytes(s, len, "bpe symbol", err);
     if (!copy) return -1;
     set->slots[symbol_slot(set, s, len)] = (uint32_t)set->count + 1;
