@@ -73,8 +73,11 @@ typedef struct {
  * corpus at that point (a token occurring n times counts n times). Ties go to the pair whose
  * left symbol is byte-wise smallest (strcmp, symbols spelled with their "@@"), then whose
  * right symbol is; the result therefore does not depend on the order of sentences or tokens.
- * Stops early, without error, when no pair occurs at least twice. Returns 0, or -1 when
- * max_merges exceeds BPE_MAX_MERGES, a token is empty or not UTF-8, or out of memory. */
+ * Stops early, without error, when no pair occurs at least twice. Returns 0, or -1 (with *out
+ * empty) when max_merges exceeds BPE_MAX_MERGES, a token is empty, not UTF-8 or holds a space
+ * or a control character (as the tokenizer's never do), or out of memory. Takes O(length) per
+ * merge for each word holding the merged pair, and the pairs' counts are updated, never
+ * recounted: a second or so for 20,000 merges over 50,000 distinct words. */
 int bpe_learn(const TokenList *sentences, size_t sentence_count, size_t max_merges, Bpe *out,
               Error *err);
 
