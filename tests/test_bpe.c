@@ -400,6 +400,90 @@ START_TEST(test_bpe_round_trip_is_exact) {
 }
 END_TEST
 
+/* The cut as subword-nmt makes it, slowly: find the adjacent pair with the lowest rank, merge
+ * every occurrence of it from left to right, repeat. Works on the piece strings alone. */
+static TokenList reference_cut(const Bpe *bpe, const char *token) {
+    size_t len = strlen(token), end = len;
+    while (end > 0 && token[end - 1] == '~') end--;
+    char escaped[64];
+    ck_assert_uint_lt(len + 2, sizeof escaped);
+    snprintf(escaped, sizeof escaped, "%s%s", token, end > 0 && token[end - 1] == '@' ? "~" : "");
+    TokenList pieces = {0};
+    pieces.tokens = calloc(sizeof escaped, sizeof *pieces.tokens);
+    ck_assert_ptr_nonnull(pieces.tokens);
+    pieces.capacity = sizeof escaped;
+    for (size_t at = 0, n; escaped[at]; at += n) {
+        unsigned char lead = (unsigned char)escaped[at];
+        n = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+        char piece[8] = {0};
+        memcpy(piece, escaped + at, n);
+        if (escaped[at + n]) strcat(piece, "@@");
+        pieces.tokens[pieces.count++] = strdup(piece);
+    }
+    for (;;) {
+        size_t best = SIZE_MAX;
+        for (size_t i = 0; i + 1 < pieces.count; i++)
+            for (size_t r = 0; r < bpe->merge_count && r < best; r++)
+                if (strcmp(pieces.tokens[i], bpe->symbols.strings[bpe->merges[r].left]) == 0 &&
+                    strcmp(pieces.tokens[i + 1], bpe->symbols.strings[bpe->merges[r].right]) == 0)
+                    best = r;
+        if (best == SIZE_MAX) return pieces;
+        const BpeMerge *m = &bpe->merges[best];
+        size_t kept = 0;
+        for (size_t i = 0; i < pieces.count;) {
+            if (i + 1 < pieces.count &&
+                strcmp(pieces.tokens[i], bpe->symbols.strings[m->left]) == 0 &&
+                strcmp(pieces.tokens[i + 1], bpe->symbols.strings[m->right]) == 0) {
+                free(pieces.tokens[i]);
+                free(pieces.tokens[i + 1]);
+                pieces.tokens[kept++] = strdup(bpe->symbols.strings[m->result]);
+                i += 2;
+            } else {
+                pieces.tokens[kept++] = pieces.tokens[i++];
+            }
+        }
+        pieces.count = kept;
+    }
+}
+
+/* Random tokens over an alphabet rich in markers and escapes: the round trip is exact and the
+ * cut is the reference's, with merges learned on other random tokens. */
+START_TEST(test_bpe_random_tokens) {
+    static const char *const alphabet[] = {"a", "b", "@", "@", "~", "é", "猫", "\xF0\x9F\x98\x80"};
+    enum { TOKENS = 2000 };
+    uint64_t state = 0x2545F4914F6CDD1Du; /* xorshift64: explicit state, fixed seed */
+    char *tokens[2 * TOKENS];
+    for (int t = 0; t < 2 * TOKENS; t++) {
+        char token[64] = {0};
+        state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+        int n = 1 + (int)(state % 10);
+        for (int i = 0; i < n; i++) {
+            state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+            strcat(token, alphabet[state % 8]);
+        }
+        tokens[t] = strdup(token);
+        ck_assert_ptr_nonnull(tokens[t]);
+    }
+    TokenList training = make_list((const char *const *)tokens, TOKENS);
+    Bpe bpe = learn(&training, 1, 300);
+    ck_assert_uint_eq(bpe.merge_count, 300);
+    for (int t = 0; t < 2 * TOKENS; t++) {
+        expect_round_trip(&bpe, tokens[t]);
+        TokenList pieces = {0}, expected = reference_cut(&bpe, tokens[t]);
+        Error err = {{0}};
+        ck_assert_int_eq(bpe_apply(&bpe, tokens[t], &pieces, &err), 0);
+        ck_assert_uint_eq(pieces.count, expected.count);
+        for (size_t i = 0; i < pieces.count; i++)
+            ck_assert_str_eq(pieces.tokens[i], expected.tokens[i]);
+        token_list_free(&pieces);
+        token_list_free(&expected);
+    }
+    bpe_free(&bpe);
+    token_list_free(&training);
+    for (int t = 0; t < 2 * TOKENS; t++) free(tokens[t]);
+}
+END_TEST
+
 /* A 100,000-character word: cut into pieces in O(n log n), not quadratically. */
 START_TEST(test_bpe_long_words) {
     enum { LENGTH = 100000 };
@@ -589,6 +673,7 @@ Suite *bpe_suite(void) {
     tcase_add_test(applying, test_bpe_applies_merges_by_rank);
     tcase_add_test(applying, test_bpe_apply_rejects_bad_tokens);
     tcase_add_test(applying, test_bpe_round_trip_is_exact);
+    tcase_add_test(applying, test_bpe_random_tokens);
     tcase_add_test(applying, test_bpe_long_words);
     tcase_add_test(applying, test_bpe_join_accepts_any_pieces);
     tcase_set_timeout(applying,
