@@ -21,5 +21,6 @@ Suite *hostile_suite(void);
 Suite *faults_suite(void);
 Suite *install_suite(void);
 Suite *attend_suite(void);
+Suite *bpe_suite(void);
 
 #endif
