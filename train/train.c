@@ -370,119 +370,146 @@ static int score_test(const Trainer *tr, Error *err) {
     return rc;
 }
 
+/* How far training has come since it started and since the last validation. */
+typedef struct {
+    uint64_t total_steps, first_step, last_validated;
+    double window_loss, window_start; /* summed token loss and start of the window */
+    size_t window_tokens;             /* tokens since the last validation */
+    double lr, tok_per_s;
+    int interactive; /* a live progress line on a terminal, plain lines otherwise */
+    int stop;        /* early stopping */
+} Progress;
+
+/* One optimiser step on one batch: forward, backward, clipping, Adam. A non-finite loss,
+ * gradient or parameter stops training (diverged). */
+static int train_step(Trainer *tr, const Batch *batch, const ForwardOptions *fwd, Progress *p,
+                      double *loss, Error *err) {
+    Model *m = &tr->nm.model;
+    if (model_forward(m, &tr->acts, batch, fwd, loss, err)) return -1;
+    model_zero_grad(m);
+    model_backward(m, &tr->acts);
+    double norm = grad_norm(m->grads, m->table.total);
+    if (!isfinite(*loss) || !isfinite(norm)) {
+        char what[64];
+        snprintf(what, sizeof what, "the %s is %g", isfinite(*loss) ? "gradient norm" : "loss",
+                 isfinite(*loss) ? norm : *loss);
+        return diverged(tr, what, err);
+    }
+    p->lr = learning_rate(&tr->cfg->optim, &tr->state);
+    adam_step(&tr->adam, m->params, m->grads, clip_scale(norm, tr->cfg->optim.clip_norm), p->lr);
+    /* finite gradients can still overflow a parameter (e.g. from damaged moments) */
+    if (!all_finite(m->params, m->table.total))
+        return diverged(tr, "the Adam update overflowed", err);
+    tr->state.step++;
+    p->window_loss += *loss * tr->acts.n_tokens;
+    p->window_tokens += (size_t)tr->acts.n_tokens;
+    return 0;
+}
+
+/* The live progress line (on a terminal) after a step. */
+static void show_progress(const Trainer *tr, const Progress *p, double loss, double t) {
+    const TrainState *st = &tr->state;
+    char elapsed[32], eta[32] = "?";
+    bool known = p->total_steps != UINT64_MAX;
+    format_duration(elapsed, sizeof elapsed, t - tr->start_time);
+    if (known)
+        format_duration(eta, sizeof eta,
+                        (t - tr->start_time) / (double)(st->step - p->first_step) *
+                            (double)(p->total_steps - st->step));
+    fprintf(stderr, "\r\033[Kepoch %llu  step %llu/%s  loss %.4f  lr %.2e  %.0f tok/s  %s  ETA %s",
+            (unsigned long long)st->epoch + 1, (unsigned long long)st->step, known ? "" : "?", loss,
+            p->lr, p->tok_per_s, elapsed, eta);
+    if (known) fprintf(stderr, "\b");
+}
+
+/* Validates and starts a new window. */
+static int validate_window(Trainer *tr, Progress *p, Error *err) {
+    double mean = p->window_tokens ? p->window_loss / (double)p->window_tokens : 0;
+    if (validate(tr, mean, p->tok_per_s, p->lr, &p->stop, err)) return -1;
+    p->last_validated = tr->state.step;
+    p->window_loss = 0, p->window_tokens = 0, p->window_start = now();
+    return 0;
+}
+
+/* After a step: the progress line, the log every log_every steps, validation every
+ * valid_every steps. */
+static int report_step(Trainer *tr, Progress *p, double loss, Error *err) {
+    const ConfigTrain *ct = &tr->cfg->train;
+    const TrainState *st = &tr->state;
+    double t = now();
+    p->tok_per_s = p->window_tokens / fmax(t - p->window_start, 1e-9);
+    if (p->interactive) show_progress(tr, p, loss, t);
+    if (st->step % (uint64_t)ct->log_every == 0) {
+        double mean = p->window_loss / (double)p->window_tokens;
+        if (!p->interactive) {
+            printf("step %llu  epoch %llu  loss %.4f  lr %.3g  %.0f tok/s\n",
+                   (unsigned long long)st->step, (unsigned long long)st->epoch + 1, mean, p->lr,
+                   p->tok_per_s);
+            fflush(stdout);
+        }
+        fprintf(tr->log, "%llu\t%llu\t%.6f\t%.6g\t\t\t\t\t%.1f\t%.2f\n",
+                (unsigned long long)st->step, (unsigned long long)st->epoch + 1, mean, p->lr,
+                p->tok_per_s, t - tr->start_time);
+        if (flush_log(tr, err)) return -1;
+    }
+    if (st->step % (uint64_t)ct->valid_every == 0) return validate_window(tr, p, err);
+    return 0;
+}
+
+/* The rest of the current epoch, from batch_in_epoch on, until a stop (the step limit, a
+ * signal, early stopping). */
+static int run_epoch(Trainer *tr, Progress *p, const ForwardOptions *fwd, Error *err) {
+    TrainState *st = &tr->state;
+    EpochPlan plan;
+    if (epoch_plan_make(&plan, &tr->train, tr->cfg->train.batch_size, tr->cfg->train.seed,
+                        st->epoch, err))
+        return -1;
+    int rc = 0;
+    for (size_t b = st->batch_in_epoch; b < plan.n_batches && rc == 0; b++) {
+        if (p->stop || stop_signal || st->step >= p->total_steps) break;
+        const Batch *batch = batch_fill(&tr->batches, &tr->train, plan.order + plan.start[b],
+                                        (int)(plan.start[b + 1] - plan.start[b]));
+        double loss;
+        rc = train_step(tr, batch, fwd, p, &loss, err);
+        if (rc == 0) {
+            st->batch_in_epoch = b + 1;
+            rc = report_step(tr, p, loss, err);
+        }
+    }
+    if (rc == 0 && st->batch_in_epoch >= plan.n_batches) {
+        st->epoch++;
+        st->batch_in_epoch = 0;
+    }
+    epoch_plan_free(&plan);
+    return rc;
+}
+
 static int train(Trainer *tr, Error *err) {
     const Config *cfg = tr->cfg;
     const ConfigTrain *ct = &cfg->train;
     TrainState *st = &tr->state;
-    Model *m = &tr->nm.model;
-    int B = ct->batch_size, interactive = isatty(STDERR_FILENO);
-    size_t per_epoch = (tr->train.count + (size_t)B - 1) / (size_t)B;
-    uint64_t total_steps = ct->epochs > 0 ? (uint64_t)ct->epochs * per_epoch : UINT64_MAX;
-    if (ct->max_steps > 0 && (uint64_t)ct->max_steps < total_steps) total_steps = ct->max_steps;
+    size_t per_epoch = (tr->train.count + (size_t)ct->batch_size - 1) / (size_t)ct->batch_size;
+    Progress p = {.total_steps = ct->epochs > 0 ? (uint64_t)ct->epochs * per_epoch : UINT64_MAX,
+                  .first_step = st->step,
+                  .last_validated = st->step,
+                  .interactive = isatty(STDERR_FILENO)};
+    if (ct->max_steps > 0 && (uint64_t)ct->max_steps < p.total_steps) p.total_steps = ct->max_steps;
     ForwardOptions fwd = {.dropout = (real)ct->dropout,
                           .label_smoothing = (real)ct->label_smoothing,
                           .rng = &tr->dropout_rng};
-    tr->start_time = now();
-    double window_loss = 0, window_start = now(), lr = 0, tok_per_s = 0;
-    size_t window_tokens = 0, window_steps = 0;
-    uint64_t first_step = st->step, last_validated = st->step;
-    int stop = 0;
-    while (!stop && st->step < total_steps) {
-        EpochPlan plan;
-        if (epoch_plan_make(&plan, &tr->train, B, ct->seed, st->epoch, err)) return -1;
-        for (size_t b = st->batch_in_epoch; b < plan.n_batches && !stop; b++) {
-            if (st->step >= total_steps) break;
-            if (stop_signal) break;
-            const Batch *batch = batch_fill(&tr->batches, &tr->train, plan.order + plan.start[b],
-                                            (int)(plan.start[b + 1] - plan.start[b]));
-            double loss;
-            if (model_forward(m, &tr->acts, batch, &fwd, &loss, err)) {
-                epoch_plan_free(&plan);
-                return -1;
-            }
-            model_zero_grad(m);
-            model_backward(m, &tr->acts);
-            double norm = grad_norm(m->grads, m->table.total);
-            if (!isfinite(loss) || !isfinite(norm)) {
-                char what[64];
-                snprintf(what, sizeof what, "the %s is %g",
-                         isfinite(loss) ? "gradient norm" : "loss", isfinite(loss) ? norm : loss);
-                epoch_plan_free(&plan);
-                return diverged(tr, what, err);
-            }
-            lr = learning_rate(&cfg->optim, st);
-            adam_step(&tr->adam, m->params, m->grads, clip_scale(norm, cfg->optim.clip_norm), lr);
-            /* finite gradients can still overflow a parameter (e.g. from damaged moments) */
-            if (!all_finite(m->params, m->table.total)) {
-                epoch_plan_free(&plan);
-                return diverged(tr, "the Adam update overflowed", err);
-            }
-            st->step++;
-            st->batch_in_epoch = b + 1;
-            window_loss += loss * tr->acts.n_tokens;
-            window_tokens += (size_t)tr->acts.n_tokens;
-            window_steps++;
-
-            double t = now();
-            tok_per_s = window_tokens / fmax(t - window_start, 1e-9);
-            if (interactive) {
-                char elapsed[32], eta[32] = "?";
-                format_duration(elapsed, sizeof elapsed, t - tr->start_time);
-                if (total_steps != UINT64_MAX)
-                    format_duration(eta, sizeof eta,
-                                    (t - tr->start_time) / (double)(st->step - first_step) *
-                                        (double)(total_steps - st->step));
-                fprintf(stderr,
-                        "\r\033[Kepoch %llu  step %llu/%s  loss %.4f  lr %.2e  %.0f tok/s  "
-                        "%s  ETA %s",
-                        (unsigned long long)st->epoch + 1, (unsigned long long)st->step,
-                        total_steps == UINT64_MAX ? "?" : "", loss, lr, tok_per_s, elapsed, eta);
-                if (total_steps != UINT64_MAX) fprintf(stderr, "\b");
-            }
-            if (st->step % (uint64_t)ct->log_every == 0) {
-                double mean = window_loss / (double)window_tokens;
-                if (!interactive) {
-                    printf("step %llu  epoch %llu  loss %.4f  lr %.3g  %.0f tok/s\n",
-                           (unsigned long long)st->step, (unsigned long long)st->epoch + 1, mean,
-                           lr, tok_per_s);
-                    fflush(stdout);
-                }
-                fprintf(tr->log, "%llu\t%llu\t%.6f\t%.6g\t\t\t\t\t%.1f\t%.2f\n",
-                        (unsigned long long)st->step, (unsigned long long)st->epoch + 1, mean, lr,
-                        tok_per_s, t - tr->start_time);
-                if (flush_log(tr, err)) {
-                    epoch_plan_free(&plan);
-                    return -1;
-                }
-            }
-            if (st->step % (uint64_t)ct->valid_every == 0) {
-                double mean = window_tokens ? window_loss / (double)window_tokens : 0;
-                if (validate(tr, mean, tok_per_s, lr, &stop, err)) {
-                    epoch_plan_free(&plan);
-                    return -1;
-                }
-                last_validated = st->step;
-                window_loss = 0, window_tokens = 0, window_steps = 0, window_start = now();
-            }
-        }
-        epoch_plan_free(&plan);
+    tr->start_time = p.window_start = now();
+    while (!p.stop && st->step < p.total_steps &&
+           !(ct->epochs > 0 && st->epoch >= (uint64_t)ct->epochs)) {
+        if (run_epoch(tr, &p, &fwd, err)) return -1;
         if (stop_signal) {
-            if (interactive) fprintf(stderr, "\n");
+            if (p.interactive) fprintf(stderr, "\n");
             if (save_last(tr, err)) return -1;
             printf("interrupted by signal %d at step %llu: saved %s; continue with --resume\n",
                    (int)stop_signal, (unsigned long long)st->step, tr->last_path);
             return 128 + stop_signal;
         }
-        if (st->batch_in_epoch >= plan.n_batches) {
-            st->epoch++;
-            st->batch_in_epoch = 0;
-        }
-        if (ct->epochs > 0 && st->epoch >= (uint64_t)ct->epochs) break;
     }
-    if (!stop && st->step != last_validated) {
-        double mean = window_tokens ? window_loss / (double)window_tokens : 0;
-        if (validate(tr, mean, tok_per_s, lr, &stop, err)) return -1;
-    }
+    if (!p.stop && st->step != p.last_validated && validate_window(tr, &p, err)) return -1;
     char elapsed[32];
     format_duration(elapsed, sizeof elapsed, now() - tr->start_time);
     printf("done: %llu steps in %s, best dev BLEU %.2f -> %s\n", (unsigned long long)st->step,
