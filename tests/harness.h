@@ -67,6 +67,11 @@ void assert_one_line_error(const RunResult *r, const char *program, int status,
 /* Asserts that text contains fragment, naming both when it does not. */
 void assert_contains(const char *text, const char *fragment);
 
+/* Reports that `test` cannot run here and why. The test then returns without asserting; the
+ * runner lists every skip after the results and counts them in its closing line, so a test
+ * that could not run is never mistaken for one that passed. */
+void test_skip(const char *test, const char *why);
+
 /* True when the tests run under AddressSanitizer, whose shadow memory cannot live under an
  * address-space limit: tests that set one are skipped then. */
 bool under_address_sanitizer(void);

@@ -520,7 +520,8 @@ START_TEST(attend_program_json) {
                                       EXAMPLES "004-cross-attention-i-am-a-student.txt", "-o",
                                       "/nonexistent/dir/out.txt", NULL},
                 NULL, 30, NULL);
-    assert_one_line_error(&r, "attend", 2, (const char *const[]){"cannot create /nonexistent/dir/out.txt.tmp", NULL});
+    assert_one_line_error(
+        &r, "attend", 2, (const char *const[]){"cannot create /nonexistent/dir/out.txt.tmp", NULL});
     scratch_free(&s);
 }
 END_TEST

@@ -34,10 +34,6 @@
 #include "train/adam.h"
 #include "nmt/checkpoint.h"
 
-static void skip(const char *test, const char *why) {
-    fprintf(stderr, "faults: %s skipped: %s\n", test, why);
-}
-
 static bool same_bytes(const unsigned char *a, size_t a_len, const unsigned char *b, size_t b_len) {
     return a && b && a_len == b_len && memcmp(a, b, a_len) == 0;
 }
@@ -260,7 +256,7 @@ static bool resume_on_broken_disk(const char *test, TakeAway take_away, RunResul
     char disk[512], config[512], out_dir[600];
     scratch_path(&s, "disk", disk, sizeof disk);
     if (!mount_small_disk(disk, "256k")) {
-        skip(test, "cannot mount a tmpfs (needs root)");
+        test_skip(test, "cannot mount a tmpfs (needs root)");
         scratch_free(&s);
         return false;
     }
@@ -454,7 +450,7 @@ END_TEST
  * address space limited to 1 GiB that is refused up front, as "too large". */
 START_TEST(faults_model_beyond_memory_limit_is_too_large) {
     if (under_address_sanitizer()) {
-        skip("faults_model_beyond_memory_limit_is_too_large", "needs an address-space limit");
+        test_skip("faults_model_beyond_memory_limit_is_too_large", "needs an address-space limit");
         return;
     }
     Scratch s;
@@ -481,7 +477,7 @@ END_TEST
  * never ignored and never a crash: 100,000 pairs to tokenize in 64 MiB of address space. */
 START_TEST(faults_allocation_failure_is_reported) {
     if (under_address_sanitizer()) {
-        skip("faults_allocation_failure_is_reported", "needs an address-space limit");
+        test_skip("faults_allocation_failure_is_reported", "needs an address-space limit");
         return;
     }
     Scratch s;

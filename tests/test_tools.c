@@ -34,6 +34,15 @@ static void read_text(const char *path, char *buf, size_t size) {
     fclose(f);
 }
 
+/* Lines in a file; 0 when it cannot be read (yet). */
+static int count_lines(const char *path) {
+    FILE *f = fopen(path, "r");
+    int lines = 0, c;
+    while (f && (c = fgetc(f)) != EOF) lines += c == '\n';
+    if (f) fclose(f);
+    return lines;
+}
+
 static void make_temp_dir(char *dir, size_t size) {
     snprintf(dir, size, "/tmp/nmt-tools-XXXXXX");
     ck_assert(mkdtemp(dir) != NULL);
@@ -269,10 +278,16 @@ START_TEST(interrupted_training_saves_a_resumable_checkpoint) {
     if (pid == 0) {
         freopen("/dev/null", "w", stdout);
         execl("../bin/train", "train", "../configs/tiny.ini", "--set", out, "--set",
-              "train.valid_every=100000", "--set", "train.epochs=50", (char *)NULL);
+              "train.valid_every=100000", "--set", "train.epochs=50", "--set", "train.log_every=1",
+              (char *)NULL);
         _exit(127);
     }
-    nanosleep(&(struct timespec){.tv_sec = 1, .tv_nsec = 500000000}, NULL);
+    /* interrupt it once it is in the training loop: its log has a line for a step, after the
+     * header (at most 30 s, so a trainer that never gets there still ends the test) */
+    char log[160];
+    snprintf(log, sizeof log, "%s/run/train_log.tsv", dir);
+    for (int waited = 0; waited < 3000 && count_lines(log) < 2; waited++)
+        nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
     kill(pid, SIGINT);
     int status;
     ck_assert(waitpid(pid, &status, 0) == pid);

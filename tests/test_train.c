@@ -1,8 +1,9 @@
 /*
- * test_train.c: checkpoints (round trip, and every kind of damage detected), Adam and
- * clipping, and short training runs: the loss must fall, and the same seed must give the
- * same losses bit for bit.
+ * test_train.c: checkpoints (round trip, and every kind of damage detected), Adam (two steps
+ * by hand), clipping, the learning-rate schedules, and short training runs: the loss must fall, and
+ * the same seed must give the same losses bit for bit.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -251,6 +252,62 @@ START_TEST(clipping_bounds_the_norm) {
 }
 END_TEST
 
+/* Two Adam steps worked out by hand (lr 0.1, beta1 0.9, beta2 0.999, eps 1e-8), the first
+ * with its gradient [3, 4] clipped to norm 1:
+ *   step 1: g = [0.6, 0.8]; m = 0.1 g = [0.06, 0.08]; v = 0.001 g^2 = [0.00036, 0.00064];
+ *           bias-corrected m / sqrt(v) = g / |g| = 1 each: p = [0, 0] - 0.1 = [-0.1, -0.1]
+ *   step 2: g = [0.3, -0.4] (norm 0.5, not clipped); m = 0.9 m + 0.1 g = [0.084, 0.032];
+ *           v = 0.999 v + 0.001 g^2 = [0.00044964, 0.00079936]; corrections 1 - 0.9^2 = 0.19
+ *           and 1 - 0.999^2 = 0.001999: p -= 0.1 (m / 0.19) / sqrt(v / 0.001999)
+ *           = [-0.193217960, -0.126633702] */
+START_TEST(adam_two_steps_by_hand) {
+    Adam adam;
+    Error err;
+    ck_assert(adam_init(&adam, 2, 0.9, 0.999, 1e-8, &err) == 0);
+    real p[2] = {0, 0}, g1[2] = {3, 4}, g2[2] = {0.3f, -0.4f};
+    adam_step(&adam, p, g1, clip_scale(grad_norm(g1, 2), 1.0), 0.1);
+    ck_assert_double_eq_tol(adam.m[0], 0.06, 1e-7);
+    ck_assert_double_eq_tol(adam.m[1], 0.08, 1e-7);
+    ck_assert_double_eq_tol(adam.v[0], 0.00036, 1e-8); /* float: 1 - beta2 rounds */
+    ck_assert_double_eq_tol(adam.v[1], 0.00064, 1e-8);
+    ck_assert_double_eq_tol(p[0], -0.1, 1e-6);
+    ck_assert_double_eq_tol(p[1], -0.1, 1e-6);
+    adam_step(&adam, p, g2, clip_scale(grad_norm(g2, 2), 1.0), 0.1);
+    ck_assert_uint_eq(adam.t, 2);
+    ck_assert_double_eq_tol(adam.m[0], 0.084, 1e-7);
+    ck_assert_double_eq_tol(adam.m[1], 0.032, 1e-7);
+    /* float keeps about 7 digits through the corrections */
+    double tol = sizeof(real) == 8 ? 1e-9 : 1e-5;
+    ck_assert_double_eq_tol(p[0], -0.193217960, tol);
+    ck_assert_double_eq_tol(p[1], -0.126633702, tol);
+    adam_free(&adam);
+}
+END_TEST
+
+/* Each schedule at the steps where it changes: warm-up, decay, plateau factor, the floor. */
+START_TEST(learning_rate_schedules) {
+    ConfigOptim o = {.lr = 0.01, .schedule = LR_SCHEDULE_CONSTANT, .min_lr = 0};
+    ck_assert_double_eq(schedule_lr(&o, 0, 1), 0.01);
+    ck_assert_double_eq(schedule_lr(&o, 100000, 0.5), 0.01); /* lr_scale is plateau's */
+    o.warmup_steps = 4;                                      /* (step + 1) / 4 up to 1 */
+    ck_assert_double_eq_tol(schedule_lr(&o, 0, 1), 0.0025, 1e-15);
+    ck_assert_double_eq_tol(schedule_lr(&o, 2, 1), 0.0075, 1e-15);
+    ck_assert_double_eq_tol(schedule_lr(&o, 3, 1), 0.01, 1e-15);
+    ck_assert_double_eq_tol(schedule_lr(&o, 50, 1), 0.01, 1e-15);
+    o.schedule = LR_SCHEDULE_WARMUP_DECAY, o.decay_rate = 0.5, o.decay_steps = 10;
+    ck_assert_double_eq_tol(schedule_lr(&o, 4, 1), 0.01 * pow(0.5, 0.0), 1e-15);
+    ck_assert_double_eq_tol(schedule_lr(&o, 14, 1), 0.005, 1e-15);  /* one decay period */
+    ck_assert_double_eq_tol(schedule_lr(&o, 24, 1), 0.0025, 1e-15); /* two */
+    ck_assert_double_eq_tol(schedule_lr(&o, 9, 1), 0.01 * pow(0.5, 0.5), 1e-15);
+    o.min_lr = 0.004; /* the floor */
+    ck_assert_double_eq_tol(schedule_lr(&o, 24, 1), 0.004, 1e-15);
+    o.schedule = LR_SCHEDULE_PLATEAU, o.min_lr = 0, o.warmup_steps = 0;
+    ck_assert_double_eq_tol(schedule_lr(&o, 1000, 0.25), 0.0025, 1e-15);
+    o.min_lr = 0.003;
+    ck_assert_double_eq_tol(schedule_lr(&o, 1000, 0.25), 0.003, 1e-15);
+}
+END_TEST
+
 Suite *train_suite(void) {
     Suite *s = suite_create("train");
     TCase *tc = tcase_create("train");
@@ -259,6 +316,8 @@ Suite *train_suite(void) {
     tcase_add_loop_test(tc, checkpoint_round_trip, 0, 2);
     tcase_add_test(tc, checkpoint_damage_is_detected);
     tcase_add_test(tc, clipping_bounds_the_norm);
+    tcase_add_test(tc, adam_two_steps_by_hand);
+    tcase_add_test(tc, learning_rate_schedules);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,5 +1,5 @@
 /*
- * adam.c: Adam and gradient clipping (see adam.h).
+ * adam.c: Adam, gradient clipping and the learning-rate schedules (see adam.h).
  */
 #include "adam.h"
 
@@ -61,4 +61,14 @@ double grad_norm(const real *grads, size_t n) {
 
 real clip_scale(double norm, double max_norm) {
     return max_norm > 0 && norm > max_norm ? (real)(max_norm / (norm + 1e-12)) : 1;
+}
+
+double schedule_lr(const ConfigOptim *o, uint64_t step, double lr_scale) {
+    double warm = o->warmup_steps > 0 ? fmin(1.0, (double)(step + 1) / o->warmup_steps) : 1;
+    double factor = 1;
+    if (o->schedule == LR_SCHEDULE_WARMUP_DECAY && step > (uint64_t)o->warmup_steps)
+        factor = pow(o->decay_rate, (double)(step - o->warmup_steps) / o->decay_steps);
+    else if (o->schedule == LR_SCHEDULE_PLATEAU)
+        factor = lr_scale;
+    return fmax(o->min_lr, o->lr * factor) * warm;
 }

@@ -1,5 +1,5 @@
 /*
- * adam.h: the Adam optimiser and global gradient-norm clipping.
+ * adam.h: the Adam optimiser, global gradient-norm clipping and the learning-rate schedules.
  *
  * The moments m and v mirror the parameter block (same table order, same length), so one loop
  * updates every parameter. Bias correction uses the step count t, which is saved with them.
@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "base/base.h"
+#include "train/config.h"
 
 typedef struct {
     size_t n;   /* parameters */
@@ -32,5 +33,10 @@ double grad_norm(const real *grads, size_t n);
 /* The factor that brings a gradient of this norm down to max_norm: 1 when the norm is within
  * it or max_norm is 0 (no clipping). */
 real clip_scale(double norm, double max_norm);
+
+/* The learning rate of the step after `step` steps: the schedule's factor (lr_scale is the
+ * plateau schedule's current one), never below min_lr, times the linear warm-up
+ * (step + 1) / warmup_steps while it lasts. */
+double schedule_lr(const ConfigOptim *o, uint64_t step, double lr_scale);
 
 #endif

@@ -65,17 +65,6 @@ static void format_duration(char *buf, size_t size, double seconds) {
         snprintf(buf, size, "%ld:%02ld", s / 60, s % 60);
 }
 
-/* The learning rate of the next step. */
-static double learning_rate(const ConfigOptim *o, const TrainState *st) {
-    double warm = o->warmup_steps > 0 ? fmin(1.0, (double)(st->step + 1) / o->warmup_steps) : 1;
-    double factor = 1;
-    if (o->schedule == LR_SCHEDULE_WARMUP_DECAY && st->step > (uint64_t)o->warmup_steps)
-        factor = pow(o->decay_rate, (double)(st->step - o->warmup_steps) / o->decay_steps);
-    else if (o->schedule == LR_SCHEDULE_PLATEAU)
-        factor = st->lr_scale;
-    return fmax(o->min_lr, o->lr * factor) * warm;
-}
-
 /* True when every x[0..n) is finite. Written without an early exit so it vectorises: it runs
  * over the parameters after every step. */
 static bool all_finite(const real *x, size_t n) {
@@ -395,7 +384,7 @@ static int train_step(Trainer *tr, const Batch *batch, const ForwardOptions *fwd
                  isfinite(*loss) ? norm : *loss);
         return diverged(tr, what, err);
     }
-    p->lr = learning_rate(&tr->cfg->optim, &tr->state);
+    p->lr = schedule_lr(&tr->cfg->optim, tr->state.step, tr->state.lr_scale);
     adam_step(&tr->adam, m->params, m->grads, clip_scale(norm, tr->cfg->optim.clip_norm), p->lr);
     /* finite gradients can still overflow a parameter (e.g. from damaged moments) */
     if (!all_finite(m->params, m->table.total))
