@@ -27,33 +27,22 @@ static void usage(FILE *out) {
             REAL_NAME);
 }
 
-int main(int argc, char **argv) {
-    int double_build = sizeof(real) == sizeof(double);
-    bool unidirectional = false;
-    double smoothing = 0, dropout = 0, tol = double_build ? 1e-6 : 1e-2;
-    long samples = -1, seed = 1;
-    const CliOption options[] = {OPT_FLAG("unidirectional", 0, &unidirectional),
-                                 OPT_REAL("smoothing", &smoothing, 0, 0.99),
-                                 OPT_REAL("dropout", &dropout, 0, 0.9),
-                                 OPT_INT("seed", &seed, 0, 1e15),
-                                 OPT_INT("samples", &samples, 0, 1e9),
-                                 OPT_REAL("tol", &tol, 0, 1),
-                                 OPT_END};
-    int status = cli_parse("gradcheck", argc, argv, options, usage);
-    if (status != CLI_GO_ON) return status;
-    Error err;
-    if (optind < argc) {
-        fprintf(stderr, "gradcheck: unexpected argument '%s'\n", argv[optind]);
-        return 2;
-    }
+typedef struct {
+    bool unidirectional;
+    double smoothing, dropout, tol;
+    long samples, seed;
+} Options;
 
-    /* Small enough to check every element in double; sizes all differ so a transposed index
-     * cannot pass by accident. */
+/* Finite differences of every tensor of a small model on a random batch into result. Small
+ * enough to check every element in double; sizes all differ so a transposed index cannot pass
+ * by accident. */
+static int check_gradients(const Options *o, Model *model, TensorCheck *result, Error *err) {
+    bool double_build = sizeof(real) == sizeof(double);
     ModelDims dims = {.src_vocab = 11,
                       .tgt_vocab = 13,
                       .emb = 5,
                       .enc_hidden = 4,
-                      .bidirectional = !unidirectional,
+                      .bidirectional = !o->unidirectional,
                       .dec_hidden = 6,
                       .att = 3,
                       .readout = 7};
@@ -62,39 +51,43 @@ int main(int argc, char **argv) {
      * gradients are checked across chunk boundaries, and attention's hidden layer recomputed
      * in backward, as large models run (tests check that keeping it gives the same bits) */
     ActsPlan plan = {.logit_rows = 5, .attention = ACTS_RECOMPUTE};
-    Model model;
-    Acts acts;
-    RandomBatch rb;
-    if (model_init(&model, &dims, &err) || acts_init_plan(&acts, &dims, B, S, T, &plan, &err) ||
-        random_batch_make(&rb, &dims, B, S, T, (uint64_t)seed, &err)) {
-        fprintf(stderr, "gradcheck: %s\n", err.msg);
-        return 1;
-    }
-    params_init(model.params, &model.table, (uint64_t)seed);
+    Acts acts = {0};
+    RandomBatch rb = {0};
+    int rc = -1;
+    if (model_init(model, &dims, err) || acts_init_plan(&acts, &dims, B, S, T, &plan, err) ||
+        random_batch_make(&rb, &dims, B, S, T, (uint64_t)o->seed, err))
+        goto done;
+    params_init(model->params, &model->table, (uint64_t)o->seed);
     Rng dropout_rng;
-    ForwardOptions opt = {.dropout = (real)dropout,
-                          .label_smoothing = (real)smoothing,
-                          .rng = dropout > 0 ? &dropout_rng : NULL};
+    ForwardOptions opt = {.dropout = (real)o->dropout,
+                          .label_smoothing = (real)o->smoothing,
+                          .rng = o->dropout > 0 ? &dropout_rng : NULL};
     FdCheckOptions fd = {
-        .per_tensor = samples >= 0   ? (size_t)samples
-                      : double_build ? 0
-                                     : 40,
+        .per_tensor = o->samples >= 0 ? (size_t)o->samples
+                      : double_build  ? 0
+                                      : 40,
         .step = double_build ? 1e-3 : 3e-2,
         .floor = double_build ? 1e-6 : 1e-3,
-        .dropout_seed = (uint64_t)seed,
+        .dropout_seed = (uint64_t)o->seed,
     };
-    TensorCheck result[PARAM_COUNT];
-    if (fd_check_model(&model, &acts, &rb.batch, &opt, &fd, result, &err)) {
-        fprintf(stderr, "gradcheck: %s\n", err.msg);
-        return 1;
-    }
+    rc = fd_check_model(model, &acts, &rb.batch, &opt, &fd, result, err);
+done:
+    random_batch_free(&rb);
+    acts_free(&acts);
+    return rc;
+}
+
+/* A line per tensor: its worst element and whether it is within the tolerance. Returns the
+ * number of tensors above it. */
+static int report(const Options *o, const Model *model, const TensorCheck *result) {
     printf("gradcheck: %s build, %s encoder, label smoothing %g, dropout %g, seed %ld\n", REAL_NAME,
-           unidirectional ? "unidirectional" : "bidirectional", smoothing, dropout, seed);
+           o->unidirectional ? "unidirectional" : "bidirectional", o->smoothing, o->dropout,
+           o->seed);
     printf("%-14s %-10s %8s %12s %10s %14s %14s  %s\n", "tensor", "shape", "checked", "max rel err",
            "at", "analytic", "numeric", "");
     int failures = 0;
     for (int p = 0; p < PARAM_COUNT; p++) {
-        const ParamInfo *info = &model.table.info[p];
+        const ParamInfo *info = &model->table.info[p];
         if (!info->size) continue;
         const TensorCheck *tc = &result[p];
         char shape[32], at[32];
@@ -106,14 +99,39 @@ int main(int argc, char **argv) {
             snprintf(shape, sizeof shape, "%d", info->shape[0]);
             snprintf(at, sizeof at, "[%zu]", tc->worst);
         }
-        int ok = tc->max_rel < tol;
+        int ok = tc->max_rel < o->tol;
         failures += !ok;
         printf("%-14s %-10s %8zu %12.3e %10s %14.6e %14.6e  %s\n", info->name, shape, tc->checked,
                tc->max_rel, at, tc->analytic, tc->numeric, ok ? "ok" : "FAIL");
     }
-    printf("%s: %d tensor(s) above %g\n", failures ? "FAILED" : "PASSED", failures, tol);
-    random_batch_free(&rb);
-    acts_free(&acts);
+    printf("%s: %d tensor(s) above %g\n", failures ? "FAILED" : "PASSED", failures, o->tol);
+    return failures;
+}
+
+int main(int argc, char **argv) {
+    Options o = {.tol = sizeof(real) == sizeof(double) ? 1e-6 : 1e-2, .samples = -1, .seed = 1};
+    const CliOption options[] = {OPT_FLAG("unidirectional", 0, &o.unidirectional),
+                                 OPT_REAL("smoothing", &o.smoothing, 0, 0.99),
+                                 OPT_REAL("dropout", &o.dropout, 0, 0.9),
+                                 OPT_INT("seed", &o.seed, 0, 1e15),
+                                 OPT_INT("samples", &o.samples, 0, 1e9),
+                                 OPT_REAL("tol", &o.tol, 0, 1),
+                                 OPT_END};
+    int status = cli_parse("gradcheck", argc, argv, options, usage);
+    if (status != CLI_GO_ON) return status;
+    if (optind < argc) {
+        fprintf(stderr, "gradcheck: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    Model model = {0};
+    TensorCheck result[PARAM_COUNT];
+    Error err;
+    if (check_gradients(&o, &model, result, &err)) {
+        fprintf(stderr, "gradcheck: %s\n", err.msg);
+        model_free(&model);
+        return 1;
+    }
+    int failures = report(&o, &model, result);
     model_free(&model);
     return failures ? 1 : 0;
 }
