@@ -48,6 +48,12 @@ int error_append(Error *err, const char *fmt, ...) {
     return -1;
 }
 
+uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
 void *checked_calloc(size_t count, size_t size, const char *what, Error *err) {
     if (count == 0 || size == 0) count = size = 1; /* a valid, freeable pointer */
     if (count > SIZE_MAX / size) {

@@ -10,6 +10,7 @@
 #define NMT_BASE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef REAL_DOUBLE
 typedef double real;
@@ -40,6 +41,11 @@ void *checked_calloc(size_t count, size_t size, const char *what, Error *err);
  * a multiple of 16 floats never straddle two cache lines (which halves the speed at which a
  * matrix-vector product streams a matrix). *block gets the pointer to free. */
 real *checked_calloc_aligned(size_t n, void **block, const char *what, Error *err);
+
+/* FNV-1a, 64 bits: fnv1a(FNV1A_START, data, n) hashes data[0..n); passing a previous result
+ * as h continues it over more bytes. Hash tables of tokens and checkpoint checksums use it. */
+#define FNV1A_START 0xcbf29ce484222325ull
+uint64_t fnv1a(uint64_t h, const void *data, size_t n);
 
 /* Refuses, with an error naming `what`, to go on when `bytes` exceed the memory this process
  * can have: the physical memory, or the address-space or data-segment limit (ulimit -v / -d)

@@ -90,3 +90,17 @@ long read_line(FILE *in, char **line, size_t *cap) {
     if (n > 0 && (*line)[n - 1] == '\r') (*line)[--n] = '\0';
     return (long)n;
 }
+
+int file_write_u32(FILE *out, uint32_t value) {
+    unsigned char bytes[4] = {(unsigned char)value, (unsigned char)(value >> 8),
+                              (unsigned char)(value >> 16), (unsigned char)(value >> 24)};
+    return fwrite(bytes, 1, 4, out) == 4 ? 0 : -1;
+}
+
+int file_read_u32(FILE *in, uint32_t *value) {
+    unsigned char bytes[4];
+    if (fread(bytes, 1, 4, in) != 4) return -1;
+    *value = (uint32_t)bytes[0] | (uint32_t)bytes[1] << 8 | (uint32_t)bytes[2] << 16 |
+             (uint32_t)bytes[3] << 24;
+    return 0;
+}

@@ -10,6 +10,7 @@
 #define NMT_BASE_FILES_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "base/base.h"
@@ -39,5 +40,10 @@ int make_dirs(const char *dir, Error *err);
  * which), so a failure is never mistaken for the end. *line is reused and grown (free it when
  * done). */
 long read_line(FILE *in, char **line, size_t *cap);
+
+/* A little-endian unsigned 32-bit integer, the unit of the serialised vocabularies and BPE
+ * tables; 0, or -1 when the stream fails or ends. */
+int file_write_u32(FILE *out, uint32_t value);
+int file_read_u32(FILE *in, uint32_t *value);
 
 #endif

@@ -17,16 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/files.h"
+
 #define NO_SYMBOL UINT32_MAX
 #define NONE      SIZE_MAX
 
 /* ---- Small helpers ---- */
-
-static uint64_t hash_bytes(const char *s, size_t len) {
-    uint64_t hash = 0xcbf29ce484222325u; /* FNV-1a offset basis and prime */
-    for (size_t i = 0; i < len; i++) hash = (hash ^ (unsigned char)s[i]) * 0x100000001b3u;
-    return hash;
-}
 
 static uint64_t hash_pair(uint32_t left, uint32_t right) {
     uint64_t x = ((uint64_t)left << 32 | right) * 0x9E3779B97F4A7C15u; /* Fibonacci hashing */
@@ -91,7 +87,7 @@ static int append_owned(TokenList *list, char *piece, Error *err) {
 
 /* The slot holding s[0..len), or the free slot where it would go; the table must exist. */
 static size_t symbol_slot(const BpeSymbols *set, const char *s, size_t len) {
-    size_t slot = (size_t)hash_bytes(s, len) & set->mask;
+    size_t slot = (size_t)fnv1a(FNV1A_START, s, len) & set->mask;
     for (uint32_t id; (id = set->slots[slot]) != 0; slot = (slot + 1) & set->mask)
         if (set->lengths[id - 1] == len && memcmp(set->strings[id - 1], s, len) == 0) break;
     return slot;
@@ -293,7 +289,7 @@ typedef struct {
 } Learner;
 
 static WordCount *word_slot(WordCount *slots, size_t mask, const char *token) {
-    size_t slot = (size_t)hash_bytes(token, strlen(token)) & mask;
+    size_t slot = (size_t)fnv1a(FNV1A_START, token, strlen(token)) & mask;
     while (slots[slot].token && strcmp(slots[slot].token, token) != 0) slot = (slot + 1) & mask;
     return &slots[slot];
 }
@@ -775,30 +771,17 @@ int bpe_join(const char *const *pieces, size_t count, TokenList *out, Error *err
 
 /* ---- Serialisation ---- */
 
-static int write_u32(FILE *out, uint32_t value) {
-    unsigned char bytes[4] = {(unsigned char)value, (unsigned char)(value >> 8),
-                              (unsigned char)(value >> 16), (unsigned char)(value >> 24)};
-    return fwrite(bytes, 1, 4, out) == 4 ? 0 : -1;
-}
-
-static int read_u32(FILE *in, uint32_t *value) {
-    unsigned char bytes[4];
-    if (fread(bytes, 1, 4, in) != 4) return -1;
-    *value = (uint32_t)bytes[0] | (uint32_t)bytes[1] << 8 | (uint32_t)bytes[2] << 16 |
-             (uint32_t)bytes[3] << 24;
-    return 0;
-}
-
 static int write_symbol(const Bpe *bpe, uint32_t id, FILE *out) {
     size_t len = bpe->symbols.lengths[id];
-    return len <= UINT32_MAX && write_u32(out, (uint32_t)len) == 0 &&
+    return len <= UINT32_MAX && file_write_u32(out, (uint32_t)len) == 0 &&
                    fwrite(bpe->symbols.strings[id], 1, len, out) == len
                ? 0
                : -1;
 }
 
 int bpe_write(const Bpe *bpe, FILE *out) {
-    if (bpe->merge_count > UINT32_MAX || write_u32(out, (uint32_t)bpe->merge_count) != 0) return -1;
+    if (bpe->merge_count > UINT32_MAX || file_write_u32(out, (uint32_t)bpe->merge_count) != 0)
+        return -1;
     for (size_t i = 0; i < bpe->merge_count; i++)
         if (write_symbol(bpe, bpe->merges[i].left, out) != 0 ||
             write_symbol(bpe, bpe->merges[i].right, out) != 0)
@@ -811,7 +794,7 @@ int bpe_write(const Bpe *bpe, FILE *out) {
 static int read_symbol(FILE *in, size_t index, const char *side, size_t *budget, char **symbol,
                        size_t *len, Error *err) {
     uint32_t n;
-    if (*budget < 4 || read_u32(in, &n) != 0)
+    if (*budget < 4 || file_read_u32(in, &n) != 0)
         return error_set(err, "bpe: truncated at the length of merge %zu's %s symbol", index, side);
     *budget -= 4;
     if (n == 0) return error_set(err, "bpe: merge %zu: the %s symbol is empty", index, side);
@@ -839,7 +822,7 @@ static int read_symbol(FILE *in, size_t index, const char *side, size_t *budget,
 int bpe_read(Bpe *out, FILE *in, size_t max_bytes, Error *err) {
     *out = (Bpe){0};
     uint32_t count;
-    if (max_bytes < 4 || read_u32(in, &count) != 0)
+    if (max_bytes < 4 || file_read_u32(in, &count) != 0)
         return error_set(err, "bpe: truncated before its merge count");
     size_t budget = max_bytes - 4;
     if (count > BPE_MAX_MERGES)

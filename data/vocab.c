@@ -12,19 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const special_tokens[TOK_SPECIALS] = {"<pad>", "<unk>", "<s>", "</s>"};
+#include "base/files.h"
 
-static uint64_t hash_string(const char *s) {
-    uint64_t hash = 0xcbf29ce484222325u; /* FNV-1a offset basis and prime */
-    for (; *s; s++) hash = (hash ^ (unsigned char)*s) * 0x100000001b3u;
-    return hash;
-}
+static const char *const special_tokens[TOK_SPECIALS] = {"<pad>", "<unk>", "<s>", "</s>"};
 
 /* ---- Lookup ---- */
 
 /* The slot holding token, or the free slot where it would go. */
 static size_t find_slot(const Vocab *vocab, const char *token) {
-    size_t slot = (size_t)hash_string(token) & vocab->slot_mask;
+    size_t slot = (size_t)fnv1a(FNV1A_START, token, strlen(token)) & vocab->slot_mask;
     while (vocab->slots[slot] != 0 && strcmp(vocab->tokens[vocab->slots[slot] - 1], token) != 0)
         slot = (slot + 1) & vocab->slot_mask;
     return slot;
@@ -83,7 +79,7 @@ typedef struct {
 } CountTable;
 
 static TokenCount *count_slot(TokenCount *slots, size_t mask, const char *token) {
-    size_t slot = (size_t)hash_string(token) & mask;
+    size_t slot = (size_t)fnv1a(FNV1A_START, token, strlen(token)) & mask;
     while (slots[slot].token && strcmp(slots[slot].token, token) != 0) slot = (slot + 1) & mask;
     return &slots[slot];
 }
@@ -177,25 +173,11 @@ int vocab_build(const TokenList *sentences, size_t sentence_count, size_t min_co
 
 /* ---- Serialisation ---- */
 
-static int write_u32(FILE *out, uint32_t value) {
-    unsigned char bytes[4] = {(unsigned char)value, (unsigned char)(value >> 8),
-                              (unsigned char)(value >> 16), (unsigned char)(value >> 24)};
-    return fwrite(bytes, 1, 4, out) == 4 ? 0 : -1;
-}
-
-static int read_u32(FILE *in, uint32_t *value) {
-    unsigned char bytes[4];
-    if (fread(bytes, 1, 4, in) != 4) return -1;
-    *value = (uint32_t)bytes[0] | (uint32_t)bytes[1] << 8 | (uint32_t)bytes[2] << 16 |
-             (uint32_t)bytes[3] << 24;
-    return 0;
-}
-
 int vocab_write(const Vocab *vocab, FILE *out) {
-    if (write_u32(out, (uint32_t)vocab->size) != 0) return -1;
+    if (file_write_u32(out, (uint32_t)vocab->size) != 0) return -1;
     for (size_t id = 0; id < vocab->size; id++) {
         size_t len = strlen(vocab->tokens[id]);
-        if (len > UINT32_MAX || write_u32(out, (uint32_t)len) != 0 ||
+        if (len > UINT32_MAX || file_write_u32(out, (uint32_t)len) != 0 ||
             fwrite(vocab->tokens[id], 1, len, out) != len)
             return -1;
     }
@@ -205,7 +187,7 @@ int vocab_write(const Vocab *vocab, FILE *out) {
 /* Reads token `id` into vocab->tokens[id]; *budget is what is left of max_bytes. */
 static int read_token(Vocab *vocab, FILE *in, size_t id, size_t *budget, Error *err) {
     uint32_t len;
-    if (*budget < 4 || read_u32(in, &len) != 0)
+    if (*budget < 4 || file_read_u32(in, &len) != 0)
         return error_set(err, "vocabulary: truncated at the length of token %zu", id);
     *budget -= 4;
     if (len == 0) return error_set(err, "vocabulary: token %zu is empty", id);
@@ -234,7 +216,7 @@ static int read_token(Vocab *vocab, FILE *in, size_t id, size_t *budget, Error *
 int vocab_read(Vocab *out, FILE *in, size_t max_bytes, Error *err) {
     *out = (Vocab){0};
     uint32_t count;
-    if (max_bytes < 4 || read_u32(in, &count) != 0)
+    if (max_bytes < 4 || file_read_u32(in, &count) != 0)
         return error_set(err, "vocabulary: truncated before its token count");
     size_t budget = max_bytes - 4;
     if (count < TOK_SPECIALS || count > VOCAB_MAX_SIZE)

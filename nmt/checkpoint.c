@@ -26,15 +26,8 @@ void nmt_model_free(NmtModel *nm) {
     memset(nm, 0, sizeof *nm);
 }
 
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
-    return h;
-}
-static const uint64_t FNV_START = 0xcbf29ce484222325ull;
-
 uint64_t checkpoint_checksum(const void *data, size_t size) {
-    return fnv1a(FNV_START, data, size);
+    return fnv1a(FNV1A_START, data, size);
 }
 
 /* ---- saving ------------------------------------------------------------------------- */
@@ -83,7 +76,7 @@ int checkpoint_save(const char *path, const NmtModel *nm, const TrainState *stat
     FILE *f = out.file;
     const ModelDims *d = &nm->model.dims;
     const Model *m = &nm->model;
-    Writer w = {.f = f, .hash = FNV_START};
+    Writer w = {.f = f, .hash = FNV1A_START};
     put(&w, MAGIC, sizeof MAGIC);
     put_u32(&w, VERSION);
     put_u32(&w, sizeof(real));
