@@ -22,23 +22,25 @@
 enum { CHUNK = 32, MAX_INPUT_TOKENS = 250 };
 
 static void usage(FILE *out) {
-    fprintf(out,
-            "usage: translate [-m MODEL] [--beam N] [--nbest N] [--max-len N] [--align FILE]\n"
-            "                 [--align-format F] [TEXT ...]\n"
-            "Translates each TEXT argument, or each line of standard input when there is none.\n"
-            "  -m, --model MODEL  checkpoint (default: the toy model, runs/toy/best.ckpt)\n"
-            "  --beam N           beam size; 1 is greedy search (default 1)\n"
-            "  --nbest N          print the N best translations as 'i ||| text ||| score'\n"
-            "                     (default 1: just the best, one line per input; N <= beam)\n"
-            "  --max-len N        at most N output tokens (default: 2 x input length + 10)\n"
-            "  --len-norm X       length-normalisation exponent of beam scores (default 1)\n"
-            "  --align FILE       also write the attention alignment of each input's best\n"
-            "                     translation to FILE (written whole, through FILE.tmp)\n"
-            "  --align-format F   pharaoh (word links i-j, default), marian (soft weights),\n"
-            "                     json, tsv or text; bin/align --help describes them\n"
-            "  -h, --help         this text\n"
-            "Inputs longer than %d tokens are cut to that length with a warning.\n",
-            MAX_INPUT_TOKENS);
+    fprintf(
+        out,
+        "usage: translate [-m MODEL] [--beam N] [--nbest N] [--max-len N] [--align FILE]\n"
+        "                 [--align-format F] [TEXT ...]\n"
+        "Translates each TEXT argument, or each line of standard input when there is none.\n"
+        "  -m, --model MODEL  checkpoint (default: the toy model, runs/toy/best.ckpt)\n"
+        "  --beam N           beam size; 1 is greedy search (default 1)\n"
+        "  --nbest N          print the N best translations as 'i ||| text ||| score'\n"
+        "                     (default 1: just the best, one line per input; N <= beam)\n"
+        "  --max-len N        at most N output tokens (default: 2 x input length + 10)\n"
+        "  --len-norm X       length-normalisation exponent of beam scores (default 1)\n"
+        "  --align FILE       also write the attention alignment of each input's best\n"
+        "                     translation to FILE (written whole, through FILE.tmp)\n"
+        "  --align-format F   pharaoh (word links i-j, default), marian (soft weights),\n"
+        "                     json, tsv, text or html (one interactive page); bin/align --help\n"
+        "                     describes them\n"
+        "  -h, --help         this text\n"
+        "Inputs longer than %d tokens are cut to that length with a warning.\n",
+        MAX_INPUT_TOKENS);
 }
 
 typedef struct {
@@ -50,7 +52,24 @@ typedef struct {
     size_t counter;  /* inputs seen, for messages and n-best numbering */
     FILE *align_out; /* --align: where alignments go; NULL without it */
     AlignFormat align_format;
+    Alignment *kept; /* html: every alignment, written as one page at the end */
+    int n_kept, cap_kept;
 } Translator;
+
+/* html needs every sentence first: the alignment is kept (the translator owns it now). */
+static int keep_alignment(Translator *t, Alignment *a, Error *err) {
+    if (t->n_kept == t->cap_kept) {
+        int cap = t->cap_kept ? 2 * t->cap_kept : 16;
+        Alignment *grown = realloc(t->kept, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            alignment_free(a);
+            return error_set(err, "out of memory keeping alignments");
+        }
+        t->kept = grown, t->cap_kept = cap;
+    }
+    t->kept[t->n_kept++] = *a;
+    return 0;
+}
 
 /* --align: the alignment of one input's best translation (or its placeholder). A problem
  * with one sentence's alignment is reported like a bad input and does not stop the run. */
@@ -58,12 +77,14 @@ static int write_alignment(Translator *t, const char *text, const Translation *x
                            size_t number, Error *err) {
     Alignment a;
     Error e;
+    if (t->align_format == ALIGN_HTML && (!x || x->count == 0)) return 0; /* no placeholder */
     if (!x || x->count == 0) return alignment_write_missing(t->align_out, t->align_format, err);
     if (alignment_from_hypothesis(&a, &t->nm, text, &x->hyps[0], &e)) {
         fprintf(stderr, "translate: %s %zu: no alignment: %s\n", what, number, e.msg);
         t->failures++;
         return alignment_write_missing(t->align_out, t->align_format, err);
     }
+    if (t->align_format == ALIGN_HTML) return keep_alignment(t, &a, err);
     int rc = alignment_write(t->align_out, t->align_format, &a, err);
     alignment_free(&a);
     return rc;
@@ -203,7 +224,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "translate: --align-format needs --align FILE\n");
         return 2;
     }
-    if (!align_format_streams(align_format)) {
+    if (!align_format_streams(align_format) && align_format != ALIGN_HTML) {
         fprintf(stderr, "translate: --align-format %s needs every sentence first; use bin/align\n",
                 align_format == ALIGN_SVG ? "svg" : "npy");
         return 2;
@@ -257,9 +278,13 @@ int main(int argc, char **argv) {
     }
     if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout)))
         rc = error_set(&err, "cannot write to standard output: %s", strerror(errno));
+    if (align_path && rc == 0 && align_format == ALIGN_HTML)
+        rc = alignment_write_html(align_file.file, t.kept, t.n_kept, &err);
     if (align_path && rc == 0) rc = output_file_commit(&align_file, &err);
     if (align_path && rc) output_file_abort(&align_file);
     if (rc) fprintf(stderr, "translate: %s\n", err.msg);
+    for (int k = 0; k < t.n_kept; k++) alignment_free(&t.kept[k]);
+    free(t.kept);
     search_free(&t.searcher);
     nmt_model_free(&t.nm);
     return rc || t.failures ? 1 : 0;
