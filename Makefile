@@ -29,7 +29,7 @@ endif
 
 BUILD    = build
 # Each program's main() lives in the file named here; everything else is library code.
-PROGRAMS = train translate evaluate align gradcheck gradref gencorpus
+PROGRAMS = train translate evaluate align gradcheck gradref gencorpus plot
 MAIN_SRC = train/train.c $(addprefix tools/,$(addsuffix .c,$(filter-out train,$(PROGRAMS))))
 LIB_SRC  = $(filter-out $(MAIN_SRC),$(wildcard base/*.c model/*.c data/*.c nmt/*.c train/*.c tools/*.c))
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
