@@ -19,5 +19,6 @@ Suite *tools_suite(void);
 Suite *gemm_suite(void);
 Suite *hostile_suite(void);
 Suite *faults_suite(void);
+Suite *pictures_suite(void);
 
 #endif
