@@ -3,6 +3,7 @@
 #   make                 single precision (float), all programs
 #   make REAL=double     the same programs in double precision (objects rebuild automatically)
 #   make test            builds and runs the whole test suite (installs `check` when it can)
+#   make test-browser    the attention page tested in headless Chromium (tests/browser/run.sh)
 #   make bench           performance benchmark (not a test)
 #   make SANITIZE=1 test the suite under AddressSanitizer and UndefinedBehaviorSanitizer
 #   make fuzz            each libFuzzer target (clang) for FUZZ_SECONDS; docs/reliability.md
@@ -42,7 +43,7 @@ BINS     = $(addprefix bin/,$(filter $(PROGRAMS),$(basename $(notdir $(wildcard 
 # linked with another.
 STAMP    = $(BUILD)/compile-command
 
-.PHONY: all test check-lib bench clean format FORCE
+.PHONY: all test test-browser check-lib bench clean format FORCE
 # Keep every object (pattern-rule intermediates included): no rebuilds, no "rm" lines after tests.
 .SECONDARY:
 all: $(BINS)
@@ -81,6 +82,11 @@ bin/run_tests: $(TEST_OBJ) $(LIB_OBJ) | check-lib
 
 test: check-lib $(BINS) bin/run_tests
 	@cd tests && ../bin/run_tests
+
+# The attention page in headless Chromium (tests/browser/run.sh: installs it as root, else says
+# SKIPPED), and the SVG files through xmllint.
+test-browser: $(BINS)
+	@bash tests/browser/run.sh
 
 # The benchmark (not a test): figures only. THREADS sets the OpenMP thread count.
 THREADS ?= $(shell nproc 2>/dev/null || echo 2)
