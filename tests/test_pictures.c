@@ -520,6 +520,7 @@ Suite *pictures_suite(void) {
     tcase_add_test(html, html_page_of_100_sentences_of_20_tokens_is_small);
     suite_add_tcase(s, html);
     TCase *svg = tcase_create("svg");
+    tcase_set_timeout(svg, 60); /* bin/plot runs seven times, slow under the sanitizers */
     tcase_add_test(svg, xml_checker_catches_broken_markup);
     tcase_add_test(svg, attention_svg_is_well_formed);
     tcase_add_test(svg, curves_read_a_log_and_draw_it);
