@@ -339,7 +339,7 @@ int curves_update(const char *log_path, Error *err) {
     }
     OutputFile file;
     int rc = output_file_open(&file, path, false, err);
-    if (rc == 0) rc = curves_write_svg(file.file, &run, 1, err);
+    if (rc == 0 && curves_write_svg(file.file, &run, 1, err)) rc = error_prefix(err, "%s: ", path);
     if (rc == 0)
         rc = output_file_commit(&file, err);
     else

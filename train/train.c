@@ -196,7 +196,7 @@ static int validate(Trainer *tr, double train_loss, double tok_per_s, double lr,
             (unsigned long long)st->step, (unsigned long long)st->epoch + 1, train_loss, lr,
             sc.loss, sc.perplexity, sc.bleu.score, sc.chrf.score, tok_per_s,
             now() - tr->start_time);
-    if (flush_log(tr, err) || curves_update(tr->log_path, err) || save_last(tr, err)) return -1;
+    if (flush_log(tr, err) || save_last(tr, err) || curves_update(tr->log_path, err)) return -1;
     if (cfg->train.patience > 0 && st->bad_validations >= cfg->train.patience) {
         printf("early stop: dev BLEU has not improved for %d validations\n", cfg->train.patience);
         *stop = 1;
