@@ -33,42 +33,54 @@ static const char CODE_DIGITS[] =
 /* The page's style sheet. */
 static const char *const PAGE_CSS[] = {
     ":root { --sel: #e6550d; --ink: #1a1a1a; --muted: #5a5a5a; }",
-    "body { font-family: system-ui, \"DejaVu Sans\", \"Noto Sans\", \"Noto Sans CJK SC\", \"Noto Sans CJK JP\", \"Microsoft YaHei\", sans-serif; color: var(--ink); margin: 1.5em; line-height: 1.4; }",
+    "body { font-family: system-ui, \"DejaVu Sans\", \"Noto Sans\", \"Noto Sans CJK SC\", \"Noto "
+    "Sans CJK JP\", \"Microsoft YaHei\", sans-serif; color: var(--ink); margin: 1.5em; "
+    "line-height: 1.4; }",
     "h1 { font-size: 1.5em; margin: 0 0 .3em; }",
     "h2 { font-size: 1.1em; margin: 1.6em 0 .5em; font-weight: 600; }",
     "h2 .num { color: var(--muted); }",
     "h2 .arrow { color: var(--muted); }",
     ".hint, .note, caption { color: var(--muted); font-size: .9em; }",
     ".legend { display: flex; align-items: center; gap: .5em; font-size: .9em; margin: .6em 0; }",
-    ".legend .ramp { display: inline-block; width: 12em; height: 1em; border: 1px solid #888; background: linear-gradient(to right, rgb(255,255,255), rgb(107,174,214), rgb(8,48,107)); }",
+    ".legend .ramp { display: inline-block; width: 12em; height: 1em; border: 1px solid #888; "
+    "background: linear-gradient(to right, rgb(255,255,255), rgb(107,174,214), rgb(8,48,107)); }",
     "nav ol { margin: .3em 0; padding-left: 2em; }",
     ".layout { display: flex; flex-wrap: wrap; gap: 2em; align-items: flex-start; }",
     ".grid { overflow-x: auto; max-width: 100%; }",
     "table.heatmap { border-collapse: collapse; font-size: 12px; }",
-    "table.heatmap caption { caption-side: bottom; text-align: left; padding-top: .4em; max-width: 40em; }",
+    "table.heatmap caption { caption-side: bottom; text-align: left; padding-top: .4em; max-width: "
+    "40em; }",
     "table.heatmap th { font-weight: normal; }",
     "th.src { vertical-align: bottom; padding: 0 0 4px; }",
-    "th.src span { writing-mode: vertical-rl; text-orientation: mixed; display: inline-block; max-height: 9em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }",
-    "th.tgt { text-align: right; padding: 0 .5em; max-width: 12em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; cursor: pointer; }",
+    "th.src span { writing-mode: vertical-rl; text-orientation: mixed; display: inline-block; "
+    "max-height: 9em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }",
+    "th.tgt { text-align: right; padding: 0 .5em; max-width: 12em; overflow: hidden; "
+    "text-overflow: ellipsis; white-space: nowrap; cursor: pointer; }",
     "th.tgt:focus { outline: 2px solid var(--sel); outline-offset: -2px; }",
     "tr.sel th.tgt { background: #fdd0a2; font-weight: 600; }",
-    "td.cell { width: 36px; min-width: 36px; height: 26px; text-align: center; font-size: 10px; border: 1px solid #d0d0d0; padding: 0; }",
+    "td.cell { width: 36px; min-width: 36px; height: 26px; text-align: center; font-size: 10px; "
+    "border: 1px solid #d0d0d0; padding: 0; }",
     "td.cell.dark { color: #fff; }",
     "td.cell.faint { color: transparent; }",
     "td.cell.peak { outline: 2px solid #111; outline-offset: -3px; font-weight: 700; }",
     "tr.sel td.cell { box-shadow: inset 0 3px 0 var(--sel), inset 0 -3px 0 var(--sel); }",
     ".step { min-width: 24em; max-width: 46em; font-size: .92em; }",
     ".step h3 { font-size: 1em; margin: 0 0 .3em; }",
-    ".step .formula { font-family: \"DejaVu Sans Mono\", monospace; font-size: .9em; color: var(--muted); }",
+    ".step .formula { font-family: \"DejaVu Sans Mono\", monospace; font-size: .9em; color: "
+    "var(--muted); }",
     ".step table { border-collapse: collapse; }",
-    ".step th, .step td { padding: .1em .6em; text-align: right; border-bottom: 1px solid #e4e4e4; }",
-    ".step td.tok, .step th.tok { text-align: left; max-width: 14em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }",
+    ".step th, .step td { padding: .1em .6em; text-align: right; border-bottom: 1px solid #e4e4e4; "
+    "}",
+    ".step td.tok, .step th.tok { text-align: left; max-width: 14em; overflow: hidden; "
+    "text-overflow: ellipsis; white-space: nowrap; }",
     ".step td.barcell { width: 10em; text-align: left; }",
-    ".step .bar { display: inline-block; height: .8em; background: rgb(49,130,189); vertical-align: middle; }",
+    ".step .bar { display: inline-block; height: .8em; background: rgb(49,130,189); "
+    "vertical-align: middle; }",
     ".step tr.peak td { font-weight: 700; }",
     ".step tfoot td { border-bottom: none; border-top: 2px solid #999; }",
     ".chosen b { font-weight: 700; }",
-    ".sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }",
+    ".sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 "
+    "0); white-space: nowrap; }",
     "#selftest-result { border: 2px solid #333; padding: .5em; white-space: pre-wrap; }",
     "@media print {",
     "  body { margin: 0; font-size: 10pt; }",
@@ -77,7 +89,8 @@ static const char *const PAGE_CSS[] = {
     "  section { break-inside: avoid; }",
     "  tr.sel td.cell { box-shadow: none; }",
     "  tr.sel th.tgt { background: none; font-weight: normal; }",
-    "  .sr-only { position: static; width: auto; height: auto; overflow: visible; clip: auto; white-space: normal; }",
+    "  .sr-only { position: static; width: auto; height: auto; overflow: visible; clip: auto; "
+    "white-space: normal; }",
     "  table.summary { border-collapse: collapse; margin-top: .5em; font-size: 9pt; }",
     "  table.summary th, table.summary td { border: 1px solid #bbb; padding: .1em .4em; }",
     "}",
@@ -88,7 +101,8 @@ static const char *const PAGE_SCRIPT[] = {
     "'use strict';",
     "// Errors anywhere on the page are kept for the self-test, which fails on any.",
     "const pageErrors = [];",
-    "window.onerror = (message, source, line) => { pageErrors.push(String(message) + ' (line ' + line + ')'); };",
+    "window.onerror = (message, source, line) => { pageErrors.push(String(message) + ' (line ' + "
+    "line + ')'); };",
     "",
     "// Each code is 4 characters of this alphabet, a 24-bit number n; the value is n * UNIT.",
     "const DIGITS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';",
@@ -114,9 +128,12 @@ static const char *const PAGE_SCRIPT[] = {
     "// One sentence: e_ti = lse_t - q_ti and alpha_ti = exp(-q_ti), row t at [t * S + i].",
     "function unpack(d, k) {",
     "  const S = d.src.length, T = d.tgt.length, what = 'sentence ' + (k + 1);",
-    "  const q = decode(d.q, S * T, what + ' weights'), nlp = decode(d.nlp, T, what + ' probabilities');",
-    "  if (!Array.isArray(d.lse) || d.lse.length !== T) throw new Error(what + ': expected ' + T + ' sums');",
-    "  const e = new Float64Array(S * T), alpha = new Float64Array(S * T), prob = new Float64Array(T);",
+    "  const q = decode(d.q, S * T, what + ' weights'), nlp = decode(d.nlp, T, what + ' "
+    "probabilities');",
+    "  if (!Array.isArray(d.lse) || d.lse.length !== T) throw new Error(what + ': expected ' + T + "
+    "' sums');",
+    "  const e = new Float64Array(S * T), alpha = new Float64Array(S * T), prob = new "
+    "Float64Array(T);",
     "  const peak = new Int32Array(T);",
     "  for (let t = 0; t < T; t++) {",
     "    prob[t] = Math.exp(-nlp[t]);",
@@ -126,10 +143,12 @@ static const char *const PAGE_SCRIPT[] = {
     "      if (alpha[t * S + i] > alpha[t * S + peak[t]]) peak[t] = i;",
     "    }",
     "  }",
-    "  return { d: d, k: k, S: S, T: T, e: e, alpha: alpha, prob: prob, peak: peak, heads: [], cells: [], rows: [], panel: null };",
+    "  return { d: d, k: k, S: S, T: T, e: e, alpha: alpha, prob: prob, peak: peak, heads: [], "
+    "cells: [], rows: [], panel: null };",
     "}",
     "",
-    "// The worked softmax of step t, as the course notes do it: exp of each score, their sum, ratios.",
+    "// The worked softmax of step t, as the course notes do it: exp of each score, their sum, "
+    "ratios.",
     "function softmax(s, t) {",
     "  const ex = [];",
     "  let sum = 0;",
@@ -141,8 +160,10 @@ static const char *const PAGE_SCRIPT[] = {
     "const SCALE = [[0, 255, 255, 255], [0.5, 107, 174, 214], [1, 8, 48, 107]];",
     "function colour(w) {",
     "  w = w > 0 ? Math.min(w, 1) : 0;",
-    "  const a = SCALE[w <= 0.5 ? 0 : 1], b = SCALE[w <= 0.5 ? 1 : 2], f = (w - a[0]) / (b[0] - a[0]);",
-    "  return 'rgb(' + [1, 2, 3].map((j) => Math.round(a[j] + f * (b[j] - a[j]))).join(', ') + ')';",
+    "  const a = SCALE[w <= 0.5 ? 0 : 1], b = SCALE[w <= 0.5 ? 1 : 2], f = (w - a[0]) / (b[0] - "
+    "a[0]);",
+    "  return 'rgb(' + [1, 2, 3].map((j) => Math.round(a[j] + f * (b[j] - a[j]))).join(', ') + "
+    "')';",
     "}",
     "",
     "function fmtExp(x) { return x >= 1e-3 && x < 1e5 ? x.toPrecision(4) : x.toExponential(3); }",
@@ -163,16 +184,22 @@ static const char *const PAGE_SCRIPT[] = {
     "  const d = s.d, sec = el('section', 'sentence');",
     "  sec.id = 'sentence-' + (s.k + 1);",
     "  const h = el('h2');",
-    "  h.append(el('span', 'num', (s.k + 1) + '.'), ' ', el('span', 'source', d.source), el('span', 'arrow', ' \\u2192 '), el('span', 'translation', d.translation));",
+    "  h.append(el('span', 'num', (s.k + 1) + '.'), ' ', el('span', 'source', d.source), "
+    "el('span', 'arrow', ' \\u2192 '), el('span', 'translation', d.translation));",
     "  sec.append(h);",
     "  if (d.reference !== null) {",
     "    const note = el('p', 'note');",
-    "    note.append('Forced decoding (teacher forcing) of the reference ', el('q', 'reference', d.reference), ': the rows are its tokens.');",
+    "    note.append('Forced decoding (teacher forcing) of the reference ', el('q', 'reference', "
+    "d.reference), ': the rows are its tokens.');",
     "    sec.append(note);",
     "  }",
-    "  if (!d.complete) sec.append(el('p', 'note', 'The output stopped before </s> (length limit).'));",
-    "  const layout = el('div', 'layout'), grid = el('div', 'grid'), table = el('table', 'heatmap');",
-    "  table.append(el('caption', null, 'Attention weights \\u03b1: one row per output token, one column per source token (</s> included); each row sums to 1. The outlined cell is each row\\u2019s largest weight.'));",
+    "  if (!d.complete) sec.append(el('p', 'note', 'The output stopped before </s> (length "
+    "limit).'));",
+    "  const layout = el('div', 'layout'), grid = el('div', 'grid'), table = el('table', "
+    "'heatmap');",
+    "  table.append(el('caption', null, 'Attention weights \\u03b1: one row per output token, one "
+    "column per source token (</s> included); each row sums to 1. The outlined cell is each "
+    "row\\u2019s largest weight.'));",
     "  const head = el('tr'), corner = el('th', 'corner');",
     "  corner.scope = 'col';",
     "  corner.append(el('span', 'sr-only', 'output token'));",
@@ -219,7 +246,8 @@ static const char *const PAGE_SCRIPT[] = {
     "  grid.append(table, summary(s));",
     "  s.panel = el('div', 'step');",
     "  s.panel.setAttribute('aria-live', 'polite');",
-    "  s.panel.append(el('p', 'hint', 'Point at an output token (or focus it with Tab, then use the arrow keys) to see that decoding step worked out.'));",
+    "  s.panel.append(el('p', 'hint', 'Point at an output token (or focus it with Tab, then use "
+    "the arrow keys) to see that decoding step worked out.'));",
     "  layout.append(grid, s.panel);",
     "  sec.append(layout);",
     "  parent.append(sec);",
@@ -228,13 +256,16 @@ static const char *const PAGE_SCRIPT[] = {
     "// For screen readers (and print): each output token, the source token it attends to most.",
     "function summary(s) {",
     "  const table = el('table', 'summary sr-only'), head = el('tr');",
-    "  table.append(el('caption', null, 'Sentence ' + (s.k + 1) + ' as a table: each output token, its probability, and the source token it attends to most.'));",
-    "  ['output token', 'probability', 'most attended source token', 'weight'].forEach((x) => { const th = el('th', null, x); th.scope = 'col'; head.append(th); });",
+    "  table.append(el('caption', null, 'Sentence ' + (s.k + 1) + ' as a table: each output token, "
+    "its probability, and the source token it attends to most.'));",
+    "  ['output token', 'probability', 'most attended source token', 'weight'].forEach((x) => { "
+    "const th = el('th', null, x); th.scope = 'col'; head.append(th); });",
     "  table.appendChild(el('thead')).append(head);",
     "  const body = el('tbody');",
     "  for (let t = 0; t < s.T; t++) {",
     "    const tr = el('tr'), i = s.peak[t];",
-    "    tr.append(el('td', null, s.d.tgt[t]), el('td', null, s.prob[t].toFixed(4)), el('td', null, s.d.src[i]), el('td', null, s.alpha[t * s.S + i].toFixed(4)));",
+    "    tr.append(el('td', null, s.d.tgt[t]), el('td', null, s.prob[t].toFixed(4)), el('td', "
+    "null, s.d.src[i]), el('td', null, s.alpha[t * s.S + i].toFixed(4)));",
     "    body.append(tr);",
     "  }",
     "  table.append(body);",
@@ -261,47 +292,61 @@ static const char *const PAGE_SCRIPT[] = {
     "  const d = s.d, sm = softmax(s, t), p = s.panel;",
     "  p.replaceChildren();",
     "  p.append(el('h3', null, 'Step ' + (t + 1) + ' of ' + s.T));",
-    "  p.append(el('p', 'formula', 'e_' + (t + 1) + 'i = v\\u1d40 tanh(W_q s_' + t + ' + W_k h_i + b)    \\u03b1_' + (t + 1) + 'i = exp(e_' + (t + 1) + 'i) / \\u03a3_j exp(e_' + (t + 1) + 'j)'));",
+    "  p.append(el('p', 'formula', 'e_' + (t + 1) + 'i = v\\u1d40 tanh(W_q s_' + t + ' + W_k h_i + "
+    "b)    \\u03b1_' + (t + 1) + 'i = exp(e_' + (t + 1) + 'i) / \\u03a3_j exp(e_' + (t + 1) + "
+    "'j)'));",
     "  const table = el('table', 'worked'), head = el('tr');",
-    "  [['i', ''], ['source token', 'tok'], ['e_ti', ''], ['exp(e_ti)', ''], ['\\u03b1_ti', ''], ['', 'barcell']].forEach((c) => { const th = el('th', c[1], c[0]); th.scope = 'col'; head.append(th); });",
+    "  [['i', ''], ['source token', 'tok'], ['e_ti', ''], ['exp(e_ti)', ''], ['\\u03b1_ti', ''], "
+    "['', 'barcell']].forEach((c) => { const th = el('th', c[1], c[0]); th.scope = 'col'; "
+    "head.append(th); });",
     "  table.appendChild(el('thead')).append(head);",
     "  const body = el('tbody');",
     "  for (let i = 0; i < s.S; i++) {",
-    "    const tr = el('tr', i === s.peak[t] ? 'peak' : ''), bar = el('span', 'bar'), barcell = el('td', 'barcell');",
+    "    const tr = el('tr', i === s.peak[t] ? 'peak' : ''), bar = el('span', 'bar'), barcell = "
+    "el('td', 'barcell');",
     "    bar.style.width = (sm.alpha[i] * 100).toFixed(2) + '%';",
     "    bar.setAttribute('aria-hidden', 'true');",
     "    barcell.append(bar);",
-    "    tr.append(el('td', 'i', String(i)), el('td', 'tok', d.src[i]), el('td', 'e', s.e[t * s.S + i].toFixed(3)), el('td', 'exp', fmtExp(sm.ex[i])), el('td', 'alpha', sm.alpha[i].toFixed(4)), barcell);",
+    "    tr.append(el('td', 'i', String(i)), el('td', 'tok', d.src[i]), el('td', 'e', s.e[t * s.S "
+    "+ i].toFixed(3)), el('td', 'exp', fmtExp(sm.ex[i])), el('td', 'alpha', "
+    "sm.alpha[i].toFixed(4)), barcell);",
     "    body.append(tr);",
     "  }",
     "  table.append(body);",
     "  const foot = el('tr');",
-    "  foot.append(el('td', null, ''), el('td', 'tok', 'sum'), el('td', null, ''), el('td', 'sum', fmtSum(sm.sum)), el('td', null, '1.0000'), el('td', null, ''));",
+    "  foot.append(el('td', null, ''), el('td', 'tok', 'sum'), el('td', null, ''), el('td', 'sum', "
+    "fmtSum(sm.sum)), el('td', null, '1.0000'), el('td', null, ''));",
     "  table.appendChild(el('tfoot')).append(foot);",
     "  p.append(table);",
     "  const chosen = el('p', 'chosen');",
-    "  chosen.append('Chosen token ', el('b', 'tok', d.tgt[t]), ' with probability ', el('b', 'prob', s.prob[t].toFixed(4)), '; it attends most to ', el('b', 'peak-tok', d.src[s.peak[t]]), ' (\\u03b1 = ' + s.alpha[t * s.S + s.peak[t]].toFixed(4) + ').');",
+    "  chosen.append('Chosen token ', el('b', 'tok', d.tgt[t]), ' with probability ', el('b', "
+    "'prob', s.prob[t].toFixed(4)), '; it attends most to ', el('b', 'peak-tok', "
+    "d.src[s.peak[t]]), ' (\\u03b1 = ' + s.alpha[t * s.S + s.peak[t]].toFixed(4) + ').');",
     "  p.append(chosen);",
     "}",
     "",
     "// Arrow keys move between output tokens, across sentences at either end.",
     "function move(s, t, ev) {",
-    "  const step = ev.key === 'ArrowDown' || ev.key === 'ArrowRight' ? 1 : ev.key === 'ArrowUp' || ev.key === 'ArrowLeft' ? -1 : 0;",
+    "  const step = ev.key === 'ArrowDown' || ev.key === 'ArrowRight' ? 1 : ev.key === 'ArrowUp' "
+    "|| ev.key === 'ArrowLeft' ? -1 : 0;",
     "  if (!step) return;",
     "  let target = null;",
     "  if (t + step >= 0 && t + step < s.T) target = s.heads[t + step];",
-    "  else if (sentences[s.k + step]) { const n = sentences[s.k + step]; target = n.heads[step > 0 ? 0 : n.T - 1]; }",
+    "  else if (sentences[s.k + step]) { const n = sentences[s.k + step]; target = n.heads[step > "
+    "0 ? 0 : n.T - 1]; }",
     "  if (target) { ev.preventDefault(); target.focus(); }",
     "}",
     "",
     "function build() {",
     "  const data = JSON.parse(document.getElementById('alignment-data').textContent);",
-    "  const list = document.getElementById('sentence-list'), main = document.getElementById('sentences');",
+    "  const list = document.getElementById('sentence-list'), main = "
+    "document.getElementById('sentences');",
     "  data.sentences.forEach((d, k) => {",
     "    const s = unpack(d, k), li = el('li'), a = el('a');",
     "    sentences.push(s);",
     "    a.href = '#sentence-' + (k + 1);",
-    "    a.append(el('span', 'source', d.source), ' \\u2192 ', el('span', 'translation', d.translation));",
+    "    a.append(el('span', 'source', d.source), ' \\u2192 ', el('span', 'translation', "
+    "d.translation));",
     "    li.append(a);",
     "    list.append(li);",
     "    render(s, main);",
@@ -320,32 +365,44 @@ static const char *const PAGE_SCRIPT[] = {
     "  let failed = 0;",
     "  const check = (ok, what) => { checks++; if (!ok && failed++ < 30) fails.push(what); };",
     "  const near = (shown, value, tol) => Math.abs(parseFloat(shown) - value) <= tol;",
-    "  check(sentences.length === JSON.parse(document.getElementById('alignment-data').textContent).sentences.length, 'every sentence drawn');",
-    "  check(document.querySelectorAll('section.sentence').length === sentences.length, 'one section per sentence');",
+    "  check(sentences.length === "
+    "JSON.parse(document.getElementById('alignment-data').textContent).sentences.length, 'every "
+    "sentence drawn');",
+    "  check(document.querySelectorAll('section.sentence').length === sentences.length, 'one "
+    "section per sentence');",
     "  sentences.forEach((s) => {",
-    "    const where = 'sentence ' + (s.k + 1), sec = document.getElementById('sentence-' + (s.k + 1));",
+    "    const where = 'sentence ' + (s.k + 1), sec = document.getElementById('sentence-' + (s.k + "
+    "1));",
     "    check(sec !== null, where + ': drawn');",
     "    if (!sec) return;",
-    "    check(sec.querySelector('h2 .source').textContent === s.d.source, where + ': source text verbatim');",
-    "    check(sec.querySelector('h2 .translation').textContent === s.d.translation, where + ': translation verbatim');",
-    "    if (s.d.reference !== null) check(sec.querySelector('q.reference').textContent === s.d.reference, where + ': reference verbatim');",
+    "    check(sec.querySelector('h2 .source').textContent === s.d.source, where + ': source text "
+    "verbatim');",
+    "    check(sec.querySelector('h2 .translation').textContent === s.d.translation, where + ': "
+    "translation verbatim');",
+    "    if (s.d.reference !== null) check(sec.querySelector('q.reference').textContent === "
+    "s.d.reference, where + ': reference verbatim');",
     "    const cols = sec.querySelectorAll('th.src');",
     "    check(cols.length === s.S, where + ': one column per source token');",
-    "    cols.forEach((th, i) => check(th.textContent === s.d.src[i], where + ': source token ' + i + ' verbatim'));",
+    "    cols.forEach((th, i) => check(th.textContent === s.d.src[i], where + ': source token ' + "
+    "i + ' verbatim'));",
     "    for (let t = 0; t < s.T; t++) {",
     "      const at = where + ' step ' + (t + 1);",
     "      let sum = 0;",
     "      for (let i = 0; i < s.S; i++) sum += s.alpha[t * s.S + i];",
     "      check(Math.abs(sum - 1) <= 1e-4, at + ': weights sum to ' + sum.toFixed(6));",
-    "      for (let i = 0; i < s.S; i++) check(s.alpha[t * s.S + i] <= s.alpha[t * s.S + s.peak[t]], at + ': largest weight');",
+    "      for (let i = 0; i < s.S; i++) check(s.alpha[t * s.S + i] <= s.alpha[t * s.S + "
+    "s.peak[t]], at + ': largest weight');",
     "      // hovering any cell of the row and focusing its token both select it",
     "      for (const how of ['hover', 'focus']) {",
     "        deselect();",
-    "        if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();",
-    "        if (how === 'hover') s.cells[t][s.S - 1].dispatchEvent(new MouseEvent('mouseover', { bubbles: true }));",
+    "        if (document.activeElement && document.activeElement !== document.body) "
+    "document.activeElement.blur();",
+    "        if (how === 'hover') s.cells[t][s.S - 1].dispatchEvent(new MouseEvent('mouseover', { "
+    "bubbles: true }));",
     "        else {",
     "          s.heads[t].focus();",
-    "          // a browser window without the system focus moves the focus but fires no focus event",
+    "          // a browser window without the system focus moves the focus but fires no focus "
+    "event",
     "          if (!(current && current.s === s && current.t === t) && !document.hasFocus()) {",
     "            synthesized++;",
     "            s.heads[t].dispatchEvent(new FocusEvent('focus'));",
@@ -354,54 +411,72 @@ static const char *const PAGE_SCRIPT[] = {
     "        checkRow(s, t, at + ' (' + how + ')', check, near);",
     "      }",
     "      check(document.activeElement === s.heads[t], at + ': token has the focus');",
-    "      s.heads[t].dispatchEvent(new KeyboardEvent('keydown', { key: 'ArrowDown', bubbles: true, cancelable: true }));",
-    "      const next = t + 1 < s.T ? s.heads[t + 1] : sentences[s.k + 1] ? sentences[s.k + 1].heads[0] : s.heads[t];",
+    "      s.heads[t].dispatchEvent(new KeyboardEvent('keydown', { key: 'ArrowDown', bubbles: "
+    "true, cancelable: true }));",
+    "      const next = t + 1 < s.T ? s.heads[t + 1] : sentences[s.k + 1] ? sentences[s.k + "
+    "1].heads[0] : s.heads[t];",
     "      check(document.activeElement === next, at + ': ArrowDown moves to the next token');",
     "    }",
     "  });",
-    "  check(document.scripts.length === 2, 'no script element but the page\\u2019s own (' + document.scripts.length + ')');",
+    "  check(document.scripts.length === 2, 'no script element but the page\\u2019s own (' + "
+    "document.scripts.length + ')');",
     "  check(!document.documentElement.hasAttribute('xpwned'), 'no script from the text ran');",
     "  pageErrors.forEach((e) => check(false, 'JavaScript error: ' + e));",
     "  const out = document.getElementById('selftest-result');",
     "  out.hidden = false;",
-    "  out.textContent = fails.length ? 'FAIL ' + failed + ' of ' + checks + ' checks:\\n' + fails.join('\\n') : 'PASS ' + checks + ' checks' + (synthesized ? ' (the window had no focus: ' + synthesized + ' focus events dispatched by hand)' : '');",
+    "  out.textContent = fails.length ? 'FAIL ' + failed + ' of ' + checks + ' checks:\\n' + "
+    "fails.join('\\n') : 'PASS ' + checks + ' checks' + (synthesized ? ' (the window had no focus: "
+    "' + synthesized + ' focus events dispatched by hand)' : '');",
     "}",
     "",
     "// Row t of s is selected, drawn from the data, and its worked step shows the data's numbers.",
     "function checkRow(s, t, at, check, near) {",
     "  const d = s.d, sm = softmax(s, t);",
     "  // the text of the first match of css inside node, so that a missing element fails a check",
-    "  const text = (node, css) => { const n = node.querySelector(css); return n ? n.textContent : '(missing ' + css + ')'; };",
+    "  const text = (node, css) => { const n = node.querySelector(css); return n ? n.textContent : "
+    "'(missing ' + css + ')'; };",
     "  check(current && current.s === s && current.t === t, at + ': selected');",
-    "  check(document.querySelectorAll('tr.sel').length === 1 && s.rows[t].classList.contains('sel'), at + ': only its row highlighted');",
+    "  check(document.querySelectorAll('tr.sel').length === 1 && "
+    "s.rows[t].classList.contains('sel'), at + ': only its row highlighted');",
     "  check(s.heads[t].textContent === d.tgt[t], at + ': output token verbatim');",
     "  s.cells[t].forEach((td, i) => {",
     "    const w = s.alpha[t * s.S + i];",
-    "    check(td.textContent === w.toFixed(2) && td.style.backgroundColor === colour(w), at + ': cell ' + i + ' shows its weight');",
-    "    check(td.classList.contains('peak') === (i === s.peak[t]), at + ': cell ' + i + ' marked as largest only if it is');",
+    "    check(td.textContent === w.toFixed(2) && td.style.backgroundColor === colour(w), at + ': "
+    "cell ' + i + ' shows its weight');",
+    "    check(td.classList.contains('peak') === (i === s.peak[t]), at + ': cell ' + i + ' marked "
+    "as largest only if it is');",
     "  });",
     "  const rows = s.panel.querySelectorAll('tbody tr');",
-    "  check(text(s.panel, 'h3') === 'Step ' + (t + 1) + ' of ' + s.T, at + ': panel shows this step');",
+    "  check(text(s.panel, 'h3') === 'Step ' + (t + 1) + ' of ' + s.T, at + ': panel shows this "
+    "step');",
     "  check(rows.length === s.S, at + ': one worked line per source token');",
     "  rows.forEach((tr, i) => {",
     "    const e = s.e[t * s.S + i], w = s.alpha[t * s.S + i], cell = (c) => text(tr, '.' + c);",
     "    check(cell('tok') === d.src[i], at + ': line ' + i + ' source token');",
-    "    check(near(cell('e'), e, 5e-4 + 1e-9), at + ': e_' + i + ' shown ' + cell('e') + ', data ' + e);",
-    "    check(Math.abs(parseFloat(cell('exp')) - Math.exp(e)) <= 5e-4 * Math.exp(e), at + ': exp(e_' + i + ')');",
-    "    check(near(cell('alpha'), w, 5e-5 + 1e-6), at + ': alpha_' + i + ' shown ' + cell('alpha') + ', data ' + w.toFixed(6));",
-    "    check(Math.abs(parseFloat(tr.querySelector('.bar') ? tr.querySelector('.bar').style.width : 'NaN') - 100 * w) <= 0.01, at + ': bar ' + i + ' as long as alpha');",
-    "    check(tr.classList.contains('peak') === (i === s.peak[t]), at + ': line ' + i + ' marked as largest only if it is');",
+    "    check(near(cell('e'), e, 5e-4 + 1e-9), at + ': e_' + i + ' shown ' + cell('e') + ', data "
+    "' + e);",
+    "    check(Math.abs(parseFloat(cell('exp')) - Math.exp(e)) <= 5e-4 * Math.exp(e), at + ': "
+    "exp(e_' + i + ')');",
+    "    check(near(cell('alpha'), w, 5e-5 + 1e-6), at + ': alpha_' + i + ' shown ' + "
+    "cell('alpha') + ', data ' + w.toFixed(6));",
+    "    check(Math.abs(parseFloat(tr.querySelector('.bar') ? tr.querySelector('.bar').style.width "
+    ": 'NaN') - 100 * w) <= 0.01, at + ': bar ' + i + ' as long as alpha');",
+    "    check(tr.classList.contains('peak') === (i === s.peak[t]), at + ': line ' + i + ' marked "
+    "as largest only if it is');",
     "  });",
-    "  check(Math.abs(parseFloat(text(s.panel, 'tfoot .sum')) - sm.sum) <= 1e-5 * sm.sum, at + ': sum of exp');",
+    "  check(Math.abs(parseFloat(text(s.panel, 'tfoot .sum')) - sm.sum) <= 1e-5 * sm.sum, at + ': "
+    "sum of exp');",
     "  check(text(s.panel, '.chosen .tok') === d.tgt[t], at + ': chosen token');",
-    "  check(near(text(s.panel, '.chosen .prob'), s.prob[t], 5e-5 + 1e-9), at + ': its probability');",
+    "  check(near(text(s.panel, '.chosen .prob'), s.prob[t], 5e-5 + 1e-9), at + ': its "
+    "probability');",
     "}",
     "",
     "try {",
     "  build();",
     "} catch (err) {",
     "  pageErrors.push(err.message);",
-    "  document.getElementById('sentences').append(el('p', 'note', 'The page could not be drawn: ' + err.message));",
+    "  document.getElementById('sentences').append(el('p', 'note', 'The page could not be drawn: ' "
+    "+ err.message));",
     "}",
     "if (location.hash === '#selftest') {",
     "  try { selftest(); } catch (err) {",
