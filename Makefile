@@ -3,6 +3,7 @@
 #   make                 single precision (float), all programs
 #   make REAL=double     the same programs in double precision (objects rebuild automatically)
 #   make test            builds and runs the whole test suite (installs `check` when it can)
+#   make test-browser    the attention page tested in headless Chromium (tests/browser/run.sh)
 #   make bench           performance benchmark (not a test)
 #   make SANITIZE=1 test the suite under AddressSanitizer and UndefinedBehaviorSanitizer
 #   make fuzz            each libFuzzer target (clang) for FUZZ_SECONDS; docs/reliability.md
@@ -33,7 +34,7 @@ endif
 
 BUILD    = build
 # Each program's main() lives in the file named here; everything else is library code.
-PROGRAMS = train translate evaluate align gradcheck gradref gencorpus attend
+PROGRAMS = train translate evaluate align gradcheck gradref gencorpus attend plot
 MAIN_SRC = train/train.c $(addprefix tools/,$(addsuffix .c,$(filter-out train,$(PROGRAMS))))
 LIB_SRC  = $(filter-out $(MAIN_SRC),$(wildcard base/*.c model/*.c data/*.c nmt/*.c train/*.c tools/*.c))
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -48,7 +49,7 @@ BINS     = $(addprefix bin/,$(filter $(PROGRAMS),$(basename $(notdir $(wildcard 
 # linked with another.
 STAMP    = $(BUILD)/compile-command
 
-.PHONY: all test check-lib bench clean format install uninstall FORCE
+.PHONY: all test test-browser check-lib bench clean format install uninstall FORCE
 # Keep every object (pattern-rule intermediates included): no rebuilds, no "rm" lines after tests.
 .SECONDARY:
 all: $(BINS)
@@ -90,6 +91,11 @@ bin/run_tests: $(TEST_OBJ) $(LIB_OBJ) | check-lib
 test: check-lib $(BINS) bin/run_tests
 	@cd tests && NMT_MAKE_FLAGS='REAL=$(REAL) SANITIZE=$(SANITIZE) OPT=$(OPT) CC=$(CC)' \
 	    NMT_EXAMPLE_FLAGS='$(filter -fsanitize%,$(LDLIBS))' ../bin/run_tests
+
+# The attention page in headless Chromium (tests/browser/run.sh: installs it as root, else says
+# SKIPPED), and the SVG files through xmllint.
+test-browser: $(BINS)
+	@bash tests/browser/run.sh
 
 # The benchmark (not a test): figures only. THREADS sets the OpenMP thread count.
 THREADS ?= $(shell nproc 2>/dev/null || echo 2)

@@ -20,7 +20,7 @@
 static const char *const FORMAT_NAMES[] = {
     [ALIGN_TSV] = "tsv",         [ALIGN_NPY] = "npy",   [ALIGN_JSON] = "json",
     [ALIGN_SVG] = "svg",         [ALIGN_TEXT] = "text", [ALIGN_MARIAN] = "marian",
-    [ALIGN_PHARAOH] = "pharaoh",
+    [ALIGN_PHARAOH] = "pharaoh", [ALIGN_HTML] = "html",
 };
 
 int align_format_parse(const char *name, AlignFormat *out, Error *err) {
@@ -31,13 +31,13 @@ int align_format_parse(const char *name, AlignFormat *out, Error *err) {
         }
     char quoted[96];
     return error_set(err,
-                     "unknown format '%s' (expected tsv, npy, json, svg, text, marian or "
-                     "pharaoh)",
+                     "unknown format '%s' (expected tsv, npy, json, svg, text, marian, "
+                     "pharaoh or html)",
                      text_for_message(quoted, sizeof quoted, name, 60));
 }
 
 bool align_format_streams(AlignFormat format) {
-    return format != ALIGN_NPY && format != ALIGN_SVG;
+    return format != ALIGN_NPY && format != ALIGN_SVG && format != ALIGN_HTML;
 }
 
 /* tsv: a corner cell and the source tokens, then each output token with its weights. */
@@ -177,6 +177,7 @@ int alignment_write(FILE *out, AlignFormat format, const Alignment *a, Error *er
         break;
     case ALIGN_NPY:
     case ALIGN_SVG:
+    case ALIGN_HTML:
         return error_set(err, "the %s format is not written one sentence at a time",
                          FORMAT_NAMES[format]);
     }

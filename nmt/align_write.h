@@ -19,12 +19,13 @@ typedef enum {
     ALIGN_TEXT,
     ALIGN_MARIAN,
     ALIGN_PHARAOH,
+    ALIGN_HTML,
 } AlignFormat;
 
-/* "tsv", "npy", "json", "svg", "text", "marian" or "pharaoh". */
+/* "tsv", "npy", "json", "svg", "text", "marian", "pharaoh" or "html". */
 int align_format_parse(const char *name, AlignFormat *out, Error *err);
 
-/* True for the formats written one sentence at a time to a stream (all but npy and svg). */
+/* True for the formats written one sentence at a time to a stream (all but npy, svg and html). */
 bool align_format_streams(AlignFormat format);
 
 /* Writes one sentence in a streaming format. Between sentences: a blank line for tsv and
@@ -38,6 +39,10 @@ int alignment_write_missing(FILE *out, AlignFormat format, Error *err);
 
 /* One standalone SVG document with a labelled heatmap per alignment, stacked vertically. */
 int alignment_write_svg(FILE *out, const Alignment *list, int n, Error *err);
+
+/* One self-contained interactive HTML page (align_html.c): a heatmap per alignment and, for
+ * the output token pointed at or focused, that step of the softmax worked out. */
+int alignment_write_html(FILE *out, const Alignment *list, int n, Error *err);
 
 /* The file names of sentence `index` (-1: no index) for the npy format: base minus a
  * trailing ".npy", then ".INDEX" when indexed, then suffix (".npy", ".src.txt", ".tgt.txt"). */

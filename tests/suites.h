@@ -23,5 +23,6 @@ Suite *install_suite(void);
 Suite *attend_suite(void);
 Suite *bpe_suite(void);
 Suite *data_suite(void);
+Suite *pictures_suite(void);
 
 #endif

@@ -35,8 +35,9 @@ static void usage(FILE *out) {
         "                     needs exactly one TEXT\n"
         "  --beam N           beam size; 1 is greedy search (default 1); the matrix is the\n"
         "                     best hypothesis's\n"
-        "  --format F         tsv, npy, json, svg, text, marian or pharaoh (default: from the\n"
-        "                     extension of -o PATH, else text on a terminal, else tsv)\n"
+        "  --format F         tsv, npy, json, svg, text, marian, pharaoh or html (default:\n"
+        "                     from the extension of -o PATH, else text on a terminal, else\n"
+        "                     tsv)\n"
         "  -o, --output PATH  write to PATH (through PATH.tmp, renamed when complete)\n"
         "                     instead of standard output; npy needs a file (default align.npy)\n"
         "  --explain          print every decoding step as worked arithmetic (query, scores,\n"
@@ -55,6 +56,8 @@ static void usage(FILE *out) {
         "           goes to BASE.k.npy, BASE.k.src.txt and BASE.k.tgt.txt\n"
         "  json     one object per line: source, translation, src_tokens, tgt_tokens, alpha\n"
         "  svg      a labelled heatmap per sentence, stacked in one SVG document\n"
+        "  html     one self-contained page: a heatmap per sentence; pointing at (or\n"
+        "           focusing) an output token works out that step: e_ti, exp, sum, alpha_ti\n"
         "  text     a shaded heatmap for the terminal, naming each row's strongest column\n"
         "  marian   'translation ||| w,w,w w,w,w': one group of weights per output token\n"
         "  pharaoh  word links 'i-j' (source-target, 0-based): each target word to its most\n"
@@ -81,13 +84,13 @@ typedef struct {
     ForcedDecoder forced;
     FILE *out; /* matrices of the streaming formats; NULL when none are written */
     OutputFile file;
-    Alignment *kept; /* [n_inputs] for svg, written at the end */
+    Alignment *kept; /* [n_inputs] for svg and html, written at the end */
     int n_kept;
     bool several; /* more than one input: npy files get an index */
     int failures;
 } Run;
 
-/* Writes (or keeps, for svg) the matrix of input `index`, and its explanation. */
+/* Writes (or keeps, for svg and html) the matrix of input `index`, and its explanation. */
 static int deliver(Run *r, int index, Alignment *a, const Alignment *explained,
                    const StepTrace *trace, Error *err) {
     if (r->opt.explain && alignment_explain(stdout, explained, trace, err)) return -1;
@@ -95,7 +98,7 @@ static int deliver(Run *r, int index, Alignment *a, const Alignment *explained,
     if (r->opt.format == ALIGN_NPY)
         return alignment_write_npy(r->opt.output ? r->opt.output : "align.npy",
                                    r->several ? index : -1, a, err);
-    if (r->opt.format == ALIGN_SVG) {
+    if (r->opt.format == ALIGN_SVG || r->opt.format == ALIGN_HTML) {
         r->kept[r->n_kept++] = *a; /* the run owns it now */
         memset(a, 0, sizeof *a);
         return 0;
@@ -213,7 +216,8 @@ static bool format_from_path(const char *path, AlignFormat *format) {
         const char *ext;
         AlignFormat format;
     } known[] = {{".tsv", ALIGN_TSV},    {".npy", ALIGN_NPY}, {".json", ALIGN_JSON},
-                 {".jsonl", ALIGN_JSON}, {".svg", ALIGN_SVG}, {".txt", ALIGN_TEXT}};
+                 {".jsonl", ALIGN_JSON}, {".svg", ALIGN_SVG}, {".txt", ALIGN_TEXT},
+                 {".html", ALIGN_HTML}};
     const char *dot = strrchr(path, '.');
     for (size_t k = 0; dot && k < sizeof known / sizeof known[0]; k++)
         if (strcmp(dot, known[k].ext) == 0) return *format = known[k].format, true;
@@ -266,7 +270,7 @@ static int parse_options(Options *o, int argc, char **argv) {
 static int align_inputs(Run *r, const Inputs *in, Error *err) {
     const char *what = in->owned ? "line" : "argument";
     r->several = in->count > 1;
-    if (r->opt.format == ALIGN_SVG) {
+    if (r->opt.format == ALIGN_SVG || r->opt.format == ALIGN_HTML) {
         r->kept = checked_calloc((size_t)in->count + 1, sizeof(Alignment), "alignments", err);
         if (!r->kept) return -1;
     }
@@ -285,6 +289,8 @@ static int align_inputs(Run *r, const Inputs *in, Error *err) {
                              in->count - first < CHUNK ? in->count - first : CHUNK, what, err);
     if (rc == 0 && r->opt.format == ALIGN_SVG && r->out)
         rc = alignment_write_svg(r->out, r->kept, r->n_kept, err);
+    if (rc == 0 && r->opt.format == ALIGN_HTML && r->out)
+        rc = alignment_write_html(r->out, r->kept, r->n_kept, err);
     if (rc == 0 && r->opt.output && r->out) rc = output_file_commit(&r->file, err);
     if (rc && r->opt.output) output_file_abort(&r->file);
     if (rc == 0 && r->out == stdout && (fflush(stdout) || ferror(stdout)))

@@ -34,7 +34,8 @@ static void usage(FILE *out) {
             "  --align FILE       also write the attention alignment of each input's best\n"
             "                     translation to FILE (written whole, through FILE.tmp)\n"
             "  --align-format F   pharaoh (word links i-j, default), marian (soft weights),\n"
-            "                     json, tsv or text; bin/align --help describes them\n"
+            "                     json, tsv, text or html (one interactive page); bin/align\n"
+            "                     --help describes them\n"
             "  -h, --help         this text\n"
             "Inputs longer than %d tokens are refused (an error and an empty line).\n",
             NMT_MAX_TOKENS);
@@ -47,7 +48,24 @@ typedef struct {
     size_t counter;  /* inputs seen, for messages and n-best numbering */
     FILE *align_out; /* --align: where alignments go; NULL without it */
     AlignFormat align_format;
+    Alignment *kept; /* html: every alignment, written as one page at the end */
+    int n_kept, cap_kept;
 } Run;
+
+/* html needs every sentence first: the alignment is kept (the run owns it now). */
+static int keep_alignment(Run *r, Alignment *a, Error *err) {
+    if (r->n_kept == r->cap_kept) {
+        int cap = r->cap_kept ? 2 * r->cap_kept : 16;
+        Alignment *grown = realloc(r->kept, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            alignment_free(a);
+            return error_set(err, "out of memory keeping alignments");
+        }
+        r->kept = grown, r->cap_kept = cap;
+    }
+    r->kept[r->n_kept++] = *a;
+    return 0;
+}
 
 /* --align: the alignment of one input's best translation (or its placeholder). A problem
  * with one sentence's alignment is reported like a bad input and does not stop the run. */
@@ -55,12 +73,14 @@ static int write_alignment(Run *r, const char *text, const Translation *x, const
                            size_t number, Error *err) {
     Alignment a;
     Error e;
+    if (r->align_format == ALIGN_HTML && (!x || x->count == 0)) return 0; /* no placeholder */
     if (!x || x->count == 0) return alignment_write_missing(r->align_out, r->align_format, err);
     if (alignment_from_hypothesis(&a, &r->nm, text, &x->hyps[0], &e)) {
         fprintf(stderr, "translate: %s %zu: no alignment: %s\n", what, number, e.msg);
         r->failures++;
         return alignment_write_missing(r->align_out, r->align_format, err);
     }
+    if (r->align_format == ALIGN_HTML) return keep_alignment(r, &a, err);
     int rc = alignment_write(r->align_out, r->align_format, &a, err);
     alignment_free(&a);
     return rc;
@@ -160,7 +180,7 @@ int main(int argc, char **argv) {
         problem = "--nbest N needs --beam of at least N";
     else if (align_format_name && !align_path)
         problem = "--align-format needs --align FILE";
-    else if (!align_format_streams(r.align_format))
+    else if (!align_format_streams(r.align_format) && r.align_format != ALIGN_HTML)
         problem = "--align-format npy and svg need every sentence first; use bin/align";
     if (problem) {
         fprintf(stderr, "translate: %s\n", problem);
@@ -179,11 +199,15 @@ int main(int argc, char **argv) {
     if (rc == 0) rc = translate_inputs(&r, argc - optind, argv + optind, &err);
     if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout)))
         rc = error_set(&err, "cannot write to standard output: %s", strerror(errno));
+    if (align_path && rc == 0 && r.align_format == ALIGN_HTML)
+        rc = alignment_write_html(align_file.file, r.kept, r.n_kept, &err);
     if (align_path && rc == 0) rc = output_file_commit(&align_file, &err);
     if (rc) {
         output_file_abort(&align_file);
         fprintf(stderr, "translate: %s\n", err.msg);
     }
+    for (int k = 0; k < r.n_kept; k++) alignment_free(&r.kept[k]);
+    free(r.kept);
     translator_free(&r.translator);
     nmt_model_free(&r.nm);
     return rc || r.failures ? 1 : 0;

@@ -25,6 +25,7 @@
 #include "base/files.h"
 #include "nmt/text.h"
 #include "train/adam.h"
+#include "train/curves.h"
 #include "train/new_model.h"
 #include "nmt/scoring.h"
 
@@ -46,7 +47,8 @@ static void usage(FILE *out) {
             "                           (default: OUT_DIR/last.ckpt)\n"
             "  -h, --help               this text\n"
             "Writes OUT_DIR/best.ckpt (best dev BLEU), OUT_DIR/last.ckpt (resumable),\n"
-            "OUT_DIR/train_log.tsv and OUT_DIR/config.ini; when [data] test is set, scores the\n"
+            "OUT_DIR/train_log.tsv, OUT_DIR/curves.svg (redrawn at each validation) and\n"
+            "OUT_DIR/config.ini; when [data] test is set, scores the\n"
             "best model on it at the end.\n\n");
     config_help(out);
 }
@@ -182,7 +184,7 @@ static int validate(Trainer *tr, double train_loss, double tok_per_s, double lr,
             (unsigned long long)st->step, (unsigned long long)st->epoch + 1, train_loss, lr,
             sc.loss, sc.perplexity, sc.bleu.score, sc.chrf.score, tok_per_s,
             now() - tr->start_time);
-    if (flush_log(tr, err) || save_last(tr, err)) return -1;
+    if (flush_log(tr, err) || save_last(tr, err) || curves_update(tr->log_path, err)) return -1;
     if (cfg->train.patience > 0 && st->bad_validations >= cfg->train.patience) {
         printf("early stop: dev BLEU has not improved for %d validations\n", cfg->train.patience);
         *stop = 1;

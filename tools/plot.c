@@ -1,0 +1,65 @@
+/*
+ * plot.c: overlays the training curves of several runs in one SVG chart: each LOG is a
+ * train_log.tsv that bin/train wrote, named in the legend by its folder. The reading and the
+ * drawing are train/curves.c; this file reads the options.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/files.h"
+#include "train/curves.h"
+
+static void usage(FILE *out) {
+    fputs("usage: plot LOG.tsv [LOG.tsv ...] -o FILE.svg\n"
+          "Draws the training curves of each LOG (a train_log.tsv written by bin/train):\n"
+          "training loss and dev loss, and dev BLEU, against steps and against wall time,\n"
+          "one colour per run, named by the LOG's folder. bin/train draws its own run into\n"
+          "OUT_DIR/curves.svg at every validation.\n"
+          "  -o, --output FILE  the SVG file to write (required; through FILE.tmp, renamed\n"
+          "                     when complete)\n"
+          "  -h, --help         this text\n"
+          "A log that cannot be read is a one-line error naming its file and line.\n",
+          out);
+}
+
+int main(int argc, char **argv) {
+    static const struct option longs[] = {
+        {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    const char *output = NULL;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:h", longs, NULL)) != -1) {
+        if (c == 'o') {
+            output = optarg;
+        } else if (c == 'h') {
+            usage(stdout);
+            return 0;
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    int n = argc - optind;
+    if (n == 0 || !output) {
+        fprintf(stderr, "plot: %s (see plot --help)\n",
+                n == 0 ? "no LOG.tsv given" : "-o FILE.svg is required");
+        return 2;
+    }
+    Error err;
+    CurveRun *runs = checked_calloc((size_t)n, sizeof *runs, "runs", &err);
+    int rc = runs ? 0 : -1;
+    for (int k = 0; k < n && rc == 0; k++) rc = curves_read_log(argv[optind + k], &runs[k], &err);
+    OutputFile file;
+    if (rc == 0) rc = output_file_open(&file, output, false, &err);
+    if (rc == 0) {
+        rc = curves_write_svg(file.file, runs, n, &err);
+        if (rc == 0)
+            rc = output_file_commit(&file, &err);
+        else
+            output_file_abort(&file);
+    }
+    if (rc) fprintf(stderr, "plot: %s\n", err.msg);
+    for (int k = 0; runs && k < n; k++) curve_run_free(&runs[k]);
+    free(runs);
+    return rc ? 1 : 0;
+}
