@@ -14,15 +14,18 @@
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: evaluate [-m MODEL] --test FILE.tsv [--beam N] [--show N]\n"
+            "usage: evaluate [-m MODEL] --test FILE.tsv [--beam N] [--show N] [--keep-unk]\n"
             "Translates the source side of FILE.tsv (source TAB target) and scores it against\n"
             "the target side.\n"
             "  -m, --model MODEL  checkpoint (default: the toy model, runs/toy/best.ckpt)\n"
             "  --test FILE.tsv    the pairs to score\n"
             "  --beam N           beam size; 1 is greedy (default 1)\n"
             "  --show N           also print the first N translations with their references\n"
+            "  --keep-unk         score outputs with <unk> kept (default: a word-level model's\n"
+            "                     <unk> becomes the source word it attends to most)\n"
             "  -h, --help         this text\n"
-            "References are lower-cased when the model lower-cases its input.\n");
+            "BLEU and chrF are cased, as sacreBLEU's defaults are; references are lower-cased\n"
+            "only when the model lower-cases its input (it cannot produce capitals).\n");
 }
 
 typedef struct {
@@ -37,9 +40,11 @@ static void show(void *user, size_t index, const char *source, const char *hyp, 
 int main(int argc, char **argv) {
     const char *model_path = NULL, *test_path = NULL;
     long beam = 1, n_show = 0;
-    const CliOption options[] = {OPT_TEXT("model", 'm', &model_path),
-                                 OPT_TEXT("test", 0, &test_path), OPT_INT("beam", &beam, 1, 100),
-                                 OPT_INT("show", &n_show, 0, 1000000), OPT_END};
+    bool keep_unk = false;
+    const CliOption options[] = {
+        OPT_TEXT("model", 'm', &model_path), OPT_TEXT("test", 0, &test_path),
+        OPT_INT("beam", &beam, 1, 100),      OPT_INT("show", &n_show, 0, 1000000),
+        OPT_FLAG("keep-unk", 0, &keep_unk),  OPT_END};
     int status = cli_parse("evaluate", argc, argv, options, usage);
     if (status != CLI_GO_ON) return status;
     Error err;
@@ -58,6 +63,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "evaluate: %s\n", err.msg);
         goto done;
     }
+    nm.keep_unk = keep_unk;
     if (score_check_lengths(&corpus, &tokens, test_path, &err)) {
         fprintf(stderr, "evaluate: %s\n", err.msg);
         goto done;
