@@ -283,6 +283,21 @@ int force_align_ids(ForcedDecoder *fd, const char *source, const int *target, in
         }
     }
     int rc = forced_alignment(fd, source, target, n, complete, labels, out, trace, err);
+    const NmtModel *nm = fd->nm;
+    if (rc == 0 && !nm->subwords && !nm->keep_unk) {
+        /* ids are the model's own output: its text replaces <unk> as decode_hypothesis does
+         * (the token labels keep <unk>, which is what the model produced) */
+        unk_replace(labels, target, n, out->alpha, out->cols, (const char *const *)out->src_tokens);
+        char *text = nmt_join_target(nm, labels, n, err);
+        if (!text) {
+            alignment_free(out);
+            if (trace) step_trace_free(trace);
+            rc = -1;
+        } else {
+            free(out->translation);
+            out->translation = text;
+        }
+    }
     free(labels);
     return rc;
 }

@@ -75,7 +75,8 @@ int force_align(ForcedDecoder *fd, const char *source, const char *target, Align
                 StepTrace *trace, Error *err);
 
 /* The same for target ids (without </s>), e.g. a hypothesis of the search; complete says
- * whether the </s> step belongs to the result. */
+ * whether the </s> step belongs to the result. The translation text replaces <unk> as
+ * decode_hypothesis does (unless nm->keep_unk or the model has subwords). */
 int force_align_ids(ForcedDecoder *fd, const char *source, const int *target, int n, int complete,
                     Alignment *out, StepTrace *trace, Error *err);
 

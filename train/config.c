@@ -73,7 +73,7 @@ static const ConfigKey config_keys[] = {
     {"data", "lowercase", KEY_BOOL, "true", 0, 0, NO_RANGE, offsetof(Config, data.lowercase),
      "lowercase both sides before tokenizing", NULL},
     {"data", "max_len", KEY_INT, "50", 1, 1000, CLOSED, offsetof(Config, data.max_len),
-     "skip training pairs with a side longer than this many tokens", NULL},
+     "skip training pairs with a side longer than this many tokens (pieces with subwords)", NULL},
     {"data", "src_vocab_size", KEY_INT, "8000", 5, 1000000, CLOSED,
      offsetof(Config, data.src_vocab_size),
      "source vocabulary size (Vs), including the 4 special tokens", NULL},

@@ -37,13 +37,13 @@ typedef struct {
     char dev[CONFIG_PATH_MAX];   /* development pairs for validation and early stopping; required */
     char test[CONFIG_PATH_MAX];  /* test pairs, "" when not given */
     bool lowercase;              /* lowercase both sides before tokenizing */
-    int max_len;        /* training pairs with a side longer than this (tokens) are skipped */
-    int src_vocab_size; /* Vs, including the 4 special tokens */
-    int tgt_vocab_size; /* Vt, including the 4 special tokens */
-    int min_count;      /* words seen fewer times than this become <unk> */
-    SubwordMode subwords; /* none: words are the units; bpe: byte-pair-encoding pieces */
-    int src_merges;       /* bpe: most merges learned on the source side */
-    int tgt_merges;       /* bpe: most merges learned on the target side */
+    int max_len;                 /* pairs with a longer side (tokens, or pieces) are skipped */
+    int src_vocab_size;          /* Vs, including the 4 special tokens */
+    int tgt_vocab_size;          /* Vt, including the 4 special tokens */
+    int min_count;               /* words seen fewer times than this become <unk> */
+    SubwordMode subwords;        /* none: words are the units; bpe: byte-pair-encoding pieces */
+    int src_merges;              /* bpe: most merges learned on the source side */
+    int tgt_merges;              /* bpe: most merges learned on the target side */
 } ConfigData;
 
 typedef struct {
