@@ -518,13 +518,14 @@ START_TEST(test_programs_run_on_a_bpe_model) {
                                          "--pairs", pairs, NULL},
                    &r);
     assert_contains(r.out, "AER");
-    expect_success(
-        &s,
-        (const char *const[]){"../bin/evaluate", "-m", model, "--test", pairs, "--show", "6", NULL},
-        &r);
+    expect_success(&s,
+                   (const char *const[]){"../bin/evaluate", "-m", model, "--test", pairs, "--show",
+                                         "6", "--lowercase-bleu", NULL},
+                   &r);
     /* a cased model is scored against cased references */
     assert_contains(r.out, "REF J'aime les chats.");
     assert_contains(r.out, "case:mixed");
+    assert_contains(r.out, "lowercased: BLEU = ");
     scratch_free(&s);
 }
 END_TEST
