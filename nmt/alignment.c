@@ -56,7 +56,7 @@ static int alignment_alloc(Alignment *a, const NmtModel *nm, const char *source,
     int cols = (int)src->count + 1;
     size_t cells = (size_t)rows * cols;
     memset(a, 0, sizeof *a);
-    a->rows = rows, a->cols = cols, a->lowercase = nm->lowercase;
+    a->rows = rows, a->cols = cols, a->lowercase = nm->lowercase, a->subwords = nm->subwords;
     a->alpha = checked_calloc(cells + 1, sizeof(real), "alignment", err);
     a->energy = checked_calloc(cells + 1, sizeof(real), "alignment", err);
     a->prob = checked_calloc((size_t)rows + 1, sizeof(real), "alignment", err);
@@ -78,7 +78,7 @@ int alignment_from_hypothesis(Alignment *a, const NmtModel *nm, const char *sour
                               const Hypothesis *h, Error *err) {
     TokenList src = {0};
     memset(a, 0, sizeof *a);
-    if (tokenize(source, nm->lowercase, &src, err)) return -1;
+    if (nmt_units(nm, source, false, &src, err)) return -1;
     if ((int)src.count + 1 != h->src_len) {
         token_list_free(&src);
         return error_set(err, "the translation has %d source positions, the sentence %zu",
@@ -97,7 +97,7 @@ int alignment_from_hypothesis(Alignment *a, const NmtModel *nm, const char *sour
         bad = set_label(&a->tgt_tokens[t], token ? token : "<unk>", err);
     }
     if (!bad && h->complete) bad = set_label(&a->tgt_tokens[h->len], END_TOKEN, err);
-    if (!bad) a->translation = decode_target(nm, h->tokens, h->len, err);
+    if (!bad) a->translation = decode_hypothesis(nm, source, h, err);
     if (bad || !a->translation) {
         alignment_free(a);
         return -1;
@@ -208,7 +208,7 @@ static int forced_alignment(ForcedDecoder *fd, const char *source, const int *tg
                   NMT_MAX_TOKENS);
         goto done;
     }
-    if (tokenize(source, nm->lowercase, &src, err) || forced_run(fd, ids, S, tgt, n, err) ||
+    if (nmt_units(nm, source, false, &src, err) || forced_run(fd, ids, S, tgt, n, err) ||
         alignment_alloc(out, nm, source, &src, n + complete, err))
         goto done;
     const Acts *acts = &fd->acts;
@@ -223,7 +223,7 @@ static int forced_alignment(ForcedDecoder *fd, const char *source, const int *tg
     int bad = 0;
     for (int t = 0; t < n && !bad; t++) bad = set_label(&out->tgt_tokens[t], labels[t], err);
     if (!bad && complete) bad = set_label(&out->tgt_tokens[n], END_TOKEN, err);
-    if (!bad) out->translation = detokenize(labels, (size_t)n, err);
+    if (!bad) out->translation = nmt_join_target(nm, labels, n, err);
     if (bad || !out->translation || (trace && trace_fill(trace, acts, &nm->model, rows, S, err)))
         goto done;
     rc = 0;
@@ -240,7 +240,7 @@ int force_align(ForcedDecoder *fd, const char *source, const char *target, Align
     memset(out, 0, sizeof *out);
     size_t offset;
     uint32_t control;
-    if (tokenize(target, fd->nm->lowercase, &tgt, err)) return error_prefix(err, "target: ");
+    if (nmt_units(fd->nm, target, true, &tgt, err)) return error_prefix(err, "target: ");
     if (utf8_find_control(target, strlen(target), &offset, &control)) {
         token_list_free(&tgt);
         return error_set(err, "target: control character U+%04X at byte %zu", (unsigned)control,
@@ -283,6 +283,21 @@ int force_align_ids(ForcedDecoder *fd, const char *source, const int *target, in
         }
     }
     int rc = forced_alignment(fd, source, target, n, complete, labels, out, trace, err);
+    const NmtModel *nm = fd->nm;
+    if (rc == 0 && !nm->subwords && !nm->keep_unk) {
+        /* ids are the model's own output: its text replaces <unk> as decode_hypothesis does
+         * (the token labels keep <unk>, which is what the model produced) */
+        unk_replace(labels, target, n, out->alpha, out->cols, (const char *const *)out->src_tokens);
+        char *text = nmt_join_target(nm, labels, n, err);
+        if (!text) {
+            alignment_free(out);
+            if (trace) step_trace_free(trace);
+            rc = -1;
+        } else {
+            free(out->translation);
+            out->translation = text;
+        }
+    }
     free(labels);
     return rc;
 }

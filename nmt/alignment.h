@@ -25,12 +25,13 @@ typedef struct {
     real *alpha;       /* [rows, cols] alignment weights alpha_ti */
     real *energy;      /* [rows, cols] scores e_ti */
     real *prob;        /* [rows] probability the model gave each output token */
-    char **src_tokens; /* [cols] source tokens as the tokenizer split them, then "</s>" */
+    char **src_tokens; /* [cols] source tokens as the model splits them (pieces), then "</s>" */
     char **tgt_tokens; /* [rows] output tokens (a reference's own spelling for <unk>) */
     char *source;      /* the input sentence as given */
     char *reference;   /* the forced target as given; NULL for a searched translation */
     char *translation; /* the output tokens joined into text */
     bool lowercase;    /* the model's setting, needed to re-split the source into words */
+    bool subwords;     /* the tokens are BPE pieces (the model has subwords) */
 } Alignment;
 
 void alignment_free(Alignment *a);
@@ -74,7 +75,8 @@ int force_align(ForcedDecoder *fd, const char *source, const char *target, Align
                 StepTrace *trace, Error *err);
 
 /* The same for target ids (without </s>), e.g. a hypothesis of the search; complete says
- * whether the </s> step belongs to the result. */
+ * whether the </s> step belongs to the result. The translation text replaces <unk> as
+ * decode_hypothesis does (unless nm->keep_unk or the model has subwords). */
 int force_align_ids(ForcedDecoder *fd, const char *source, const int *target, int n, int complete,
                     Alignment *out, StepTrace *trace, Error *err);
 

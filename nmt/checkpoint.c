@@ -15,7 +15,14 @@
 #include <unistd.h>
 
 static const char MAGIC[8] = {'N', 'M', 'T', 'C', 'K', 'P', 'T', '1'};
-enum { VERSION = 1, FLAG_LOWERCASE = 1, FLAG_TRAIN_STATE = 2 };
+/* Version 2 adds the subwords section; a file without one is written as version 1. */
+enum {
+    VERSION = 2,
+    VERSION_PLAIN = 1,
+    FLAG_LOWERCASE = 1,
+    FLAG_TRAIN_STATE = 2,
+    FLAG_SUBWORDS = 4
+};
 /* A checkpoint larger than this is refused before reading (64 GiB). */
 static const uint64_t MAX_FILE = (uint64_t)64 << 30;
 
@@ -23,6 +30,8 @@ void nmt_model_free(NmtModel *nm) {
     model_free(&nm->model);
     vocab_free(&nm->src_vocab);
     vocab_free(&nm->tgt_vocab);
+    bpe_free(&nm->src_bpe);
+    bpe_free(&nm->tgt_bpe);
     memset(nm, 0, sizeof *nm);
 }
 
@@ -50,17 +59,18 @@ static void put_u64(Writer *w, uint64_t x) {
     put(w, &x, 8);
 }
 
-/* A vocabulary goes through a memory buffer first, so its length can precede it. */
-static int put_vocab(Writer *w, const Vocab *v, Error *err) {
+/* A vocabulary or a BPE table goes through a memory buffer first, so its length can precede
+ * it; exactly one of v and bpe is given. */
+static int put_section(Writer *w, const Vocab *v, const Bpe *bpe, Error *err) {
     char *buf = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&buf, &len);
-    if (!mem) return error_set(err, "out of memory serialising a vocabulary");
-    int bad = vocab_write(v, mem);
+    if (!mem) return error_set(err, "out of memory serialising a table");
+    int bad = v ? vocab_write(v, mem) : bpe_write(bpe, mem);
     bad = fclose(mem) || bad;
     if (bad) {
         free(buf);
-        return error_set(err, "out of memory serialising a vocabulary");
+        return error_set(err, "out of memory serialising a table");
     }
     put_u64(w, len);
     put(w, buf, len);
@@ -78,16 +88,19 @@ int checkpoint_save(const char *path, const NmtModel *nm, const TrainState *stat
     const Model *m = &nm->model;
     Writer w = {.f = f, .hash = FNV1A_START};
     put(&w, MAGIC, sizeof MAGIC);
-    put_u32(&w, VERSION);
+    put_u32(&w, nm->subwords ? VERSION : VERSION_PLAIN);
     put_u32(&w, sizeof(real));
     const int32_t sizes[8] = {d->src_vocab,     d->tgt_vocab,  d->emb, d->enc_hidden,
                               d->bidirectional, d->dec_hidden, d->att, d->readout};
     put(&w, sizes, sizeof sizes);
-    put_u32(&w, (nm->lowercase ? FLAG_LOWERCASE : 0) | (state ? FLAG_TRAIN_STATE : 0));
+    put_u32(&w, (nm->lowercase ? FLAG_LOWERCASE : 0) | (state ? FLAG_TRAIN_STATE : 0) |
+                    (nm->subwords ? FLAG_SUBWORDS : 0));
     put_u32(&w, 0);
     put_u64(&w, m->table.total);
-    int rc = put_vocab(&w, &nm->src_vocab, err);
-    if (!rc) rc = put_vocab(&w, &nm->tgt_vocab, err);
+    int rc = put_section(&w, &nm->src_vocab, NULL, err);
+    if (!rc) rc = put_section(&w, &nm->tgt_vocab, NULL, err);
+    if (!rc && nm->subwords) rc = put_section(&w, NULL, &nm->src_bpe, err);
+    if (!rc && nm->subwords) rc = put_section(&w, NULL, &nm->tgt_bpe, err);
     put(&w, m->params, sizeof(real) * m->table.total);
     if (state) {
         put_u64(&w, state->step);
@@ -147,6 +160,31 @@ static int take_reals(Reader *r, real *dst, size_t n, uint32_t width) {
         }
     }
     r->pos += n * width;
+    return 0;
+}
+
+/* One side's BPE merges: u64 length, then that many bytes, which bpe_read checks field by
+ * field and must consume exactly. */
+static int take_bpe(Reader *r, Bpe *bpe, const char *which, const char *path, Error *err) {
+    uint64_t len;
+    if (take(r, &len, 8) || len > r->size - r->pos)
+        return error_set(err, "%s: truncated %s BPE merges", path, which);
+    /* fmemopen refuses a zero-sized buffer; a table without merges still holds its count */
+    if (len == 0) return error_set(err, "%s: the %s BPE merges are empty", path, which);
+    FILE *mem = fmemopen((void *)(r->data + r->pos), len, "rb");
+    if (!mem)
+        return error_set(err, "%s: cannot read the %s BPE merges: %s", path, which,
+                         strerror(errno));
+    int rc = bpe_read(bpe, mem, len, err);
+    if (rc == 0 && ftell(mem) != (long)len)
+        rc = error_set(err, "the merges end at byte %ld of the %llu the section holds", ftell(mem),
+                       (unsigned long long)len);
+    fclose(mem);
+    if (rc) {
+        bpe_free(bpe);
+        return error_prefix(err, "%s: %s BPE merges: ", path, which);
+    }
+    r->pos += len;
     return 0;
 }
 
@@ -241,12 +279,17 @@ static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, b
     if (take(r, &version, 4) || take(r, &width, 4) || take(r, sizes, sizeof sizes) ||
         take(r, &flags, 4) || take(r, &reserved, 4) || take(r, &count, 8))
         return error_set(err, "%s: truncated header", path);
-    if (version != VERSION)
-        return error_set(err, "%s: format version %u is not supported (this program reads %d)",
-                         path, version, VERSION);
+    if (version != VERSION && version != VERSION_PLAIN)
+        return error_set(err,
+                         "%s: format version %u is not supported (this program reads %d and %d)",
+                         path, version, VERSION_PLAIN, VERSION);
     if (width != 4 && width != 8) return error_set(err, "%s: invalid real size %u", path, width);
-    if (flags & ~(uint32_t)(FLAG_LOWERCASE | FLAG_TRAIN_STATE))
+    if (flags & ~(uint32_t)(FLAG_LOWERCASE | FLAG_TRAIN_STATE | FLAG_SUBWORDS))
         return error_set(err, "%s: unknown flags %#x", path, flags);
+    if (((flags & FLAG_SUBWORDS) != 0) != (version == VERSION))
+        return error_set(err, "%s: format version %u %s subwords, but the flags say %s", path,
+                         version, version == VERSION ? "has" : "has no",
+                         flags & FLAG_SUBWORDS ? "subwords" : "none");
     if (reserved != 0) return error_set(err, "%s: reserved field is %u, not 0", path, reserved);
     ModelDims dims = {.src_vocab = sizes[0],
                       .tgt_vocab = sizes[1],
@@ -270,6 +313,10 @@ static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, b
     nm->lowercase = flags & FLAG_LOWERCASE;
     if (take_vocab(r, &nm->src_vocab, "source", path, err) ||
         take_vocab(r, &nm->tgt_vocab, "target", path, err))
+        return -1;
+    nm->subwords = flags & FLAG_SUBWORDS;
+    if (nm->subwords && (take_bpe(r, &nm->src_bpe, "source", path, err) ||
+                         take_bpe(r, &nm->tgt_bpe, "target", path, err)))
         return -1;
     if (nm->src_vocab.size != (size_t)dims.src_vocab ||
         nm->tgt_vocab.size != (size_t)dims.tgt_vocab)

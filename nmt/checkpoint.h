@@ -2,14 +2,17 @@
  * checkpoint.h: a trained model on disk: sizes, options, vocabularies, parameters and,
  * optionally, the optimiser state to resume training.
  *
- * Format (version 1, all integers little-endian):
+ * Format (version 2, all integers little-endian; a model without subwords is written as version
+ * 1, byte for byte as before, so older programs still read it):
  *   "NMTCKPT1"                          8 bytes magic
- *   u32 version (1)                     u32 bytes per real (4 float, 8 double)
+ *   u32 version (1, 2)                  u32 bytes per real (4 float, 8 double)
  *   i32 x 8 sizes: Vs Vt E H bidirectional D A O
- *   u32 flags: bit 0 lowercase, bit 1 training state present;  u32 reserved (0)
+ *   u32 flags: bit 0 lowercase, bit 1 training state present, bit 2 subwords;  u32 reserved (0)
  *   u64 parameter count P (must match the sizes)
  *   u64 n, then n bytes: source vocabulary (vocab_write layout)
  *   u64 n, then n bytes: target vocabulary
+ *   [subwords (flag bit 2; version 2): u64 n, then n bytes: source BPE merges (bpe_write
+ *    layout); u64 n, then n bytes: target BPE merges]
  *   P reals: parameters in the spec's table order
  *   [training state: u64 step, epoch, batch_in_epoch, adam_t; f64 lr_scale, best_bleu,
  *    best_dev_loss; i32 bad_validations, plateau_bad; u64 x 4 dropout stream; P reals Adam m;
@@ -27,6 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "data/bpe.h"
 #include "data/vocab.h"
 #include "model/seq2seq.h"
 
@@ -36,6 +40,13 @@ typedef struct {
     Vocab src_vocab;
     Vocab tgt_vocab;
     bool lowercase;
+    /* Subwords: each side's tokens are cut into BPE pieces before they meet the vocabulary,
+     * and output pieces are joined back before detokenizing. Without, both Bpe are empty. */
+    bool subwords;
+    Bpe src_bpe, tgt_bpe;
+    /* Not stored: a decoding choice. Unless set, an output <unk> of a model without subwords
+     * is replaced by the source token it attends to most (text.h, decode_hypothesis). */
+    bool keep_unk;
 } NmtModel;
 
 void nmt_model_free(NmtModel *nm);

@@ -54,11 +54,13 @@ typedef struct {
 } nmt_options;
 
 typedef struct {
-    char *text;         /* the translation, detokenized */
+    /* the translation, detokenized; a word-level model's <unk> is replaced by the source word
+     * it attends to most, and a model with subwords has its pieces joined */
+    char *text;
     double logprob;     /* log-probability of its tokens (and of </s> when it ended) */
     double score;       /* logprob / rows^len_norm, by which hypotheses are ranked */
     int rows, cols;     /* the alignment's shape: output tokens, source tokens */
-    char **tgt_tokens;  /* [rows] output tokens ("</s>" last when it ended) */
+    char **tgt_tokens;  /* [rows] output tokens or pieces ("</s>" last when it ended) */
     char **src_tokens;  /* [cols] source tokens, "</s>" last */
     double *alignment;  /* [rows * cols] attention weights */
     double *token_prob; /* [rows] probability the model gave each output token */

@@ -96,7 +96,8 @@ int score_corpus(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus
                 break;
             }
             const Hypothesis *h = tr[b].best.count ? &tr[b].best.hyps[0] : NULL;
-            char *hyp = decode_target(nm, h ? h->tokens : NULL, h ? h->len : 0, err);
+            char *hyp = h ? decode_hypothesis(nm, corpus->src[i], h, err)
+                          : decode_target(nm, NULL, 0, err);
             const TokenList *ref_tokens = &tc->tgt[i];
             char *ref = detokenize((const char *const *)ref_tokens->tokens, ref_tokens->count, err);
             if (!hyp || !ref || bleu_add(&bleu, hyp, ref, err) || chrf_add(&chrf, hyp, ref, err)) {

@@ -3,7 +3,10 @@
  * greedy or beam translations scored with sacreBLEU-compatible BLEU and chrF.
  *
  * References are the pairs' target text, lower-cased like the model's input when the model
- * lower-cases (a model that never sees capitals cannot be asked to produce them).
+ * lower-cases (a model that never sees capitals cannot be asked to produce them), and kept
+ * cased otherwise: a cased model is scored cased, as sacreBLEU scores by default. Hypotheses
+ * are decoded as bin/translate prints them (decode_hypothesis: <unk> replaced unless
+ * nm->keep_unk).
  */
 #ifndef NMT_VALIDATE_H
 #define NMT_VALIDATE_H

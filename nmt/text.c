@@ -1,5 +1,6 @@
 /*
- * text.c: corpus loading and encoding, sentence encoding and decoding (see text.h).
+ * text.c: corpus loading and encoding, sentence encoding and decoding, <unk> replacement (see
+ * text.h).
  */
 #include "text.h"
 
@@ -20,9 +21,48 @@ int corpus_load(const char *path, bool lowercase, Corpus *corpus, TokenizedCorpu
     return 0;
 }
 
+int nmt_units(const NmtModel *nm, const char *text, bool target, TokenList *out, Error *err) {
+    if (tokenize(text, nm->lowercase, out, err)) return -1;
+    if (!nm->subwords) return 0;
+    TokenList pieces = {0};
+    int rc = bpe_apply_list(target ? &nm->tgt_bpe : &nm->src_bpe, out, &pieces, err);
+    token_list_free(out);
+    *out = pieces;
+    return rc;
+}
+
+int nmt_subword_corpus(const NmtModel *nm, const TokenizedCorpus *tc, TokenizedCorpus *out,
+                       Error *err) {
+    memset(out, 0, sizeof *out);
+    out->src = checked_calloc(tc->count + 1, sizeof(TokenList), "subword corpus", err);
+    out->tgt = checked_calloc(tc->count + 1, sizeof(TokenList), "subword corpus", err);
+    if (!out->src || !out->tgt) {
+        free(out->src), free(out->tgt);
+        memset(out, 0, sizeof *out);
+        return -1;
+    }
+    for (size_t i = 0; i < tc->count; i++) {
+        out->count = i + 1; /* so a failure frees what was made */
+        if (bpe_apply_list(&nm->src_bpe, &tc->src[i], &out->src[i], err) ||
+            bpe_apply_list(&nm->tgt_bpe, &tc->tgt[i], &out->tgt[i], err)) {
+            tokenized_corpus_free(out);
+            return -1;
+        }
+    }
+    out->count = tc->count;
+    return 0;
+}
+
 int nmt_dataset(Dataset *ds, const NmtModel *nm, const TokenizedCorpus *tc, const Corpus *corpus,
                 int max_len, Error *err) {
-    return dataset_make(ds, tc, corpus, &nm->src_vocab, &nm->tgt_vocab, max_len, err);
+    if (!nm->subwords)
+        return dataset_make(ds, tc, corpus, &nm->src_vocab, &nm->tgt_vocab, max_len, err);
+    /* max_len then counts pieces: it bounds the memory of a batch, which pieces fill */
+    TokenizedCorpus pieces;
+    if (nmt_subword_corpus(nm, tc, &pieces, err)) return -1;
+    int rc = dataset_make(ds, &pieces, corpus, &nm->src_vocab, &nm->tgt_vocab, max_len, err);
+    tokenized_corpus_free(&pieces);
+    return rc;
 }
 
 int encode_source(const NmtModel *nm, const char *text, int **ids, int *n, int *unknown,
@@ -34,7 +74,7 @@ int encode_source(const NmtModel *nm, const char *text, int **ids, int *n, int *
     if (utf8_validate(text, strlen(text), err)) return -1;
     if (utf8_find_control(text, strlen(text), &offset, &control))
         return error_set(err, "control character U+%04X at byte %zu", (unsigned)control, offset);
-    if (tokenize(text, nm->lowercase, &tokens, err)) return -1;
+    if (nmt_units(nm, text, false, &tokens, err)) return -1;
     if (tokens.count >= INT_MAX) {
         token_list_free(&tokens);
         return error_set(err, "%zu tokens are more than any sentence can have", tokens.count);
@@ -53,11 +93,65 @@ int encode_source(const NmtModel *nm, const char *text, int **ids, int *n, int *
     return 0;
 }
 
+char *nmt_join_target(const NmtModel *nm, const char *const *units, int n, Error *err) {
+    if (!nm->subwords) return detokenize(units, (size_t)n, err);
+    TokenList tokens = {0};
+    if (bpe_join(units, (size_t)n, &tokens, err)) return NULL;
+    char *text = detokenize((const char *const *)tokens.tokens, tokens.count, err);
+    token_list_free(&tokens);
+    return text;
+}
+
+/* The vocabulary's spelling of each id; an id outside it reads as <unk>. */
+static const char **target_units(const NmtModel *nm, const int *ids, int n, Error *err) {
+    const char **units = checked_calloc((size_t)n + 1, sizeof(char *), "target tokens", err);
+    if (!units) return NULL;
+    for (int i = 0; i < n; i++) {
+        units[i] = vocab_token(&nm->tgt_vocab, ids[i]);
+        if (!units[i]) units[i] = vocab_token(&nm->tgt_vocab, TOK_UNK);
+    }
+    return units;
+}
+
 char *decode_target(const NmtModel *nm, const int *ids, int n, Error *err) {
-    const char **tokens = checked_calloc((size_t)n + 1, sizeof(char *), "target tokens", err);
-    if (!tokens) return NULL;
-    for (int i = 0; i < n; i++) tokens[i] = vocab_token(&nm->tgt_vocab, ids[i]);
-    char *text = detokenize(tokens, (size_t)n, err);
-    free(tokens);
+    const char **units = target_units(nm, ids, n, err);
+    if (!units) return NULL;
+    char *text = nmt_join_target(nm, units, n, err);
+    free(units);
+    return text;
+}
+
+void unk_replace(const char **tokens, const int *ids, int n, const real *alpha, int cols,
+                 const char *const *src_tokens) {
+    if (cols < 2) return; /* only </s>: nothing to copy */
+    for (int t = 0; t < n; t++) {
+        if (ids[t] != TOK_UNK) continue;
+        const real *row = alpha + (size_t)t * cols;
+        int best = 0;
+        for (int i = 1; i < cols - 1; i++)
+            if (row[i] > row[best]) best = i;
+        tokens[t] = src_tokens[best];
+    }
+}
+
+char *decode_hypothesis(const NmtModel *nm, const char *source, const Hypothesis *h, Error *err) {
+    int unknown = 0;
+    for (int t = 0; t < h->len; t++) unknown += h->tokens[t] == TOK_UNK;
+    if (unknown == 0 || nm->subwords || nm->keep_unk)
+        return decode_target(nm, h->tokens, h->len, err);
+    TokenList src = {0};
+    const char **units = NULL;
+    char *text = NULL;
+    if (nmt_units(nm, source, false, &src, err)) return NULL;
+    if ((int)src.count + 1 != h->src_len) {
+        error_set(err, "the translation has %d source positions, the sentence %zu", h->src_len,
+                  src.count + 1);
+    } else if ((units = target_units(nm, h->tokens, h->len, err)) != NULL) {
+        unk_replace(units, h->tokens, h->len, h->alpha, h->src_len,
+                    (const char *const *)src.tokens);
+        text = nmt_join_target(nm, units, h->len, err);
+    }
+    free(units);
+    token_list_free(&src);
     return text;
 }

@@ -2,32 +2,66 @@
  * text.h: between text and a model's ids: reading and tokenizing a corpus, encoding it with
  * the model's vocabularies, and turning one sentence into source ids or target ids back into
  * text.
+ *
+ * A model's units are the tokenizer's tokens, or, for a model with subwords, their BPE pieces
+ * (data/bpe.h): text -> tokenize -> bpe_apply -> ids on the way in, ids -> pieces -> bpe_join
+ * -> detokenize on the way out. Every path from text to ids and back goes through the
+ * functions here, so translation, scoring, alignment and training agree on the units.
  */
 #ifndef NMT_TEXT_H
 #define NMT_TEXT_H
 
 #include "data/dataset.h"
+#include "model/search.h"
 #include "nmt/checkpoint.h"
 
 /* The most tokens a sentence (either side, </s> not counted) may have when it is translated,
- * aligned or scored: the memory of a search or a forced decoding grows with the lengths. */
+ * aligned or scored: the memory of a search or a forced decoding grows with the lengths. For a
+ * model with subwords the count is of pieces. */
 enum { NMT_MAX_TOKENS = 250 };
 
 /* Reads a TSV corpus and tokenizes both sides; errors name the file and line. */
 int corpus_load(const char *path, bool lowercase, Corpus *corpus, TokenizedCorpus *tokens,
                 Error *err);
 
-/* Encodes a dataset of tc with the model's vocabularies. */
+/* The model's units of text for one side (target set: the target side): its tokens, cut into
+ * BPE pieces when the model has subwords. *out is overwritten, not freed. */
+int nmt_units(const NmtModel *nm, const char *text, bool target, TokenList *out, Error *err);
+
+/* The units of every pair of tc into *out (overwritten): a copy of each token list cut into
+ * the model's pieces. Only for a model with subwords (without, tc already holds the units). */
+int nmt_subword_corpus(const NmtModel *nm, const TokenizedCorpus *tc, TokenizedCorpus *out,
+                       Error *err);
+
+/* Encodes a dataset of tc (the corpus's tokens) with the model's units and vocabularies. */
 int nmt_dataset(Dataset *ds, const NmtModel *nm, const TokenizedCorpus *tc, const Corpus *corpus,
                 int max_len, Error *err);
 
 /* The source ids of one sentence, ending in </s>: *ids is malloc'd, *n its length (>= 1),
- * *unknown the number of <unk> tokens. Refuses invalid UTF-8 and control characters (see
+ * *unknown the number of <unk> units. Refuses invalid UTF-8 and control characters (see
  * utf8_find_control), naming the byte offset. */
 int encode_source(const NmtModel *nm, const char *text, int **ids, int *n, int *unknown,
                   Error *err);
 
-/* Joins target ids (without <s> / </s>) into text; the returned string is malloc'd. */
+/* Target units (a model's output tokens or pieces) back into text: pieces joined into tokens
+ * (bpe_join) when the model has subwords, then detokenized. The string is malloc'd. */
+char *nmt_join_target(const NmtModel *nm, const char *const *units, int n, Error *err);
+
+/* Joins target ids (without <s> / </s>) into text; the returned string is malloc'd. Keeps
+ * <unk> as it is (decode_hypothesis replaces it). */
 char *decode_target(const NmtModel *nm, const int *ids, int n, Error *err);
+
+/* <unk> replacement (Luong et al. 2015): for every output position t < n with ids[t] ==
+ * TOK_UNK, sets tokens[t] to the source token that row t of alpha [>= n rows, cols] weighs
+ * most, </s> (the last column) left out; the first such token on a tie. src_tokens holds the
+ * cols - 1 source tokens. Other positions are left alone. */
+void unk_replace(const char **tokens, const int *ids, int n, const real *alpha, int cols,
+                 const char *const *src_tokens);
+
+/* The text of hypothesis h, translated from source. An output <unk> of a model without
+ * subwords is replaced by the source token it attends to most (unk_replace), unless
+ * nm->keep_unk is set; a model with subwords keeps <unk> (its pieces are not words, and it
+ * meets <unk> only for a character never seen in training). The string is malloc'd. */
+char *decode_hypothesis(const NmtModel *nm, const char *source, const Hypothesis *h, Error *err);
 
 #endif

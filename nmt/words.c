@@ -10,6 +10,7 @@
 
 #include "base/files.h"
 #include "data/corpus.h"
+#include "data/bpe.h"
 #include "data/tokenizer.h"
 
 /* ---- words ------------------------------------------------------------------------------ */
@@ -64,6 +65,49 @@ int word_map_from_text(WordMap *map, const char *text, bool lowercase, Error *er
     return rc;
 }
 
+/* Which joined token each of pieces[0..n) belongs to, by bpe_join's rule: a piece ending in
+ * the marker continues its token, any other ends it, and a token is made only when its pieces
+ * add text. A piece of no token (a trailing empty one) goes with the last token. Returns the
+ * number of tokens. */
+static int pieces_to_tokens(const char *const *pieces, int n, int *token_of) {
+    size_t marker = strlen(BPE_MARKER);
+    int tokens = 0, open_has_text = 0;
+    for (int k = 0; k < n; k++) {
+        size_t len = strlen(pieces[k]);
+        int more = len >= marker && strcmp(pieces[k] + len - marker, BPE_MARKER) == 0;
+        if (len > (more ? marker : 0)) open_has_text = 1;
+        token_of[k] = tokens;
+        if (!more && open_has_text) tokens++;
+        if (!more) open_has_text = 0;
+    }
+    if (open_has_text) tokens++;
+    for (int k = 0; k < n; k++)
+        if (token_of[k] >= tokens) token_of[k] = tokens > 0 ? tokens - 1 : 0;
+    return tokens;
+}
+
+int word_map_expand_pieces(WordMap *map, const char *const *pieces, int n, Error *err) {
+    int *token_of = checked_calloc((size_t)n + 1, sizeof(int), "word map", err);
+    int *word_of = checked_calloc((size_t)n + 1, sizeof(int), "word map", err);
+    int rc = token_of && word_of ? 0 : -1;
+    if (rc == 0) {
+        int tokens = pieces_to_tokens(pieces, n, token_of);
+        if (tokens != map->n_tokens || (tokens == 0 && n > 0))
+            rc = error_set(err, "%d pieces join into %d tokens, the words have %d", n, tokens,
+                           map->n_tokens);
+    }
+    for (int k = 0; k < n && rc == 0; k++)
+        word_of[k] = map->n_tokens ? map->word_of[token_of[k]] : 0;
+    free(token_of);
+    if (rc) {
+        free(word_of);
+        return -1;
+    }
+    free(map->word_of);
+    map->word_of = word_of, map->n_tokens = n;
+    return 0;
+}
+
 int word_map_from_tokens(WordMap *map, const char *const *tokens, int n, Error *err) {
     memset(map, 0, sizeof *map);
     map->word_of = checked_calloc((size_t)n + 1, sizeof(int), "word map", err);
@@ -101,22 +145,25 @@ int word_links(const real *alpha, int rows, int cols, const WordMap *src, const 
                          cols, src->n_tokens, tgt->n_tokens);
     size_t SW = (size_t)src->n_words, TW = (size_t)tgt->n_words;
     double *sum = checked_calloc(SW * TW + 1, sizeof(double), "word matrix", err);
-    int *has_token = checked_calloc(TW + 1, sizeof(int), "word matrix", err);
+    int *has_token = checked_calloc(TW + 1, sizeof(int), "word matrix", err); /* counts */
     *links = checked_calloc(TW + 1, sizeof(WordLink), "word links", err);
     if (!sum || !has_token || !*links) {
         free(sum), free(has_token), free(*links);
         *links = NULL;
         return -1;
     }
-    /* rows and columns of the same word add up; the </s> row and column are left out */
+    /* a source word's weight is the sum over its tokens (its share of the row); a target
+     * word's row is the mean of its tokens' rows (added here, divided below; the argmax is
+     * the sum's). The </s> row and column are left out. */
     for (int t = 0; t < tgt->n_tokens; t++) {
         size_t j = (size_t)tgt->word_of[t];
-        has_token[j] = 1;
+        has_token[j]++;
         for (int i = 0; i < src->n_tokens; i++)
             sum[j * SW + (size_t)src->word_of[i]] += alpha[(size_t)t * cols + i];
     }
     for (size_t j = 0; j < TW && SW > 0; j++) {
         if (!has_token[j]) continue;
+        for (size_t i = 0; i < SW; i++) sum[j * SW + i] /= has_token[j];
         size_t best = 0;
         for (size_t i = 1; i < SW; i++)
             if (sum[j * SW + i] > sum[j * SW + best]) best = i;
@@ -127,14 +174,41 @@ int word_links(const real *alpha, int rows, int cols, const WordMap *src, const 
     return 0;
 }
 
+/* The word map of an output: its tokens' words, expanded to its pieces for a model with
+ * subwords (the pieces are joined into tokens first, as the translation's text is). */
+static int output_word_map(WordMap *map, const Alignment *a, Error *err) {
+    const char *const *units = (const char *const *)a->tgt_tokens;
+    int n = a->rows - a->complete;
+    if (!a->subwords) return word_map_from_tokens(map, units, n, err);
+    TokenList tokens = {0};
+    if (bpe_join(units, (size_t)n, &tokens, err)) return -1;
+    int rc = word_map_from_tokens(map, (const char *const *)tokens.tokens, (int)tokens.count, err);
+    token_list_free(&tokens);
+    if (rc == 0 && (rc = word_map_expand_pieces(map, units, n, err)) != 0) word_map_free(map);
+    return rc;
+}
+
+/* The word map of a text given as such (a source or a reference) whose units are the
+ * alignment's n labels. */
+static int text_word_map(WordMap *map, const Alignment *a, const char *text, char *const *labels,
+                         int n, Error *err) {
+    if (word_map_from_text(map, text, a->lowercase, err)) return -1;
+    if (!a->subwords) return 0;
+    if (word_map_expand_pieces(map, (const char *const *)labels, n, err)) {
+        word_map_free(map);
+        return -1;
+    }
+    return 0;
+}
+
 int alignment_word_links(const Alignment *a, WordLink **links, int *n, Error *err) {
     WordMap src = {0}, tgt = {0};
     *links = NULL, *n = 0;
-    int rc = word_map_from_text(&src, a->source, a->lowercase, err);
+    int rc = text_word_map(&src, a, a->source, a->src_tokens, a->cols - 1, err);
     if (rc == 0)
-        rc = a->reference ? word_map_from_text(&tgt, a->reference, a->lowercase, err)
-                          : word_map_from_tokens(&tgt, (const char *const *)a->tgt_tokens,
-                                                 a->rows - a->complete, err);
+        rc = a->reference
+                 ? text_word_map(&tgt, a, a->reference, a->tgt_tokens, a->rows - a->complete, err)
+                 : output_word_map(&tgt, a, err);
     if (rc == 0) rc = word_links(a->alpha, a->rows, a->cols, &src, &tgt, links, n, err);
     word_map_free(&src);
     word_map_free(&tgt);

@@ -24,17 +24,22 @@ int word_map_from_text(WordMap *map, const char *text, bool lowercase, Error *er
  * puts a space before it. */
 int word_map_from_tokens(WordMap *map, const char *const *tokens, int n, Error *err);
 
+/* For a model with subwords: turns a map of tokens into a map of their BPE pieces[0..n),
+ * each piece belonging to the word of the token it joins into (bpe_join's marker rule).
+ * Fails, leaving *map as it was, when the pieces do not join into map->n_tokens tokens. */
+int word_map_expand_pieces(WordMap *map, const char *const *pieces, int n, Error *err);
+
 void word_map_free(WordMap *map);
 
 typedef struct {
     int src, tgt; /* 0-based word indices */
 } WordLink;
 
-/* Word-level hard links from a token-level matrix alpha [rows, cols]: the weights of a target
- * word's tokens (rows) and of a source word's tokens (columns) are summed, the </s> row and
- * column left out, and each target word is linked to its strongest source word (the first on
- * a tie). Rows beyond tgt->n_tokens and columns beyond src->n_tokens are the </s> ones.
- * *links (malloc'd, one per target word) is sorted by source then target index. */
+/* Word-level hard links from a token-level matrix alpha [rows, cols]: a source word's weight
+ * is the sum over its tokens (columns), a target word's row the mean of its tokens' rows, the </s>
+ * row and column left out, and each target word is linked to its strongest source word (the first
+ * on a tie). Rows beyond tgt->n_tokens and columns beyond src->n_tokens are the </s> ones. *links
+ * (malloc'd, one per target word) is sorted by source then target index. */
 int word_links(const real *alpha, int rows, int cols, const WordMap *src, const WordMap *tgt,
                WordLink **links, int *n, Error *err);
 

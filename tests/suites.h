@@ -24,5 +24,6 @@ Suite *attend_suite(void);
 Suite *bpe_suite(void);
 Suite *data_suite(void);
 Suite *pictures_suite(void);
+Suite *subwords_suite(void);
 
 #endif

@@ -61,8 +61,8 @@ static void usage(FILE *out) {
         "  text     a shaded heatmap for the terminal, naming each row's strongest column\n"
         "  marian   'translation ||| w,w,w w,w,w': one group of weights per output token\n"
         "  pharaoh  word links 'i-j' (source-target, 0-based): each target word to its most\n"
-        "           attended source word (weights summed over a word's tokens, </s> left\n"
-        "           out)\n"
+        "           attended source word (a source word's weight summed over its tokens or\n"
+        "           subwords, a target word's rows averaged, </s> left out)\n"
         "An input that cannot be aligned gets a one-line error; line formats then print an\n"
         "empty line (json: null) to stay in step with the input, and the exit status is 1.\n"
         "Inputs longer than %d tokens are refused.\n",

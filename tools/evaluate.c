@@ -14,32 +14,61 @@
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: evaluate [-m MODEL] --test FILE.tsv [--beam N] [--show N]\n"
+            "usage: evaluate [-m MODEL] --test FILE.tsv [--beam N] [--show N] [--keep-unk]\n"
+            "                [--lowercase-bleu]\n"
             "Translates the source side of FILE.tsv (source TAB target) and scores it against\n"
             "the target side.\n"
             "  -m, --model MODEL  checkpoint (default: the toy model, runs/toy/best.ckpt)\n"
             "  --test FILE.tsv    the pairs to score\n"
             "  --beam N           beam size; 1 is greedy (default 1)\n"
             "  --show N           also print the first N translations with their references\n"
+            "  --keep-unk         score outputs with <unk> kept (default: a word-level model's\n"
+            "                     <unk> becomes the source word it attends to most)\n"
+            "  --lowercase-bleu   also print BLEU of lower-cased outputs and references\n"
+            "                     (as sacreBLEU -lc)\n"
             "  -h, --help         this text\n"
-            "References are lower-cased when the model lower-cases its input.\n");
+            "BLEU and chrF are cased, as sacreBLEU's defaults are; references are lower-cased\n"
+            "only when the model lower-cases its input (it cannot produce capitals).\n");
 }
 
 typedef struct {
     long show;
+    bool lowercase_bleu; /* also count lower-cased BLEU */
+    BleuStats lower;
+    int failed; /* a sink cannot return an error: the first one is kept here */
+    Error error;
 } ShowSink;
 
+/* text lower-cased as the tokenizer lower-cases (tokenized and joined again; for BLEU's 13a
+ * tokenisation the two differ only in spacing the tokenizer normalises). */
+static char *lowercased(const char *text, Error *err) {
+    TokenList tokens = {0};
+    if (tokenize(text, true, &tokens, err)) return NULL;
+    char *joined = detokenize((const char *const *)tokens.tokens, tokens.count, err);
+    token_list_free(&tokens);
+    return joined;
+}
+
 static void show(void *user, size_t index, const char *source, const char *hyp, const char *ref) {
-    const ShowSink *s = user;
+    ShowSink *s = user;
     if ((long)index < s->show) printf("SRC %s\nHYP %s\nREF %s\n\n", source, hyp, ref);
+    if (!s->lowercase_bleu || s->failed) return;
+    char *h = lowercased(hyp, &s->error), *r = h ? lowercased(ref, &s->error) : NULL;
+    s->failed = !h || !r || bleu_add(&s->lower, h, r, &s->error);
+    free(h), free(r);
 }
 
 int main(int argc, char **argv) {
     const char *model_path = NULL, *test_path = NULL;
     long beam = 1, n_show = 0;
+    bool keep_unk = false, lowercase_bleu = false;
     const CliOption options[] = {OPT_TEXT("model", 'm', &model_path),
-                                 OPT_TEXT("test", 0, &test_path), OPT_INT("beam", &beam, 1, 100),
-                                 OPT_INT("show", &n_show, 0, 1000000), OPT_END};
+                                 OPT_TEXT("test", 0, &test_path),
+                                 OPT_INT("beam", &beam, 1, 100),
+                                 OPT_INT("show", &n_show, 0, 1000000),
+                                 OPT_FLAG("keep-unk", 0, &keep_unk),
+                                 OPT_FLAG("lowercase-bleu", 0, &lowercase_bleu),
+                                 OPT_END};
     int status = cli_parse("evaluate", argc, argv, options, usage);
     if (status != CLI_GO_ON) return status;
     Error err;
@@ -58,18 +87,28 @@ int main(int argc, char **argv) {
         fprintf(stderr, "evaluate: %s\n", err.msg);
         goto done;
     }
+    nm.keep_unk = keep_unk;
     if (score_check_lengths(&corpus, &tokens, test_path, &err)) {
         fprintf(stderr, "evaluate: %s\n", err.msg);
         goto done;
     }
-    ShowSink sink = {.show = n_show};
+    ShowSink sink = {.show = n_show, .lowercase_bleu = lowercase_bleu};
     if (score_corpus(&nm, &corpus, &tokens, test_path, 64, (int)beam, &sc, show, &sink, &err)) {
         fprintf(stderr, "evaluate: %s\n", err.msg);
+        goto done;
+    }
+    if (sink.failed) {
+        fprintf(stderr, "evaluate: %s\n", sink.error.msg);
         goto done;
     }
     char line[METRICS_LINE_MAX];
     bleu_format(&sc.bleu, line, sizeof line);
     printf("%s\n", line);
+    if (lowercase_bleu) {
+        BleuResult lower = bleu_score(&sink.lower);
+        bleu_format(&lower, line, sizeof line);
+        printf("lowercased: %s\n", line);
+    }
     chrf_format(&sc.chrf, line, sizeof line);
     printf("%s\n", line);
     printf("perplexity = %.4f (loss %.4f over %zu target tokens)\n", sc.perplexity, sc.loss,

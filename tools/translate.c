@@ -36,6 +36,8 @@ static void usage(FILE *out) {
             "  --align-format F   pharaoh (word links i-j, default), marian (soft weights),\n"
             "                     json, tsv, text or html (one interactive page); bin/align\n"
             "                     --help describes them\n"
+            "  --keep-unk         keep <unk> in the output (default: a word-level model's <unk>\n"
+            "                     becomes the source word it attends to most)\n"
             "  -h, --help         this text\n"
             "Inputs longer than %d tokens are refused (an error and an empty line).\n",
             NMT_MAX_TOKENS);
@@ -87,9 +89,10 @@ static int write_alignment(Run *r, const char *text, const Translation *x, const
 }
 
 /* Prints one input's translations: the best one a line, or its n-best list. */
-static int print_translations(Run *r, const Translation *x, size_t number, Error *err) {
+static int print_translations(Run *r, const char *source, const Translation *x, size_t number,
+                              Error *err) {
     for (int h = 0; h < x->count; h++) {
-        char *text = decode_target(&r->nm, x->hyps[h].tokens, x->hyps[h].len, err);
+        char *text = decode_hypothesis(&r->nm, source, &x->hyps[h], err);
         if (!text) return -1;
         if (r->translator.opt.nbest == 1)
             printf("%s\n", text);
@@ -121,7 +124,7 @@ static int translate_chunk(Run *r, char **texts, int n, const char *what, Error 
             fprintf(stderr, "translate: %s %zu: no word of it is known to the model\n", what,
                     number);
         if (r->align_out) rc = write_alignment(r, texts[i], &x->best, what, number, err);
-        if (rc == 0) rc = print_translations(r, &x->best, number, err);
+        if (rc == 0) rc = print_translations(r, texts[i], &x->best, number, err);
     }
     translated_free(out, n);
     r->counter += (size_t)n;
@@ -160,6 +163,7 @@ static int translate_inputs(Run *r, int argc, char **argv, Error *err) {
 int main(int argc, char **argv) {
     const char *model_path = NULL, *align_path = NULL, *align_format_name = NULL;
     long beam = 1, nbest = 1, max_len = 0;
+    bool keep_unk = false;
     double len_norm = 1.0;
     const CliOption options[] = {OPT_TEXT("model", 'm', &model_path),
                                  OPT_INT("beam", &beam, 1, 100),
@@ -168,6 +172,7 @@ int main(int argc, char **argv) {
                                  OPT_REAL("len-norm", &len_norm, 0, 10),
                                  OPT_TEXT("align", 0, &align_path),
                                  OPT_TEXT("align-format", 0, &align_format_name),
+                                 OPT_FLAG("keep-unk", 0, &keep_unk),
                                  OPT_END};
     int status = cli_parse("translate", argc, argv, options, usage);
     if (status != CLI_GO_ON) return status;
@@ -193,6 +198,7 @@ int main(int argc, char **argv) {
      * adds the cost of starting it (measured: batch-1 decoding is no faster on two threads). */
     if (optind < argc && argc - optind <= 4) omp_set_num_threads(1);
     int rc = load_model(model_path, &r.nm, &err);
+    r.nm.keep_unk = keep_unk;
     if (rc == 0) rc = translator_init(&r.translator, &r.nm, CHUNK, &opt, &err);
     if (rc == 0 && align_path) rc = output_file_open(&align_file, align_path, false, &err);
     r.align_out = align_file.file;

@@ -56,6 +56,7 @@ typedef struct {
 /* Enum fields are written as int; this holds for every enum with small non-negative values on
  * the platforms we build for, and is checked here rather than assumed. */
 _Static_assert(sizeof(LrSchedule) == sizeof(int), "enum keys are stored as int");
+_Static_assert(sizeof(SubwordMode) == sizeof(int), "enum keys are stored as int");
 /* config_print writes "key = value" lines that config_load must be able to read back. */
 _Static_assert(INI_MAX_LINE >= CONFIG_PATH_MAX + 64, "a printed path fits on an INI line");
 
@@ -72,7 +73,7 @@ static const ConfigKey config_keys[] = {
     {"data", "lowercase", KEY_BOOL, "true", 0, 0, NO_RANGE, offsetof(Config, data.lowercase),
      "lowercase both sides before tokenizing", NULL},
     {"data", "max_len", KEY_INT, "50", 1, 1000, CLOSED, offsetof(Config, data.max_len),
-     "skip training pairs with a side longer than this many tokens", NULL},
+     "skip training pairs with a side longer than this many tokens (pieces with subwords)", NULL},
     {"data", "src_vocab_size", KEY_INT, "8000", 5, 1000000, CLOSED,
      offsetof(Config, data.src_vocab_size),
      "source vocabulary size (Vs), including the 4 special tokens", NULL},
@@ -81,6 +82,13 @@ static const ConfigKey config_keys[] = {
      "target vocabulary size (Vt), including the 4 special tokens", NULL},
     {"data", "min_count", KEY_INT, "1", 1, 1000000000, CLOSED, offsetof(Config, data.min_count),
      "words seen fewer times than this in the training data become <unk>", NULL},
+    {"data", "subwords", KEY_ENUM, "none", 0, 0, NO_RANGE, offsetof(Config, data.subwords),
+     "units of the vocabularies: none (tokens) or bpe (pieces learned from the training data)",
+     "none|bpe"},
+    {"data", "src_merges", KEY_INT, "8000", 0, 1000000, CLOSED, offsetof(Config, data.src_merges),
+     "bpe: most merges learned on the source side (0: characters)", NULL},
+    {"data", "tgt_merges", KEY_INT, "8000", 0, 1000000, CLOSED, offsetof(Config, data.tgt_merges),
+     "bpe: most merges learned on the target side (0: characters)", NULL},
 
     {"model", "emb_size", KEY_INT, "64", 1, 4096, CLOSED, offsetof(Config, model.emb_size),
      "E: word embedding size, shared by source and target", NULL},

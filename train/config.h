@@ -19,6 +19,12 @@
 /* Room for one path, including its terminating NUL; longer paths are rejected. */
 #define CONFIG_PATH_MAX 4096
 
+/* The units the vocabularies hold. */
+typedef enum {
+    SUBWORDS_NONE, /* the tokenizer's tokens (words and punctuation) */
+    SUBWORDS_BPE,  /* byte-pair-encoding pieces of them (data/bpe.h), merges learned per side */
+} SubwordMode;
+
 /* How the learning rate changes over training (after the warm-up every schedule has). */
 typedef enum {
     LR_SCHEDULE_CONSTANT,     /* stays at lr */
@@ -31,10 +37,13 @@ typedef struct {
     char dev[CONFIG_PATH_MAX];   /* development pairs for validation and early stopping; required */
     char test[CONFIG_PATH_MAX];  /* test pairs, "" when not given */
     bool lowercase;              /* lowercase both sides before tokenizing */
-    int max_len;        /* training pairs with a side longer than this (tokens) are skipped */
-    int src_vocab_size; /* Vs, including the 4 special tokens */
-    int tgt_vocab_size; /* Vt, including the 4 special tokens */
-    int min_count;      /* words seen fewer times than this become <unk> */
+    int max_len;                 /* pairs with a longer side (tokens, or pieces) are skipped */
+    int src_vocab_size;          /* Vs, including the 4 special tokens */
+    int tgt_vocab_size;          /* Vt, including the 4 special tokens */
+    int min_count;               /* words seen fewer times than this become <unk> */
+    SubwordMode subwords;        /* none: words are the units; bpe: byte-pair-encoding pieces */
+    int src_merges;              /* bpe: most merges learned on the source side */
+    int tgt_merges;              /* bpe: most merges learned on the target side */
 } ConfigData;
 
 typedef struct {

@@ -207,7 +207,9 @@ static int check_resume_matches(const NmtModel *nm, const Config *cfg, const cha
                  {"[model] dec_hidden", d->dec_hidden, cfg->model.dec_hidden},
                  {"[model] att_size", d->att, cfg->model.att_size},
                  {"[model] readout_size", d->readout, cfg->model.readout_size},
-                 {"[data] lowercase", nm->lowercase, cfg->data.lowercase}};
+                 {"[data] lowercase", nm->lowercase, cfg->data.lowercase},
+                 {"[data] subwords (0 none, 1 bpe)", nm->subwords,
+                  cfg->data.subwords == SUBWORDS_BPE}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (sizes[i].stored != sizes[i].configured)
             return error_set(err, "cannot resume %s: it has %s = %d, the config %d", resume,

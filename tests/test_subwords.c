@@ -1,0 +1,666 @@
+/*
+ * test_subwords.c: subwords, case and <unk> replacement as the library and the programs use
+ * them: a model with [data] subwords = bpe learns its merges deterministically, stores them in
+ * its checkpoint and gets them back; every training sentence goes through encode (tokenize,
+ * BPE) and decode (join, detokenize) exactly as through the tokenizer alone; unseen characters,
+ * empty and very long words; a damaged BPE table is a one-line error naming the file; the
+ * programs run on a BPE model; <unk> replacement and --keep-unk; cased output stays cased.
+ * The BPE module itself is tested in test_bpe.c; this is about the way it is wired in.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "nmt/checkpoint.h"
+#include "nmt/text.h"
+#include "nmt/translator.h"
+#include "nmt/words.h"
+#include "suites.h"
+#include "train/config.h"
+#include "train/new_model.h"
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+/* Pairs with capitals, a rare word and punctuation, for the cased end-to-end model. */
+static const char CASED_PAIRS[] = "I love cats.\tJ'aime les chats.\n"
+                                  "I have a cat\tJ'ai un chat\n"
+                                  "The black cat\tLe chat noir\n"
+                                  "We see the dog\tNous voyons le chien\n"
+                                  "The dog sees a cat\tLe chien voit un chat\n"
+                                  "Paris loves cats\tParis aime les chats\n";
+
+/* A model of size 4 with subwords, trained for four steps (as harness.h's tiny setup). */
+static const char BPE_CONFIG[] = "[data]\n"
+                                 "train = train.tsv\n"
+                                 "dev = dev.tsv\n"
+                                 "lowercase = false\n"
+                                 "subwords = bpe\n"
+                                 "src_merges = 30\n"
+                                 "tgt_merges = 40\n"
+                                 "[model]\n"
+                                 "emb_size = 4\n"
+                                 "enc_hidden = 4\n"
+                                 "dec_hidden = 4\n"
+                                 "att_size = 4\n"
+                                 "readout_size = 4\n"
+                                 "[train]\n"
+                                 "batch_size = 2\n"
+                                 "max_steps = 4\n"
+                                 "valid_every = 2\n"
+                                 "log_every = 1\n"
+                                 "threads = 1\n"
+                                 "out_dir = run\n";
+
+/* A config for in-process models on the toy corpus (which the repository holds). */
+static void toy_config(Config *cfg, const Scratch *s, const char *subwords, int merges) {
+    char text[2048], path[512], here[512];
+    ck_assert_ptr_nonnull(getcwd(here, sizeof here));
+    snprintf(text, sizeof text,
+             "[data]\ntrain = %s/../data/toy/train.tsv\ndev = %s/../data/toy/dev.tsv\n"
+             "lowercase = false\nsubwords = %s\nsrc_merges = %d\ntgt_merges = %d\n"
+             "[model]\nemb_size = 4\nenc_hidden = 4\ndec_hidden = 4\natt_size = 4\n"
+             "readout_size = 4\n",
+             here, here, subwords, merges, merges + 100);
+    scratch_write_text(s, "toy.ini", text);
+    scratch_path(s, "toy.ini", path, sizeof path);
+    Error err = {{0}};
+    ck_assert_msg(config_load(cfg, path, NULL, 0, &err) == 0, "%s", err.msg);
+}
+
+/* The toy corpus, cased, and a model with subwords built from it. */
+typedef struct {
+    Corpus corpus;
+    TokenizedCorpus tokens;
+    NmtModel nm;
+} ToyModel;
+
+static void toy_model(ToyModel *t, const char *subwords, int merges) {
+    Scratch s;
+    Config cfg;
+    Error err = {{0}};
+    scratch_make(&s);
+    toy_config(&cfg, &s, subwords, merges);
+    scratch_free(&s);
+    ck_assert_msg(corpus_load(cfg.data.train, false, &t->corpus, &t->tokens, &err) == 0, "%s",
+                  err.msg);
+    ck_assert_msg(nmt_model_from_config(&t->nm, &cfg, &t->tokens, 1, &err) == 0, "%s", err.msg);
+}
+
+static void toy_model_free(ToyModel *t) {
+    nmt_model_free(&t->nm);
+    tokenized_corpus_free(&t->tokens);
+    corpus_free(&t->corpus);
+}
+
+/* The bytes of a BPE table as the checkpoint stores them; free() the result. */
+static char *bpe_bytes(const Bpe *bpe, size_t *len) {
+    char *buf = NULL;
+    FILE *mem = open_memstream(&buf, len);
+    ck_assert_ptr_nonnull(mem);
+    ck_assert_int_eq(bpe_write(bpe, mem), 0);
+    ck_assert_int_eq(fclose(mem), 0);
+    return buf;
+}
+
+static void expect_same_bpe(const Bpe *a, const Bpe *b) {
+    size_t la, lb;
+    char *x = bpe_bytes(a, &la), *y = bpe_bytes(b, &lb);
+    ck_assert_uint_eq(la, lb);
+    ck_assert_int_eq(memcmp(x, y, la), 0);
+    free(x), free(y);
+}
+
+/* What the tokenizer alone makes of text: detokenize(tokenize(text)). */
+static char *tokenizer_round_trip(const char *text, bool lowercase) {
+    TokenList tokens = {0};
+    Error err = {{0}};
+    ck_assert_msg(tokenize(text, lowercase, &tokens, &err) == 0, "%s", err.msg);
+    char *back = detokenize((const char *const *)tokens.tokens, tokens.count, &err);
+    ck_assert_ptr_nonnull(back);
+    token_list_free(&tokens);
+    return back;
+}
+
+/* text through the model's units and back, as the target side decodes: nmt_units, then
+ * nmt_join_target. */
+static char *units_round_trip(const NmtModel *nm, const char *text, bool target) {
+    TokenList units = {0};
+    Error err = {{0}};
+    ck_assert_msg(nmt_units(nm, text, target, &units, &err) == 0, "%s", err.msg);
+    char *back = nmt_join_target(nm, (const char *const *)units.tokens, (int)units.count, &err);
+    ck_assert_ptr_nonnull(back);
+    token_list_free(&units);
+    return back;
+}
+
+/* ---- in the library ----------------------------------------------------------------------- */
+
+START_TEST(test_every_training_sentence_round_trips) {
+    ToyModel t;
+    toy_model(&t, "bpe", 300);
+    ck_assert(t.nm.subwords);
+    ck_assert_uint_gt(t.nm.src_bpe.merge_count, 0);
+    Error err = {{0}};
+    size_t cut = 0; /* sentences with at least one word in pieces: the test means something */
+    for (size_t i = 0; i < t.corpus.count; i++) {
+        for (int side = 0; side < 2; side++) {
+            const char *text = side ? t.corpus.tgt[i] : t.corpus.src[i];
+            char *want = tokenizer_round_trip(text, false);
+            char *got = units_round_trip(&t.nm, text, side == 1);
+            ck_assert_msg(strcmp(want, got) == 0, "line %zu: '%s' came back as '%s'",
+                          t.corpus.line[i], want, got);
+            free(want), free(got);
+        }
+        /* and through the ids: every training piece is in the vocabulary */
+        TokenList pieces = {0};
+        ck_assert(nmt_units(&t.nm, t.corpus.tgt[i], true, &pieces, &err) == 0);
+        cut += pieces.count > t.tokens.tgt[i].count;
+        int *ids = calloc(pieces.count + 1, sizeof(int));
+        ck_assert_ptr_nonnull(ids);
+        vocab_encode(&t.nm.tgt_vocab, &pieces, ids);
+        for (size_t k = 0; k < pieces.count; k++) ck_assert_int_ne(ids[k], TOK_UNK);
+        char *text = decode_target(&t.nm, ids, (int)pieces.count, &err);
+        char *want = tokenizer_round_trip(t.corpus.tgt[i], false);
+        ck_assert_str_eq(text, want);
+        free(text), free(want), free(ids);
+        token_list_free(&pieces);
+    }
+    ck_assert_uint_gt(cut, t.corpus.count / 10);
+    toy_model_free(&t);
+}
+END_TEST
+
+START_TEST(test_merges_are_deterministic) {
+    ToyModel a, b;
+    toy_model(&a, "bpe", 200);
+    toy_model(&b, "bpe", 200);
+    expect_same_bpe(&a.nm.src_bpe, &b.nm.src_bpe);
+    expect_same_bpe(&a.nm.tgt_bpe, &b.nm.tgt_bpe);
+    ck_assert_uint_eq(a.nm.src_vocab.size, b.nm.src_vocab.size);
+    for (size_t i = 0; i < a.nm.tgt_vocab.size; i++)
+        ck_assert_str_eq(a.nm.tgt_vocab.tokens[i], b.nm.tgt_vocab.tokens[i]);
+    ck_assert_uint_eq(a.nm.src_bpe.merge_count, 200);
+    ck_assert_uint_eq(a.nm.tgt_bpe.merge_count, 300);
+    toy_model_free(&a);
+    toy_model_free(&b);
+}
+END_TEST
+
+START_TEST(test_without_subwords_nothing_changes) {
+    ToyModel t;
+    toy_model(&t, "none", 300);
+    ck_assert(!t.nm.subwords);
+    ck_assert_uint_eq(t.nm.src_bpe.merge_count, 0);
+    TokenList units = {0};
+    Error err = {{0}};
+    ck_assert(nmt_units(&t.nm, "I love machine learning.", false, &units, &err) == 0);
+    ck_assert_uint_eq(units.count, 5);
+    ck_assert_str_eq(units.tokens[2], "machine");
+    token_list_free(&units);
+    toy_model_free(&t);
+}
+END_TEST
+
+START_TEST(test_unseen_characters_empty_and_long_words) {
+    ToyModel t;
+    toy_model(&t, "bpe", 300);
+    Error err = {{0}};
+    /* characters the training data never had: pieces of their own, <unk> as ids, and the
+     * text itself still round-trips */
+    const char *odd = "Zebras ŋ猫Ω eat 🐈 snacks@@ and ~@~ too";
+    char *want = tokenizer_round_trip(odd, false);
+    for (int side = 0; side < 2; side++) {
+        char *got = units_round_trip(&t.nm, odd, side == 1);
+        ck_assert_str_eq(got, want);
+        free(got);
+    }
+    free(want);
+    int *ids = NULL, n = 0, unknown = 0;
+    ck_assert_msg(encode_source(&t.nm, odd, &ids, &n, &unknown, &err) == 0, "%s", err.msg);
+    ck_assert_int_gt(unknown, 0);
+    ck_assert_int_eq(ids[n - 1], TOK_EOS);
+    free(ids);
+
+    /* empty: no units, the source is </s> alone */
+    TokenList units = {0};
+    ck_assert(nmt_units(&t.nm, "", false, &units, &err) == 0);
+    ck_assert_uint_eq(units.count, 0);
+    ck_assert(encode_source(&t.nm, "   ", &ids, &n, &unknown, &err) == 0);
+    ck_assert_int_eq(n, 1);
+    free(ids);
+    char *empty = decode_target(&t.nm, NULL, 0, &err);
+    ck_assert_str_eq(empty, "");
+    free(empty);
+
+    /* a 20,000-character word: many pieces, exact round trip, and the translator refuses it
+     * by its pieces (the memory of a search grows with them) */
+    size_t len = 20000;
+    char *word = malloc(len + 1);
+    ck_assert_ptr_nonnull(word);
+    size_t filled = 0;
+    for (; filled + 9 < len; filled += 9) memcpy(word + filled, "chatonsé", 9);
+    word[filled] = '\0';
+    char *back = units_round_trip(&t.nm, word, true);
+    ck_assert_str_eq(back, word);
+    free(back);
+    ck_assert(nmt_units(&t.nm, word, false, &units, &err) == 0);
+    ck_assert_uint_gt(units.count, NMT_MAX_TOKENS);
+    token_list_free(&units);
+    Translator tr;
+    SearchOptions opt = {.beam = 1, .nbest = 1, .len_norm = 1};
+    ck_assert(translator_init(&tr, &t.nm, 1, &opt, &err) == 0);
+    TranslatedText out;
+    ck_assert(translator_run(&tr, (const char *const[]){word}, 1, &out, &err) == 0);
+    ck_assert(out.refused);
+    ck_assert_ptr_nonnull(strstr(out.error.msg, "more than the 250"));
+    translated_free(&out, 1);
+    translator_free(&tr);
+    free(word);
+    toy_model_free(&t);
+}
+END_TEST
+
+START_TEST(test_checkpoint_keeps_merges) {
+    ToyModel t;
+    toy_model(&t, "bpe", 100);
+    Scratch s;
+    scratch_make(&s);
+    char path[512];
+    scratch_path(&s, "bpe.ckpt", path, sizeof path);
+    Error err = {{0}};
+    ck_assert_msg(checkpoint_save(path, &t.nm, NULL, &err) == 0, "%s", err.msg);
+    NmtModel back;
+    ck_assert_msg(checkpoint_load(path, &back, NULL, NULL, &err) == 0, "%s", err.msg);
+    ck_assert(back.subwords && !back.lowercase);
+    expect_same_bpe(&t.nm.src_bpe, &back.src_bpe);
+    expect_same_bpe(&t.nm.tgt_bpe, &back.tgt_bpe);
+    char *a = units_round_trip(&back, "Unseen words: Zorblaxian cats!", false);
+    ck_assert_str_eq(a, "Unseen words: Zorblaxian cats!");
+    free(a);
+    nmt_model_free(&back);
+    /* version 2 with subwords; a model without them is still written as version 1 */
+    size_t len;
+    unsigned char *bytes = slurp_file(path, &len);
+    ck_assert_int_eq(bytes[8], 2);
+    ck_assert_int_eq(bytes[48] & 4, 4);
+    free(bytes);
+    toy_model_free(&t);
+    toy_model(&t, "none", 100);
+    ck_assert_msg(checkpoint_save(path, &t.nm, NULL, &err) == 0, "%s", err.msg);
+    bytes = slurp_file(path, &len);
+    ck_assert_int_eq(bytes[8], 1);
+    ck_assert_int_eq(bytes[48] & 4, 0);
+    free(bytes);
+    ck_assert_msg(checkpoint_load(path, &back, NULL, NULL, &err) == 0, "%s", err.msg);
+    ck_assert(!back.subwords);
+    nmt_model_free(&back);
+    toy_model_free(&t);
+    scratch_free(&s);
+}
+END_TEST
+
+/* ---- <unk> replacement and case ------------------------------------------------------------ */
+
+/* A word-level model with vocabularies only (no parameters): enough to decode. */
+static void vocab_model(NmtModel *nm, bool subwords) {
+    memset(nm, 0, sizeof *nm);
+    TokenList tgt = {0};
+    Error err = {{0}};
+    ck_assert(tokenize("Le chat noir dort . Paris", false, &tgt, &err) == 0);
+    ck_assert(vocab_build(&tgt, 1, 1, SIZE_MAX, &nm->tgt_vocab, &err) == 0);
+    ck_assert(vocab_build(&tgt, 1, 1, SIZE_MAX, &nm->src_vocab, &err) == 0);
+    token_list_free(&tgt);
+    nm->subwords = subwords; /* with no merges, pieces are characters */
+}
+
+START_TEST(test_unk_replace_by_hand) {
+    /* source "the Zorblax sleeps" + </s>; rows: le, <unk>, <unk>, dort */
+    const char *src[] = {"the", "Zorblax", "sleeps"};
+    const real alpha[] = {
+        0.7f, 0.1f, 0.1f, 0.1f, /* le */
+        0.1f, 0.3f, 0.0f, 0.6f, /* <unk>: </s> is strongest but never copied */
+        0.2f, 0.2f, 0.5f, 0.1f, /* <unk> */
+        0.0f, 0.0f, 1.0f, 0.0f, /* dort */
+    };
+    const int ids[] = {5, TOK_UNK, TOK_UNK, 6};
+    const char *tokens[] = {"Le", "<unk>", "<unk>", "dort"};
+    unk_replace(tokens, ids, 4, alpha, 4, src);
+    ck_assert_str_eq(tokens[0], "Le");
+    ck_assert_str_eq(tokens[1], "Zorblax");
+    ck_assert_str_eq(tokens[2], "sleeps");
+    ck_assert_str_eq(tokens[3], "dort");
+    /* a tie goes to the first column */
+    const real tie[] = {0.4f, 0.4f, 0.2f};
+    const char *one[] = {"<unk>"};
+    unk_replace(one, (const int[]){TOK_UNK}, 1, tie, 3, src);
+    ck_assert_str_eq(one[0], "the");
+}
+END_TEST
+
+START_TEST(test_decode_hypothesis_replaces_unk) {
+    NmtModel nm;
+    vocab_model(&nm, false);
+    int le = vocab_id(&nm.tgt_vocab, "Le"), dort = vocab_id(&nm.tgt_vocab, "dort");
+    ck_assert(le != TOK_UNK && dort != TOK_UNK);
+    int tokens[] = {le, TOK_UNK, dort};
+    real alpha[] = {
+        0.8f, 0.1f, 0.1f, 0.0f, /* Le */
+        0.1f, 0.2f, 0.1f, 0.6f, /* <unk> */
+        0.0f, 0.1f, 0.9f, 0.0f, /* dort */
+        0.0f, 0.0f, 0.0f, 1.0f, /* </s> */
+    };
+    Hypothesis h = {
+        .tokens = tokens, .len = 3, .complete = 1, .rows = 4, .src_len = 4, .alpha = alpha};
+    Error err = {{0}};
+    char *text = decode_hypothesis(&nm, "The Zorblax sleeps", &h, &err);
+    ck_assert_msg(text != NULL, "%s", err.msg);
+    ck_assert_str_eq(text, "Le Zorblax dort");
+    free(text);
+    nm.keep_unk = true;
+    text = decode_hypothesis(&nm, "The Zorblax sleeps", &h, &err);
+    ck_assert_str_eq(text, "Le <unk> dort");
+    free(text);
+    /* a model with subwords keeps <unk>: its units are not words */
+    nm.keep_unk = false;
+    nm.subwords = true;
+    text = decode_hypothesis(&nm, "The Zorblax sleeps", &h, &err);
+    ck_assert_str_eq(text, "Le <unk> dort");
+    free(text);
+    /* a hypothesis that does not fit the sentence is an error, not a guess */
+    nm.subwords = false;
+    ck_assert_ptr_null(decode_hypothesis(&nm, "The Zorblax", &h, &err));
+    nmt_model_free(&nm);
+}
+END_TEST
+
+START_TEST(test_cased_units_stay_cased) {
+    NmtModel nm;
+    vocab_model(&nm, false);
+    Error err = {{0}};
+    TokenList units = {0};
+    ck_assert(nmt_units(&nm, "Le Chat NOIR", true, &units, &err) == 0);
+    ck_assert_str_eq(units.tokens[1], "Chat");
+    ck_assert_str_eq(units.tokens[2], "NOIR");
+    token_list_free(&units);
+    int ids[] = {vocab_id(&nm.tgt_vocab, "Paris"), vocab_id(&nm.tgt_vocab, "dort"),
+                 vocab_id(&nm.tgt_vocab, ".")};
+    char *text = decode_target(&nm, ids, 3, &err);
+    ck_assert_str_eq(text, "Paris dort.");
+    free(text);
+    /* with subwords (characters here) too */
+    nm.subwords = true;
+    char *back = units_round_trip(&nm, "Le Chat NOIR dort à Paris.", true);
+    ck_assert_str_eq(back, "Le Chat NOIR dort à Paris.");
+    free(back);
+    nmt_model_free(&nm);
+}
+END_TEST
+
+START_TEST(test_word_map_of_pieces) {
+    WordMap map;
+    Error err = {{0}};
+    /* "J'aime les chats." is 5 tokens (j' aime les chats .) in 3 words */
+    ck_assert(word_map_from_text(&map, "J'aime les chats.", false, &err) == 0);
+    ck_assert_int_eq(map.n_tokens, 5);
+    const char *pieces[] = {"J'", "ai@@", "me", "les", "ch@@", "at@@", "s", "."};
+    ck_assert_msg(word_map_expand_pieces(&map, pieces, 8, &err) == 0, "%s", err.msg);
+    const int want[] = {0, 0, 0, 1, 2, 2, 2, 2};
+    ck_assert_int_eq(map.n_tokens, 8);
+    ck_assert_int_eq(map.n_words, 3);
+    for (int k = 0; k < 8; k++) ck_assert_int_eq(map.word_of[k], want[k]);
+    /* pieces that join into another number of tokens are refused, the map left as it was */
+    ck_assert(word_map_expand_pieces(&map, pieces, 3, &err) != 0);
+    ck_assert_int_eq(map.n_tokens, 8);
+    word_map_free(&map);
+
+    /* a target word's row is the mean of its pieces' rows, a source word's weight the sum */
+    WordMap src = {.n_tokens = 3, .n_words = 2, .word_of = (int[]){0, 1, 1}};
+    WordMap tgt = {.n_tokens = 3, .n_words = 2, .word_of = (int[]){0, 0, 1}};
+    const real alpha[] = {
+        0.5f, 0.3f, 0.2f, 0.0f, /* target word 0, piece 1: source words 0.5 and 0.5 */
+        0.3f, 0.1f, 0.1f, 0.5f, /* target word 0, piece 2: 0.3 and 0.2 */
+        0.1f, 0.4f, 0.4f, 0.1f, /* target word 1: 0.1 and 0.8 */
+    };
+    WordLink *links;
+    int n;
+    ck_assert(word_links(alpha, 3, 4, &src, &tgt, &links, &n, &err) == 0);
+    ck_assert_int_eq(n, 2);
+    ck_assert_int_eq(links[0].src, 0); /* word 0: (0.5+0.3)/2 = 0.4 beats (0.5+0.2)/2 = 0.35 */
+    ck_assert_int_eq(links[0].tgt, 0);
+    ck_assert_int_eq(links[1].src, 1);
+    ck_assert_int_eq(links[1].tgt, 1);
+    free(links);
+}
+END_TEST
+
+/* ---- the programs on a BPE model ----------------------------------------------------------- */
+
+/* Trains the cased BPE model into s: run/best.ckpt, run/last.ckpt. */
+static void train_bpe_model(const Scratch *s) {
+    scratch_write_text(s, "train.tsv", CASED_PAIRS);
+    scratch_write_text(s, "dev.tsv", CASED_PAIRS);
+    scratch_write_text(s, "bpe.ini", BPE_CONFIG);
+    char config[512];
+    scratch_path(s, "bpe.ini", config, sizeof config);
+    RunResult r;
+    run_program(&r, s, (const char *const[]){"../bin/train", config, NULL}, NULL, 60, NULL);
+    ck_assert_msg(r.status == 0, "training the BPE model failed (%d): %s", r.status, r.err);
+}
+
+static void expect_success(const Scratch *s, const char *const *argv, RunResult *r) {
+    run_program(r, s, argv, NULL, 60, NULL);
+    ck_assert_msg(!r->timed_out && r->status == 0, "%s %s failed (%d): %s", argv[0], argv[1],
+                  r->status, r->err);
+}
+
+START_TEST(test_programs_run_on_a_bpe_model) {
+    Scratch s;
+    scratch_make(&s);
+    train_bpe_model(&s);
+    char model[512], pairs[512], gold[512], out[512];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    scratch_path(&s, "dev.tsv", pairs, sizeof pairs);
+    scratch_path(&s, "gold.align", gold, sizeof gold);
+    scratch_write_text(&s, "gold.align",
+                       "0-0 1-1 2-2\n0-0 1-0 2-1 3-2\n0-0 2-1 1-2\n"
+                       "0-0 1-1 2-2 3-3\n0-0 1-1 2-2 3-3 4-4\n0-0 1-1 2-2 2-3\n");
+    NmtModel nm;
+    Error err = {{0}};
+    ck_assert_msg(checkpoint_load(model, &nm, NULL, NULL, &err) == 0, "%s", err.msg);
+    ck_assert(nm.subwords && !nm.lowercase);
+    nmt_model_free(&nm);
+
+    RunResult r;
+    expect_success(&s,
+                   (const char *const[]){"../bin/translate", "-m", model, "Paris loves cats",
+                                         "Zorblax ŋ", NULL},
+                   &r);
+    expect_success(&s,
+                   (const char *const[]){"../bin/translate", "-m", model, "--beam", "3", "--nbest",
+                                         "2", "--keep-unk", "I love cats.", NULL},
+                   &r);
+    const char *formats[] = {"tsv", "json", "text", "marian", "pharaoh"};
+    for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) {
+        expect_success(&s,
+                       (const char *const[]){"../bin/align", "-m", model, "--format", formats[f],
+                                             "Paris loves cats", NULL},
+                       &r);
+        /* forced, so the pieces shown are known: "cats" is cut ("ca@@ ts" or the like) unless
+         * the merges made it whole; the reference's pieces always come back joined */
+        expect_success(&s,
+                       (const char *const[]){"../bin/align", "-m", model, "--format", formats[f],
+                                             "--ref", "Paris aime les chats", "Paris loves cats",
+                                             NULL},
+                       &r);
+    }
+    expect_success(&s,
+                   (const char *const[]){"../bin/align", "-m", model, "--format", "tsv", "--ref",
+                                         "Zyx", "Qwv", NULL},
+                   &r);
+    assert_contains(r.out, "@@"); /* unseen words are shown as their pieces */
+    const char *files[] = {"a.npy", "a.svg"};
+    for (size_t f = 0; f < 2; f++) {
+        scratch_path(&s, files[f], out, sizeof out);
+        expect_success(
+            &s,
+            (const char *const[]){"../bin/align", "-m", model, "-o", out, "Paris loves cats", NULL},
+            &r);
+    }
+    expect_success(
+        &s,
+        (const char *const[]){"../bin/align", "-m", model, "--explain", "Paris loves cats", NULL},
+        &r);
+    assert_contains(r.out, "Source tokens:");
+    expect_success(&s,
+                   (const char *const[]){"../bin/align", "-m", model, "--eval-gold", gold,
+                                         "--pairs", pairs, NULL},
+                   &r);
+    assert_contains(r.out, "AER");
+    expect_success(&s,
+                   (const char *const[]){"../bin/evaluate", "-m", model, "--test", pairs, "--show",
+                                         "6", "--lowercase-bleu", NULL},
+                   &r);
+    /* a cased model is scored against cased references */
+    assert_contains(r.out, "REF J'aime les chats.");
+    assert_contains(r.out, "case:mixed");
+    assert_contains(r.out, "lowercased: BLEU = ");
+    scratch_free(&s);
+}
+END_TEST
+
+START_TEST(test_resume_keeps_merges) {
+    Scratch s;
+    scratch_make(&s);
+    train_bpe_model(&s);
+    char config[512], last[512];
+    scratch_path(&s, "bpe.ini", config, sizeof config);
+    scratch_path(&s, "run/last.ckpt", last, sizeof last);
+    NmtModel before, after;
+    Error err = {{0}};
+    ck_assert_msg(checkpoint_load(last, &before, NULL, NULL, &err) == 0, "%s", err.msg);
+    RunResult r;
+    run_program(&r, &s,
+                (const char *const[]){"../bin/train", config, "--resume", "--set",
+                                      "train.max_steps=6", "--set", "data.src_merges=2", NULL},
+                NULL, 60, NULL);
+    ck_assert_msg(r.status == 0, "resuming failed (%d): %s", r.status, r.err);
+    ck_assert_msg(checkpoint_load(last, &after, NULL, NULL, &err) == 0, "%s", err.msg);
+    expect_same_bpe(&before.src_bpe, &after.src_bpe);
+    expect_same_bpe(&before.tgt_bpe, &after.tgt_bpe);
+    nmt_model_free(&before);
+    nmt_model_free(&after);
+    /* a config without subwords cannot resume a model with them */
+    run_program(&r, &s,
+                (const char *const[]){"../bin/train", config, "--resume", "--set",
+                                      "train.max_steps=8", "--set", "data.subwords=none", NULL},
+                NULL, 60, NULL);
+    assert_one_line_error(&r, "train", 1, (const char *const[]){"subwords", NULL});
+    scratch_free(&s);
+}
+END_TEST
+
+/* A byte of the source BPE table changed (and the checksum made to match again, so the table's
+ * own checks are what catches it): one line naming the file and the table. */
+START_TEST(test_damaged_bpe_table_is_an_error) {
+    Scratch s;
+    scratch_make(&s);
+    train_bpe_model(&s);
+    char model[512], bad[512], pairs[512];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    scratch_path(&s, "dev.tsv", pairs, sizeof pairs);
+    scratch_path(&s, "bad.ckpt", bad, sizeof bad);
+    size_t len;
+    unsigned char *bytes = slurp_file(model, &len);
+    size_t pos = 64; /* the header */
+    for (int v = 0; v < 2; v++) {
+        uint64_t n;
+        memcpy(&n, bytes + pos, 8);
+        pos += 8 + n;
+    }
+    uint32_t merges;
+    memcpy(&merges, bytes + pos + 8, 4);
+    ck_assert_uint_gt(merges, 0);
+    /* variant 0: the first merge's left symbol loses its "@@" (its length shrinks by 2 would
+     * misalign; a letter replaces the last '@' instead) */
+    uint32_t left_len;
+    memcpy(&left_len, bytes + pos + 12, 4);
+    ck_assert_uint_ge(left_len, 3);
+    bytes[pos + 16 + left_len - 1] = 'x';
+    uint64_t sum = checkpoint_checksum(bytes, len - 8);
+    memcpy(bytes + len - 8, &sum, 8);
+    scratch_write(&s, "bad.ckpt", bytes, len);
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/translate", "-m", bad, "Paris", NULL}, NULL,
+                60, NULL);
+    assert_one_line_error(&r, "translate", 1,
+                          (const char *const[]){bad, "source BPE merges", NULL});
+    /* variant 1: a merge count larger than the section */
+    free(bytes);
+    bytes = slurp_file(model, &len);
+    uint32_t huge = 1u << 20;
+    memcpy(bytes + pos + 8, &huge, 4);
+    sum = checkpoint_checksum(bytes, len - 8);
+    memcpy(bytes + len - 8, &sum, 8);
+    scratch_write(&s, "bad.ckpt", bytes, len);
+    run_program(&r, &s, (const char *const[]){"../bin/evaluate", "-m", bad, "--test", pairs, NULL},
+                NULL, 60, NULL);
+    assert_one_line_error(&r, "evaluate", 1, (const char *const[]){bad, "source BPE merges", NULL});
+    free(bytes);
+    scratch_free(&s);
+}
+END_TEST
+
+/* --keep-unk, end to end on a word-level model whose vocabulary misses a word the source has:
+ * the output's <unk> (if the tiny model emits one) becomes a source word by default. Only the
+ * options' acceptance and the absence of <unk> by default can be asserted on an untrained
+ * model. */
+START_TEST(test_keep_unk_option) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char model[512], pairs[512];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    scratch_path(&s, "dev.tsv", pairs, sizeof pairs);
+    RunResult r;
+    expect_success(
+        &s, (const char *const[]){"../bin/translate", "-m", model, "I love zorblax", NULL}, &r);
+    ck_assert_ptr_null(strstr(r.out, "<unk>"));
+    expect_success(&s,
+                   (const char *const[]){"../bin/translate", "-m", model, "--keep-unk",
+                                         "I love zorblax", NULL},
+                   &r);
+    expect_success(
+        &s,
+        (const char *const[]){"../bin/evaluate", "-m", model, "--test", pairs, "--keep-unk", NULL},
+        &r);
+    scratch_free(&s);
+}
+END_TEST
+
+Suite *subwords_suite(void) {
+    Suite *suite = suite_create("subwords");
+    TCase *library = tcase_create("library");
+    tcase_set_timeout(library, 120);
+    tcase_add_test(library, test_every_training_sentence_round_trips);
+    tcase_add_test(library, test_merges_are_deterministic);
+    tcase_add_test(library, test_without_subwords_nothing_changes);
+    tcase_add_test(library, test_unseen_characters_empty_and_long_words);
+    tcase_add_test(library, test_checkpoint_keeps_merges);
+    suite_add_tcase(suite, library);
+    TCase *unk = tcase_create("unk and case");
+    tcase_add_test(unk, test_unk_replace_by_hand);
+    tcase_add_test(unk, test_decode_hypothesis_replaces_unk);
+    tcase_add_test(unk, test_cased_units_stay_cased);
+    tcase_add_test(unk, test_word_map_of_pieces);
+    suite_add_tcase(suite, unk);
+    TCase *programs = tcase_create("programs");
+    tcase_set_timeout(programs, 300);
+    tcase_add_test(programs, test_programs_run_on_a_bpe_model);
+    tcase_add_test(programs, test_resume_keeps_merges);
+    tcase_add_test(programs, test_damaged_bpe_table_is_an_error);
+    tcase_add_test(programs, test_keep_unk_option);
+    suite_add_tcase(suite, programs);
+    return suite;
+}
