@@ -162,6 +162,7 @@ int nmt_translate(nmt_model *m, const char *const *sources, int n, const nmt_opt
         if (!sources[i]) return fail(err, "nmt_translate: source %d is NULL", i);
     memset(out, 0, sizeof *out * (size_t)n);
     SearchOptions opt = search_options(options);
+    m->nm.keep_unk = options && options->keep_unk;
     Error e;
     if (use_options(m, &opt, &e)) return copy_error(err, &e), -1;
     TranslatedText found[CHUNK];

@@ -51,6 +51,8 @@ typedef struct {
     int nbest;       /* hypotheses returned per sentence (0: 1; at most beam) */
     int max_len;     /* most output tokens (0: 2 x input length + 10) */
     double len_norm; /* ranks hypotheses by logprob / length^len_norm (negative: 1) */
+    int keep_unk;    /* 1: keep <unk> in the text (default 0: a word-level model's <unk>
+                        becomes the source word it attends to most) */
 } nmt_options;
 
 typedef struct {
