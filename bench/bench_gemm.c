@@ -27,7 +27,8 @@ static double now(void) {
 /* ---- gemm timing ------------------------------------------------------------------------ */
 
 typedef struct {
-    int M, N, K, ta, tb;
+    int M, N, K;
+    GemmOp ta, tb;
     const char *what;
 } Shape;
 

@@ -44,7 +44,7 @@ void attention_energy_part(real *part, real *hid, const real *query, const real 
                            const real *v, int L, int S, int A, int lo, int hi) {
     sentence_hidden(hid, query, keys, L, S, A, lo, hi);
     /* part = hid v[lo:hi]: one product over the L positions */
-    gemm(0, 1, 1, L, hi - lo, v + lo, hi - lo, hid, hi - lo, 0, part, L);
+    gemm(AS_STORED, TRANSPOSE, 1, L, hi - lo, v + lo, hi - lo, hid, hi - lo, 0, part, L);
 }
 
 void attention_weights(real *alpha, real *energy, int L, int S) {

@@ -990,8 +990,8 @@ static void gemm_dot(const Isa *isa, int m, int n, int K, const real *x, ptrdiff
     }
 }
 
-void gemm(int trans_a, int trans_b, int M, int N, int K, const real *A, int lda, const real *B,
-          int ldb, real beta, real *C, int ldc) {
+void gemm(GemmOp trans_a, GemmOp trans_b, int M, int N, int K, const real *A, int lda,
+          const real *B, int ldb, real beta, real *C, int ldc) {
     if (M <= 0 || N <= 0) return;
     int add = beta != 0;
     if (K <= 0) {

@@ -10,7 +10,7 @@
 void gru_step_forward(real *h_out, real *cache, real *scratch, const real *gi, const real *h_prev,
                       const real *w_hh, const real *b_hh, const int *len, int pos, int B, int N) {
     real *gh = scratch; /* [B,3N] = h_prev W_hh^T */
-    gemm(0, 1, B, 3 * N, N, h_prev, N, w_hh, N, 0, gh, 3 * N);
+    gemm(AS_STORED, TRANSPOSE, B, 3 * N, N, h_prev, N, w_hh, N, 0, gh, 3 * N);
     gru_gates_forward(h_out, cache, gi, gh, h_prev, b_hh, len, pos, B, N);
 }
 
@@ -94,5 +94,5 @@ void gru_step_backward(real *dh_prev, real *dgi, real *dgh, const real *dh, cons
             gates_row_backward(dh_prev, dgi, dgh, dh, cache, h_prev, len, pos, b, N);
     }
     /* h also entered through W_hh h: dh_prev += dgh W_hh */
-    gemm(0, 0, B, N, 3 * N, dgh, 3 * N, w_hh, N, 1, dh_prev, N);
+    gemm(AS_STORED, AS_STORED, B, N, 3 * N, dgh, 3 * N, w_hh, N, 1, dh_prev, N);
 }

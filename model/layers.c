@@ -33,7 +33,7 @@ void embedding_backward(real *demb, const real *dout, int ld, const int *ids, co
 
 void linear_forward(real *y, const real *x, int ldx, const real *w, int ldw, const real *b,
                     int rows, int in, int out) {
-    gemm(0, 1, rows, out, in, x, ldx, w, ldw, 0, y, out);
+    gemm(AS_STORED, TRANSPOSE, rows, out, in, x, ldx, w, ldw, 0, y, out);
     if (!b) return;
     if (worth_parallel((double)rows * out, 65536)) {
 #pragma omp parallel for schedule(static)
@@ -48,8 +48,8 @@ void linear_forward(real *y, const real *x, int ldx, const real *w, int ldw, con
 void linear_columns(real *y, int ldy, const real *x, int ldx, const real *w, int ldw, const real *b,
                     int rows, int in, int lo, int hi, int accumulate) {
     if (lo >= hi) return;
-    gemm(0, 1, rows, hi - lo, in, x, ldx, w + (size_t)lo * ldw, ldw, accumulate ? 1 : 0, y + lo,
-         ldy);
+    gemm(AS_STORED, TRANSPOSE, rows, hi - lo, in, x, ldx, w + (size_t)lo * ldw, ldw,
+         accumulate ? 1 : 0, y + lo, ldy);
     if (!b) return;
     for (int r = 0; r < rows; r++)
         for (int j = lo; j < hi; j++) y[(size_t)r * ldy + j] += b[j];
@@ -57,8 +57,8 @@ void linear_columns(real *y, int ldy, const real *x, int ldx, const real *w, int
 
 void linear_backward(real *dx, real *dw, real *db, const real *dy, const real *x, int ldx,
                      const real *w, int ldw, int rows, int in, int out) {
-    if (dx) gemm(0, 0, rows, in, out, dy, out, w, ldw, 1, dx, ldx);
-    gemm(1, 0, out, in, rows, dy, out, x, ldx, 1, dw, ldw);
+    if (dx) gemm(AS_STORED, AS_STORED, rows, in, out, dy, out, w, ldw, 1, dx, ldx);
+    gemm(TRANSPOSE, AS_STORED, out, in, rows, dy, out, x, ldx, 1, dw, ldw);
     if (!db) return;
     /* threads take blocks of columns; each column is still summed over the rows in order, so
      * the result does not depend on the thread count */

@@ -317,7 +317,7 @@ static void step_gates(const Decode *dc, int t) {
             if (me == first) memcpy(s->hist_alpha + at, a, sizeof(real) * (size_t)S);
         }
         for (int g = 0, ranges = gate_columns(D, lo, hi, c0, c1); g < ranges; g++)
-            gemm(0, 0, beam, c1[g] - c0[g], S, alpha + (size_t)base * S, S,
+            gemm(AS_STORED, AS_STORED, beam, c1[g] - c0[g], S, alpha + (size_t)base * S, S,
                  s->ctx_gi + (size_t)i * S * 3 * D + c0[g], 3 * D, 1,
                  s->gi + (size_t)base * 3 * D + c0[g], 3 * D);
         gru_gates_units(s->s_next + (size_t)base * D, s->cache + (size_t)base * 4 * D,
@@ -343,8 +343,8 @@ static void step_readout(const Decode *dc) {
         for (int r = base; r < base + beam; r++)
             memcpy(s->readout + (size_t)r * O + lo, w->out_b_o + lo,
                    sizeof(real) * (size_t)(hi - lo));
-        gemm(0, 0, beam, hi - lo, S, alpha, S, s->ctx_ro + (size_t)i * S * O + lo, O, 1,
-             s->readout + (size_t)base * O + lo, O);
+        gemm(AS_STORED, AS_STORED, beam, hi - lo, S, alpha, S, s->ctx_ro + (size_t)i * S * O + lo,
+             O, 1, s->readout + (size_t)base * O + lo, O);
     }
     linear_columns(s->readout, O, s->s_next, D, w->out_w_o, RW, NULL, R, D, lo, hi, 1);
     linear_columns(s->readout, O, s->u, E, w->out_w_o + D + K, RW, NULL, R, E, lo, hi, 1);

@@ -446,7 +446,8 @@ static void decoder_step_forward(const Model *m, const DecoderStep *st, const re
     attention_forward(st->context, st->alpha, st->energy, st->hidden, st->query, keys, enc_h,
                       src_len, w->att_v, B, S, A, K);
     /* s_t = GRU([u_t ; c_t], s_{t-1}): add the c_t part of the input projection */
-    gemm(0, 1, B, 3 * D, K, st->context, K, w->dec_gru.w_ih + E, E + K, 1, st->gi, 3 * D);
+    gemm(AS_STORED, TRANSPOSE, B, 3 * D, K, st->context, K, w->dec_gru.w_ih + E, E + K, 1, st->gi,
+         3 * D);
     gru_step_forward(st->s, st->cache, scratch, st->gi, st->s_prev, w->dec_gru.w_hh,
                      w->dec_gru.b_hh, NULL, 0, B, D);
 }
@@ -625,7 +626,8 @@ void model_backward(Model *m, Acts *a) {
             for (int b = 0; b < nb; b++)
                 memcpy(d_context + (size_t)b * K, d_row + (size_t)b * R + D,
                        sizeof(real) * (size_t)K);
-            gemm(0, 0, nb, K, 3 * D, dgi, 3 * D, dg->w_ih + E, E + K, 1, d_context, K);
+            gemm(AS_STORED, AS_STORED, nb, K, 3 * D, dgi, 3 * D, dg->w_ih + E, E + K, 1, d_context,
+                 K);
             /* attention's hidden layer tanh(W_q s_{t-1} + k_i), unless kept: again (query
              * still holds W_q s_{t-1}; backward overwrites it with dquery), then its backward,
              * which also adds each sentence's de_ti hidden_ti to its row of d_att_v */
@@ -637,7 +639,7 @@ void model_backward(Model *m, Acts *a) {
                                d_context, st.alpha, st.hidden, a->enc_h + (size_t)b0 * S * K,
                                a->src_len + b0, w->att_v, nb, S, A, K);
             /* query = W_q s_{t-1} */
-            gemm(0, 0, nb, D, A, st.query, A, w->att_w_q, D, 1, carry, D);
+            gemm(AS_STORED, AS_STORED, nb, D, A, st.query, A, w->att_w_q, D, 1, carry, D);
         }
     }
 
