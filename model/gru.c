@@ -39,14 +39,8 @@ static void gates_row(real *h_out, real *cache, const real *gi, const real *gh, 
 
 void gru_gates_forward(real *h_out, real *cache, const real *gi, const real *gh, const real *h_prev,
                        const real *b_hh, const int *len, int pos, int B, int N) {
-    if (worth_parallel((double)B * N, 4096)) {
-#pragma omp parallel for schedule(static)
-        for (int b = 0; b < B; b++)
-            gates_row(h_out, cache, gi, gh, h_prev, b_hh, len, pos, b, N, 0, N);
-    } else {
-        for (int b = 0; b < B; b++)
-            gates_row(h_out, cache, gi, gh, h_prev, b_hh, len, pos, b, N, 0, N);
-    }
+    PARALLEL_FOR(b, B, (double)B * N, 4096,
+                 gates_row(h_out, cache, gi, gh, h_prev, b_hh, len, pos, (int)b, N, 0, N));
 }
 
 void gru_gates_units(real *h_out, real *cache, const real *gi, const real *gh, const real *h_prev,
@@ -85,14 +79,8 @@ static void gates_row_backward(real *dh_prev, real *dgi, real *dgh, const real *
 void gru_step_backward(real *dh_prev, real *dgi, real *dgh, const real *dh, const real *cache,
                        const real *h_prev, const real *w_hh, const int *len, int pos, int B,
                        int N) {
-    if (worth_parallel((double)B * N, 4096)) {
-#pragma omp parallel for schedule(static)
-        for (int b = 0; b < B; b++)
-            gates_row_backward(dh_prev, dgi, dgh, dh, cache, h_prev, len, pos, b, N);
-    } else {
-        for (int b = 0; b < B; b++)
-            gates_row_backward(dh_prev, dgi, dgh, dh, cache, h_prev, len, pos, b, N);
-    }
+    PARALLEL_FOR(b, B, (double)B * N, 4096,
+                 gates_row_backward(dh_prev, dgi, dgh, dh, cache, h_prev, len, pos, (int)b, N));
     /* h also entered through W_hh h: dh_prev += dgh W_hh */
     gemm(AS_STORED, AS_STORED, B, N, 3 * N, dgh, 3 * N, w_hh, N, 1, dh_prev, N);
 }

@@ -35,14 +35,8 @@ void linear_forward(real *y, const real *x, int ldx, const real *w, int ldw, con
                     int rows, int in, int out) {
     gemm(AS_STORED, TRANSPOSE, rows, out, in, x, ldx, w, ldw, 0, y, out);
     if (!b) return;
-    if (worth_parallel((double)rows * out, 65536)) {
-#pragma omp parallel for schedule(static)
-        for (int r = 0; r < rows; r++)
-            for (int j = 0; j < out; j++) y[(size_t)r * out + j] += b[j];
-    } else {
-        for (int r = 0; r < rows; r++)
-            for (int j = 0; j < out; j++) y[(size_t)r * out + j] += b[j];
-    }
+    PARALLEL_FOR(r, rows, (double)rows * out, 65536,
+                 for (int j = 0; j < out; j++) y[(size_t)r * out + j] += b[j]);
 }
 
 void linear_columns(real *y, int ldy, const real *x, int ldx, const real *w, int ldw, const real *b,
@@ -55,6 +49,13 @@ void linear_columns(real *y, int ldy, const real *x, int ldx, const real *w, int
         for (int j = lo; j < hi; j++) y[(size_t)r * ldy + j] += b[j];
 }
 
+/* db[j0..j0+cols) += the sums of those columns of dy [rows, out], row by row in order. */
+static void bias_grad_columns(real *db, const real *dy, int rows, int out, int j0, int cols) {
+    int j1 = out - j0 < cols ? out : j0 + cols;
+    for (int r = 0; r < rows; r++)
+        for (int j = j0; j < j1; j++) db[j] += dy[(size_t)r * out + j];
+}
+
 void linear_backward(real *dx, real *dw, real *db, const real *dy, const real *x, int ldx,
                      const real *w, int ldw, int rows, int in, int out) {
     if (dx) gemm(AS_STORED, AS_STORED, rows, in, out, dy, out, w, ldw, 1, dx, ldx);
@@ -63,36 +64,21 @@ void linear_backward(real *dx, real *dw, real *db, const real *dy, const real *x
     /* threads take blocks of columns; each column is still summed over the rows in order, so
      * the result does not depend on the thread count */
     enum { COLS = 64 };
-#pragma omp parallel for schedule(static) if ((long)rows * out > 65536)
-    for (int j0 = 0; j0 < out; j0 += COLS) {
-        int j1 = out - j0 < COLS ? out : j0 + COLS;
-        for (int r = 0; r < rows; r++)
-            for (int j = j0; j < j1; j++) db[j] += dy[(size_t)r * out + j];
-    }
+    PARALLEL_FOR(c, (out + COLS - 1) / COLS, (double)rows * out, 65536,
+                 bias_grad_columns(db, dy, rows, out, (int)c * COLS, COLS));
 }
 
 void tanh_forward(real *y, size_t n) {
     /* contiguous chunks, one per thread: the vector loop stays whole */
     enum { CHUNK = 16384 };
     long chunks = (long)((n + CHUNK - 1) / CHUNK);
-    if (!worth_parallel((double)chunks, 2)) {
-        vec_tanh(y, n);
-        return;
-    }
-#pragma omp parallel for schedule(static)
-    for (long c = 0; c < chunks; c++) {
-        size_t first = (size_t)c * CHUNK, count = n - first < CHUNK ? n - first : CHUNK;
-        vec_tanh(y + first, count);
-    }
+    PARALLEL_FOR(c, chunks, (double)chunks, 2,
+                 vec_tanh(y + (size_t)c * CHUNK,
+                          n - (size_t)c * CHUNK < CHUNK ? n - (size_t)c * CHUNK : CHUNK));
 }
 
 void tanh_backward(real *dy, const real *y, size_t n) {
-    if (worth_parallel((double)n, 65536)) {
-#pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < n; i++) dy[i] *= 1 - y[i] * y[i];
-    } else {
-        for (size_t i = 0; i < n; i++) dy[i] *= 1 - y[i] * y[i];
-    }
+    PARALLEL_FOR(i, n, (double)n, 65536, dy[i] *= 1 - y[i] * y[i]);
 }
 
 void dropout_apply(real *y, const real *keep, size_t n) {

@@ -6,6 +6,7 @@
 #include <tgmath.h>
 
 #include "fastmath.h"
+#include "parallel.h"
 
 void softmax_inplace(real *x, int n) {
     real max = x[0];
@@ -26,11 +27,7 @@ void xent_forward(real *lse, const real *logits, const int *targets, int rows, i
                   double *total) {
     /* Row losses are summed in row order after the parallel part, so the total does not
      * depend on the thread count. */
-#pragma omp parallel for schedule(static) if ((long)rows * V > 65536)
-    for (int r = 0; r < rows; r++) {
-        const real *z = logits + (size_t)r * V;
-        lse[r] = log_sum_exp(z, V);
-    }
+    PARALLEL_FOR(r, rows, (double)rows * V, 65536, lse[r] = log_sum_exp(logits + (size_t)r * V, V));
     for (int r = 0; r < rows; r++) {
         if (targets[r] == 0) continue;
         const real *z = logits + (size_t)r * V;
@@ -45,21 +42,22 @@ void xent_forward(real *lse, const real *logits, const int *targets, int rows, i
     }
 }
 
+/* Row r of xent_backward: d l / d z_j = p_j - (1 - eps) [j == y] - eps / V, times scale. */
+static void xent_backward_row(real *z, real lse, int target, int V, real eps, real scale) {
+    if (target == 0) {
+        for (int j = 0; j < V; j++) z[j] = 0;
+        return;
+    }
+    vec_exp(z, z, (size_t)V, lse, scale);
+    if (eps > 0) {
+        real smooth = scale * eps / V;
+        for (int j = 0; j < V; j++) z[j] -= smooth;
+    }
+    z[target] -= scale * (1 - eps);
+}
+
 void xent_backward(real *logits, const real *lse, const int *targets, int rows, int V, real eps,
                    real scale) {
-#pragma omp parallel for schedule(static) if ((long)rows * V > 65536)
-    for (int r = 0; r < rows; r++) {
-        real *z = logits + (size_t)r * V;
-        if (targets[r] == 0) {
-            for (int j = 0; j < V; j++) z[j] = 0;
-            continue;
-        }
-        /* d l / d z_j = p_j - (1 - eps) [j == y] - eps / V */
-        vec_exp(z, z, (size_t)V, lse[r], scale);
-        if (eps > 0) {
-            real smooth = scale * eps / V;
-            for (int j = 0; j < V; j++) z[j] -= smooth;
-        }
-        z[targets[r]] -= scale * (1 - eps);
-    }
+    PARALLEL_FOR(r, rows, (double)rows * V, 65536,
+                 xent_backward_row(logits + (size_t)r * V, lse[r], targets[r], V, eps, scale));
 }

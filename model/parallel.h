@@ -14,6 +14,23 @@
  * body directly instead. */
 int worth_parallel(double work, double threshold);
 
+/* Runs `for (long i = 0; i < n; i++) { body }` on the threads of a new parallel region when
+ * worth_parallel(work, threshold), otherwise on this thread without entering a region (which
+ * costs as much as a small loop). Iterations must be independent. Every loop of the model
+ * that may run in parallel goes through this one gate. */
+#define PARALLEL_FOR(i, n, work, threshold, ...)                                                   \
+    do {                                                                                           \
+        if (worth_parallel((work), (threshold))) {                                                 \
+            _Pragma("omp parallel for schedule(static)") for (long i = 0; i < (long)(n); i++) {    \
+                __VA_ARGS__;                                                                       \
+            }                                                                                      \
+        } else {                                                                                   \
+            for (long i = 0; i < (long)(n); i++) {                                                 \
+                __VA_ARGS__;                                                                       \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
 /* [*lo, *hi): part `part` of `parts` of [0, n), cut at multiples of `unit` (a cache line of
  * features, a GEMM tile), for threads that share out rows or columns. */
 void share_range(int n, int unit, int part, int parts, int *lo, int *hi);

@@ -501,8 +501,7 @@ static void output_layer(const Model *m, Acts *a, double *loss_sum, int grads) {
 
 /* y += x over n values */
 static void add_into(real *y, const real *x, size_t n) {
-#pragma omp parallel for schedule(static) if (n > 65536)
-    for (size_t i = 0; i < n; i++) y[i] += x[i];
+    PARALLEL_FOR(i, n, (double)n, 65536, y[i] += x[i]);
 }
 
 int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOptions *opt,

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <tgmath.h> /* sqrt of a float is sqrtf: the update stays in single precision */
 
+#include "model/parallel.h"
+
 int adam_init(Adam *adam, size_t n, double beta1, double beta2, double eps, Error *err) {
     memset(adam, 0, sizeof *adam);
     adam->n = n, adam->beta1 = beta1, adam->beta2 = beta2, adam->eps = eps;
@@ -32,13 +34,17 @@ void adam_step(Adam *adam, real *params, const real *grads, real grad_scale, dou
     real step = (real)(lr / c1), inv_c2 = (real)(1 / c2);
     real *m = adam->m, *v = adam->v;
     long n = (long)adam->n;
-#pragma omp parallel for simd schedule(static) if (n > 100000)
-    for (long i = 0; i < n; i++) {
-        real g = grads[i] * grad_scale;
-        m[i] = b1 * m[i] + (1 - b1) * g;
-        v[i] = b2 * v[i] + (1 - b2) * g * g;
-        params[i] -= step * m[i] / (sqrt(v[i] * inv_c2) + eps);
-    }
+    PARALLEL_FOR(i, n, (double)n, 100000, real g = grads[i] * grad_scale;
+                 m[i] = b1 * m[i] + (1 - b1) * g; v[i] = b2 * v[i] + (1 - b2) * g * g;
+                 params[i] -= step * m[i] / (sqrt(v[i] * inv_c2) + eps));
+}
+
+/* sum of x[i]^2 over n values, in double, in order */
+static double sum_squares(const real *x, size_t n) {
+    double sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (size_t i = 0; i < n; i++) sum += (double)x[i] * x[i];
+    return sum;
 }
 
 double grad_norm(const real *grads, size_t n) {
@@ -46,14 +52,9 @@ double grad_norm(const real *grads, size_t n) {
     enum { CHUNKS = 64 };
     double part[CHUNKS];
     size_t per = (n + CHUNKS - 1) / CHUNKS;
-#pragma omp parallel for schedule(static) if (n > 100000)
-    for (int c = 0; c < CHUNKS; c++) {
-        size_t first = (size_t)c * per, last = first + per < n ? first + per : n;
-        double sum = 0;
-#pragma omp simd reduction(+ : sum)
-        for (size_t i = first; i < last; i++) sum += (double)grads[i] * grads[i];
-        part[c] = sum;
-    }
+    PARALLEL_FOR(c, CHUNKS, (double)n, 100000, size_t first = (size_t)c * per;
+                 part[c] =
+                     first < n ? sum_squares(grads + first, n - first < per ? n - first : per) : 0);
     double total = 0;
     for (int c = 0; c < CHUNKS; c++) total += part[c];
     return sqrt(total);
