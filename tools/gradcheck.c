@@ -17,6 +17,8 @@ static void usage(FILE *out) {
             "usage: gradcheck [options]\n"
             "Checks d loss / d parameter of every tensor against central finite differences.\n"
             "  --unidirectional   check a unidirectional encoder (default: bidirectional)\n"
+            "  --score S          attention score: additive, dot, general or scaled_dot\n"
+            "                     (default additive; dot runs with D = K)\n"
             "  --smoothing EPS    label smoothing (default 0)\n"
             "  --dropout P        dropout, with masks replayed for every evaluation (default 0)\n"
             "  --seed N           seed of the model and batch (default 1)\n"
@@ -31,13 +33,18 @@ static void usage(FILE *out) {
 int main(int argc, char **argv) {
     int double_build = sizeof(real) == sizeof(double);
     int bidirectional = 1;
+    AttentionScore score = SCORE_ADDITIVE;
     double smoothing = 0, dropout = 0, tol = double_build ? 1e-6 : 1e-2;
     long samples = -1, seed = 1;
-    static const struct option longs[] = {
-        {"unidirectional", no_argument, 0, 'u'}, {"smoothing", required_argument, 0, 'e'},
-        {"dropout", required_argument, 0, 'd'},  {"seed", required_argument, 0, 's'},
-        {"samples", required_argument, 0, 'n'},  {"tol", required_argument, 0, 't'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+    static const struct option longs[] = {{"unidirectional", no_argument, 0, 'u'},
+                                          {"score", required_argument, 0, 'a'},
+                                          {"smoothing", required_argument, 0, 'e'},
+                                          {"dropout", required_argument, 0, 'd'},
+                                          {"seed", required_argument, 0, 's'},
+                                          {"samples", required_argument, 0, 'n'},
+                                          {"tol", required_argument, 0, 't'},
+                                          {"help", no_argument, 0, 'h'},
+                                          {0, 0, 0, 0}};
     Error err;
     int c;
     while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
@@ -45,6 +52,9 @@ int main(int argc, char **argv) {
         switch (c) {
         case 'u':
             bidirectional = 0;
+            break;
+        case 'a':
+            bad = score_from_name(optarg, &score, &err);
             break;
         case 'e':
             bad = parse_double_option("--smoothing", optarg, 0, 0.99, &smoothing, &err);
@@ -87,7 +97,10 @@ int main(int argc, char **argv) {
                       .bidirectional = bidirectional,
                       .dec_hidden = 6,
                       .att = 3,
-                      .readout = 7};
+                      .readout = 7,
+                      .score = score};
+    /* dot compares s_{t-1} with h_i, so it needs D = K */
+    if (score == SCORE_DOT) dims.dec_hidden = dims_enc_state(&dims);
     int B = 3, S = 5, T = 4;
     /* the output layer in chunks of 5 of the 12 rows (5, 5, 2), so the chunked loss and its
      * gradients are checked across chunk boundaries, and attention's hidden layer recomputed
@@ -119,8 +132,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gradcheck: %s\n", err.msg);
         return 1;
     }
-    printf("gradcheck: %s build, %s encoder, label smoothing %g, dropout %g, seed %ld\n", REAL_NAME,
-           bidirectional ? "bidirectional" : "unidirectional", smoothing, dropout, seed);
+    printf("gradcheck: %s build, %s encoder, %s attention, label smoothing %g, dropout %g, "
+           "seed %ld\n",
+           REAL_NAME, bidirectional ? "bidirectional" : "unidirectional", score_name(score),
+           smoothing, dropout, seed);
     printf("%-14s %-10s %8s %12s %10s %14s %14s  %s\n", "tensor", "shape", "checked", "max rel err",
            "at", "analytic", "numeric", "");
     int failures = 0;

@@ -20,7 +20,7 @@
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: gradref (-c CONFIG | -m MODEL) --pairs FILE.tsv -o DIR [--seed N]\n"
+            "usage: gradref (-c CONFIG | -m MODEL) --pairs FILE.tsv -o DIR [--seed N] [--score S]\n"
             "Writes the gradient reference dump (see the model spec) for the pairs of FILE.tsv\n"
             "(source TAB target, one a line) taken as one batch.\n"
             "  -c, --config CONFIG  a fresh model: vocabularies from the config's training\n"
@@ -29,6 +29,8 @@ static void usage(FILE *out) {
             "  --pairs FILE.tsv     the batch\n"
             "  -o, --out DIR        output folder (created if needed)\n"
             "  --seed N             initialisation seed with -c (default 1)\n"
+            "  --score S            with -c: the attention score instead of the config's\n"
+            "                       [model] score (additive, dot, general, scaled_dot)\n"
             "  -h, --help           this text\n"
             "Output: DIR/params/<name>.npy, DIR/grads/<name>.npy, DIR/batch/*.npy,\n"
             "DIR/loss.npy, DIR/acts/{alpha,enc_h,dec_s,logits}.npy, DIR/config.json\n");
@@ -77,16 +79,17 @@ static int write_config(const char *out, const ModelDims *d, Error *err) {
     if (output_file_open(&f, path, false, err)) return -1;
     fprintf(f.file,
             "{\"E\": %d, \"H\": %d, \"K\": %d, \"D\": %d, \"A\": %d, \"O\": %d, \"Vs\": %d, "
-            "\"Vt\": %d, \"bidirectional\": %s, \"label_smoothing\": 0, \"dropout\": 0, "
-            "\"dtype\": \"%s\"}\n",
+            "\"Vt\": %d, \"bidirectional\": %s, \"score\": \"%s\", \"label_smoothing\": 0, "
+            "\"dropout\": 0, \"dtype\": \"%s\"}\n",
             d->emb, d->enc_hidden, dims_enc_state(d), d->dec_hidden, d->att, d->readout,
-            d->src_vocab, d->tgt_vocab, d->bidirectional ? "true" : "false",
+            d->src_vocab, d->tgt_vocab, d->bidirectional ? "true" : "false", score_name(d->score),
             sizeof(real) == 8 ? "float64" : "float32");
     return output_file_commit(&f, err);
 }
 
 typedef struct {
     const char *config, *model, *pairs, *out;
+    const char *score; /* --score, or NULL */
     unsigned long long seed;
 } Options;
 
@@ -103,7 +106,11 @@ static int run(const Options *o, Error *err) {
         Config cfg;
         Corpus train = {0};
         TokenizedCorpus train_tokens = {0};
-        if (config_load(&cfg, o->config, NULL, 0, err) ||
+        /* --score is the config key [model] score, checked by the config's rules */
+        char score[96];
+        const char *overrides[1] = {score};
+        if (o->score) snprintf(score, sizeof score, "model.score=%.80s", o->score);
+        if (config_load(&cfg, o->config, overrides, o->score ? 1 : 0, err) ||
             corpus_load(cfg.data.train, cfg.data.lowercase, &train, &train_tokens, err))
             goto done;
         int bad = nmt_model_from_config(&nm, &cfg, &train_tokens, o->seed, err);
@@ -191,13 +198,11 @@ done:
 
 int main(int argc, char **argv) {
     Options o = {.seed = 1};
-    static const struct option longs[] = {{"config", required_argument, 0, 'c'},
-                                          {"model", required_argument, 0, 'm'},
-                                          {"pairs", required_argument, 0, 'p'},
-                                          {"out", required_argument, 0, 'o'},
-                                          {"seed", required_argument, 0, 's'},
-                                          {"help", no_argument, 0, 'h'},
-                                          {0, 0, 0, 0}};
+    static const struct option longs[] = {
+        {"config", required_argument, 0, 'c'}, {"model", required_argument, 0, 'm'},
+        {"pairs", required_argument, 0, 'p'},  {"out", required_argument, 0, 'o'},
+        {"seed", required_argument, 0, 's'},   {"score", required_argument, 0, 'a'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "c:m:o:h", longs, NULL)) != -1) {
         switch (c) {
@@ -212,6 +217,9 @@ int main(int argc, char **argv) {
             break;
         case 'o':
             o.out = optarg;
+            break;
+        case 'a':
+            o.score = optarg;
             break;
         case 's': {
             long seed;
@@ -230,6 +238,16 @@ int main(int argc, char **argv) {
             usage(stderr);
             return 2;
         }
+    }
+    AttentionScore score;
+    Error score_err;
+    if (o.score && score_from_name(o.score, &score, &score_err)) {
+        fprintf(stderr, "gradref: --score: %s\n", score_err.msg);
+        return 2;
+    }
+    if (o.score && o.model) {
+        fprintf(stderr, "gradref: --score goes with -c (a checkpoint keeps its own score)\n");
+        return 2;
     }
     if (optind < argc || !!o.config == !!o.model || !o.pairs || !o.out) {
         fprintf(stderr,

@@ -217,6 +217,8 @@ static int check_resume_matches(const NmtModel *nm, const Config *cfg, const cha
                  {"[model] dec_hidden", d->dec_hidden, cfg->model.dec_hidden},
                  {"[model] att_size", d->att, cfg->model.att_size},
                  {"[model] readout_size", d->readout, cfg->model.readout_size},
+                 {"[model] score (0 additive, 1 dot, 2 general, 3 scaled_dot)", (int)d->score,
+                  (int)cfg->model.score},
                  {"[data] lowercase", nm->lowercase, cfg->data.lowercase}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (sizes[i].stored != sizes[i].configured)
