@@ -121,10 +121,10 @@ typedef struct {
     GruWeights enc_fwd, enc_bwd; /* in = E, N = H */
     real *init_w;                /* [D, K] */
     real *init_b;                /* [D] */
-    real *att_w_k;               /* [A, K] */
-    real *att_w_q;               /* [A, D] */
-    real *att_b;                 /* [A] */
-    real *att_v;                 /* [A] */
+    real *att_w_k;               /* [A, K] (additive, scaled_dot) */
+    real *att_w_q;               /* [A, D] (additive, scaled_dot) */
+    real *att_b;                 /* [A] (additive) */
+    real *att_v;                 /* [A] (additive) */
     real *att_w_a;               /* [D, K] (general only) */
     GruWeights dec_gru;          /* in = E + K, N = D */
     real *out_w_o;               /* [O, D + K + E] */
