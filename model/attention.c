@@ -1,5 +1,6 @@
 /*
- * attention.c: additive attention forward and backward for one decoder step (see attention.h).
+ * attention.c: attention forward and backward for one decoder step, for each score (see
+ * attention.h).
  */
 #include "attention.h"
 #include "parallel.h"
@@ -140,4 +141,140 @@ void attention_backward(real *dquery, real *denergy, real *dkeys, real *denc_h, 
             sentence_backward(dquery, denergy, dkeys, denc_h, dv, dcontext, alpha, hidden, enc_h,
                               src_len, v, b, S, A, K);
     }
+}
+
+/* ---- the dot-product scores ------------------------------------------------------------ */
+
+real attention_dot_scale(int scaled, int A) {
+    return scaled ? (real)(1 / sqrt((double)A)) : 1;
+}
+
+void attention_dot_energy_part(real *part, const real *query, const real *keys, real scale, int L,
+                               int F, int lo, int hi) {
+    for (int i = 0; i < L; i++)
+        part[i] = scale * vec_dot(query + lo, keys + (size_t)i * F + lo, (size_t)(hi - lo));
+}
+
+/* Sentence b of product_forward: e_i = scale * q . k_i, then the softmax and the context. */
+static void product_sentence_forward(real *context, real *alpha, real *energy, const real *query,
+                                     const real *keys, const real *enc_h, const int *src_len,
+                                     real scale, int b, int S, int F, int K) {
+    real *a = alpha + (size_t)b * S, *c = context ? context + (size_t)b * K : NULL;
+    int L = src_len[b];
+    attention_dot_energy_part(a, query + (size_t)b * F, keys + (size_t)b * S * F, scale, L, F, 0,
+                              F);
+    attention_weights(a, energy ? energy + (size_t)b * S : NULL, L, S);
+    if (!context) return;
+    memset(c, 0, sizeof(real) * (size_t)K);
+    for (int i = 0; i < L; i++) {
+        const real *h = enc_h + ((size_t)b * S + i) * K;
+        for (int j = 0; j < K; j++) c[j] += a[i] * h[j];
+    }
+}
+
+/* e_ti = scale * q_t . k_i: what the three dot-product scores share. */
+static void product_forward(real *context, real *alpha, real *energy, const real *query,
+                            const real *keys, const real *enc_h, const int *src_len, real scale,
+                            int B, int S, int F, int K) {
+    if (worth_parallel((double)B * S * (F + K), 8192)) {
+#pragma omp parallel for schedule(static)
+        for (int b = 0; b < B; b++)
+            product_sentence_forward(context, alpha, energy, query, keys, enc_h, src_len, scale, b,
+                                     S, F, K);
+    } else {
+        for (int b = 0; b < B; b++)
+            product_sentence_forward(context, alpha, energy, query, keys, enc_h, src_len, scale, b,
+                                     S, F, K);
+    }
+}
+
+/* Sentence b of product_backward. */
+static void product_sentence_backward(real *dquery, real *denergy, real *dkeys, real *denc_h,
+                                      const real *dcontext, const real *alpha, const real *query,
+                                      const real *keys, const real *enc_h, const int *src_len,
+                                      real scale, int b, int S, int F, int K) {
+    const real *dc = dcontext + (size_t)b * K, *a = alpha + (size_t)b * S;
+    const real *q = query + (size_t)b * F, *k = keys + (size_t)b * S * F;
+    real *dq = dquery + (size_t)b * F, *de = denergy + (size_t)b * S;
+    real *dk = dkeys + (size_t)b * S * F;
+    int L = src_len[b];
+    /* forward was c = sum_i alpha_i h_i: dalpha_i = dc . h_i, dh_i += alpha_i dc */
+    real weighted = 0; /* sum_i alpha_i dalpha_i */
+    for (int i = 0; i < L; i++) {
+        const real *h = enc_h + ((size_t)b * S + i) * K;
+        real *dh = denc_h + ((size_t)b * S + i) * K;
+        de[i] = vec_dot(dc, h, (size_t)K);
+        for (int j = 0; j < K; j++) dh[j] += a[i] * dc[j];
+        weighted += a[i] * de[i];
+    }
+    /* alpha = softmax(e): de_i = alpha_i (dalpha_i - sum_j alpha_j dalpha_j); padding gets 0 */
+    for (int i = 0; i < S; i++) de[i] = i < L ? a[i] * (de[i] - weighted) : 0;
+    /* e_i = scale * q . k_i: dk_i += scale de_i q, then (after q's last read, since dq may be
+     * q itself) dq = scale sum_i de_i k_i */
+    for (int i = 0; i < L; i++)
+        for (int j = 0; j < F; j++) dk[(size_t)i * F + j] += scale * de[i] * q[j];
+    memset(dq, 0, sizeof(real) * (size_t)F);
+    for (int i = 0; i < L; i++)
+        for (int j = 0; j < F; j++) dq[j] += scale * de[i] * k[(size_t)i * F + j];
+}
+
+static void product_backward(real *dquery, real *denergy, real *dkeys, real *denc_h,
+                             const real *dcontext, const real *alpha, const real *query,
+                             const real *keys, const real *enc_h, const int *src_len, real scale,
+                             int B, int S, int F, int K) {
+    if (worth_parallel((double)B * S * (F + K), 8192)) {
+#pragma omp parallel for schedule(static)
+        for (int b = 0; b < B; b++)
+            product_sentence_backward(dquery, denergy, dkeys, denc_h, dcontext, alpha, query, keys,
+                                      enc_h, src_len, scale, b, S, F, K);
+    } else {
+        for (int b = 0; b < B; b++)
+            product_sentence_backward(dquery, denergy, dkeys, denc_h, dcontext, alpha, query, keys,
+                                      enc_h, src_len, scale, b, S, F, K);
+    }
+}
+
+/* dot: e_ti = s_{t-1} . h_i */
+void attention_dot_forward(real *context, real *alpha, real *energy, const real *s_prev,
+                           const real *enc_h, const int *src_len, int B, int S, int K) {
+    product_forward(context, alpha, energy, s_prev, enc_h, enc_h, src_len, 1, B, S, K, K);
+}
+
+/* dot backward: the keys are h_i, so d e_ti / d h_i joins the context's part in denc_h */
+void attention_dot_backward(real *ds_prev, real *denergy, real *denc_h, const real *dcontext,
+                            const real *alpha, const real *s_prev, const real *enc_h,
+                            const int *src_len, int B, int S, int K) {
+    product_backward(ds_prev, denergy, denc_h, denc_h, dcontext, alpha, s_prev, enc_h, enc_h,
+                     src_len, 1, B, S, K, K);
+}
+
+/* general: e_ti = s_{t-1} . (W_a h_i), keys = W_a h_i */
+void attention_general_forward(real *context, real *alpha, real *energy, const real *s_prev,
+                               const real *keys, const real *enc_h, const int *src_len, int B,
+                               int S, int D, int K) {
+    product_forward(context, alpha, energy, s_prev, keys, enc_h, src_len, 1, B, S, D, K);
+}
+
+void attention_general_backward(real *ds_prev, real *denergy, real *dkeys, real *denc_h,
+                                const real *dcontext, const real *alpha, const real *s_prev,
+                                const real *keys, const real *enc_h, const int *src_len, int B,
+                                int S, int D, int K) {
+    product_backward(ds_prev, denergy, dkeys, denc_h, dcontext, alpha, s_prev, keys, enc_h, src_len,
+                     1, B, S, D, K);
+}
+
+/* scaled_dot: e_ti = (W_q s_{t-1}) . (W_k h_i) / sqrt(A), query = W_q s_{t-1}, keys = W_k h_i */
+void attention_scaled_dot_forward(real *context, real *alpha, real *energy, const real *query,
+                                  const real *keys, const real *enc_h, const int *src_len, int B,
+                                  int S, int A, int K) {
+    product_forward(context, alpha, energy, query, keys, enc_h, src_len, attention_dot_scale(1, A),
+                    B, S, A, K);
+}
+
+void attention_scaled_dot_backward(real *dquery, real *denergy, real *dkeys, real *denc_h,
+                                   const real *dcontext, const real *alpha, const real *query,
+                                   const real *keys, const real *enc_h, const int *src_len, int B,
+                                   int S, int A, int K) {
+    product_backward(dquery, denergy, dkeys, denc_h, dcontext, alpha, query, keys, enc_h, src_len,
+                     attention_dot_scale(1, A), B, S, A, K);
 }

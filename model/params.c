@@ -30,6 +30,7 @@ static const struct {
     [P_ATT_W_Q] = {"att.w_q", offsetof(Weights, att_w_q)},
     [P_ATT_B] = {"att.b", offsetof(Weights, att_b)},
     [P_ATT_V] = {"att.v", offsetof(Weights, att_v)},
+    [P_ATT_W_A] = {"att.w_a", offsetof(Weights, att_w_a)},
     [P_DEC_GRU_W_IH] = {"dec.gru.w_ih", offsetof(Weights, dec_gru.w_ih)},
     [P_DEC_GRU_W_HH] = {"dec.gru.w_hh", offsetof(Weights, dec_gru.w_hh)},
     [P_DEC_GRU_B_IH] = {"dec.gru.b_ih", offsetof(Weights, dec_gru.b_ih)},
@@ -40,8 +41,35 @@ static const struct {
     [P_OUT_B] = {"out.b", offsetof(Weights, out_b)},
 };
 
+static const char *const SCORE_NAMES[SCORE_COUNT] = {
+    [SCORE_ADDITIVE] = "additive",
+    [SCORE_DOT] = "dot",
+    [SCORE_GENERAL] = "general",
+    [SCORE_SCALED_DOT] = "scaled_dot",
+};
+
+const char *score_name(AttentionScore score) {
+    return score >= 0 && score < SCORE_COUNT ? SCORE_NAMES[score] : "?";
+}
+
+int score_from_name(const char *name, AttentionScore *score, Error *err) {
+    for (int s = 0; s < SCORE_COUNT; s++)
+        if (strcmp(name, SCORE_NAMES[s]) == 0) {
+            *score = (AttentionScore)s;
+            return 0;
+        }
+    return error_set(err,
+                     "unknown attention score '%.60s' (expected additive, dot, general or "
+                     "scaled_dot)",
+                     name);
+}
+
 int dims_enc_state(const ModelDims *d) {
     return d->bidirectional ? 2 * d->enc_hidden : d->enc_hidden;
+}
+
+int dims_att_features(const ModelDims *d) {
+    return d->score == SCORE_DOT || d->score == SCORE_GENERAL ? d->dec_hidden : d->att;
 }
 
 int dims_validate(const ModelDims *d, Error *err) {
@@ -61,6 +89,15 @@ int dims_validate(const ModelDims *d, Error *err) {
                              1 << 24);
     if (d->src_vocab < 4 || d->tgt_vocab < 4)
         return error_set(err, "vocabularies need at least the 4 reserved tokens");
+    if (d->score < 0 || d->score >= SCORE_COUNT)
+        return error_set(err, "unknown attention score %d", (int)d->score);
+    if (d->score == SCORE_DOT && d->dec_hidden != dims_enc_state(d))
+        return error_set(err,
+                         "score = dot needs dec_hidden (D = %d) equal to the encoder state size "
+                         "(K = %d, enc_hidden = %d, %s)",
+                         d->dec_hidden, dims_enc_state(d), d->enc_hidden,
+                         d->bidirectional ? "bidirectional: K = 2 x enc_hidden"
+                                          : "unidirectional: K = enc_hidden");
     ParamTable table;
     param_table_build(&table, d);
     for (int p = 0; p < PARAM_COUNT; p++)
@@ -68,6 +105,20 @@ int dims_validate(const ModelDims *d, Error *err) {
             return error_set(err, "parameter %s would have %zu elements (too many)",
                              table.info[p].name, table.info[p].size);
     return 0;
+}
+
+/* Whether the score has the att.* tensor id (the spec's table of scores). */
+static int score_uses(AttentionScore score, ParamId id) {
+    switch (score) {
+    case SCORE_ADDITIVE:
+        return id != P_ATT_W_A;
+    case SCORE_GENERAL:
+        return id == P_ATT_W_A;
+    case SCORE_SCALED_DOT:
+        return id == P_ATT_W_Q || id == P_ATT_W_K;
+    default:
+        return 0;
+    }
 }
 
 /* The spec's shape table. */
@@ -112,6 +163,9 @@ static void param_shape(ParamId id, const ModelDims *d, int *ndim, int shape[2])
     case P_ATT_V:
         rows = A;
         break;
+    case P_ATT_W_A:
+        rows = D, cols = K;
+        break;
     case P_DEC_GRU_W_IH:
         rows = 3 * D, cols = E + K;
         break;
@@ -137,7 +191,8 @@ static void param_shape(ParamId id, const ModelDims *d, int *ndim, int shape[2])
     case PARAM_COUNT:
         break;
     }
-    int absent = !d->bidirectional && id >= P_ENC_BWD_W_IH && id <= P_ENC_BWD_B_HH;
+    int absent = (!d->bidirectional && id >= P_ENC_BWD_W_IH && id <= P_ENC_BWD_B_HH) ||
+                 (id >= P_ATT_W_K && id <= P_ATT_W_A && !score_uses(d->score, id));
     *ndim = absent ? 0 : cols ? 2 : 1;
     shape[0] = absent ? 0 : rows;
     shape[1] = absent ? 0 : cols ? cols : 1;
@@ -145,10 +200,15 @@ static void param_shape(ParamId id, const ModelDims *d, int *ndim, int shape[2])
 
 void param_table_build(ParamTable *table, const ModelDims *d) {
     size_t offset = 0;
-    for (int p = 0; p < PARAM_COUNT; p++) {
+    for (int p = 0; p < PARAM_COUNT; p++) table->order[p] = (ParamId)p;
+    /* the spec lists scaled_dot's tensors as att.w_q, att.w_k (additive's as att.w_k, att.w_q) */
+    if (d->score == SCORE_SCALED_DOT)
+        table->order[P_ATT_W_K] = P_ATT_W_Q, table->order[P_ATT_W_Q] = P_ATT_W_K;
+    for (int n = 0; n < PARAM_COUNT; n++) {
+        ParamId p = table->order[n];
         ParamInfo *info = &table->info[p];
         info->name = PARAM_NAMES[p].name;
-        param_shape((ParamId)p, d, &info->ndim, info->shape);
+        param_shape(p, d, &info->ndim, info->shape);
         info->size = (size_t)info->shape[0] * (size_t)info->shape[1];
         info->offset = offset;
         offset += info->size;
@@ -209,9 +269,10 @@ static double init_bound(ParamId id, const ParamTable *table) {
 void params_init(real *block, const ParamTable *table, uint64_t seed) {
     Rng rng;
     rng_seed(&rng, seed, 0);
-    for (int p = 0; p < PARAM_COUNT; p++) {
+    for (int n = 0; n < PARAM_COUNT; n++) {
+        ParamId p = table->order[n];
         const ParamInfo *info = &table->info[p];
-        double bound = init_bound((ParamId)p, table);
+        double bound = init_bound(p, table);
         real *x = block + info->offset;
         for (size_t i = 0; i < info->size; i++)
             x[i] = (real)(bound == 0 ? rng_normal(&rng) : bound * (2 * rng_uniform(&rng) - 1));

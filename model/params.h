@@ -5,7 +5,8 @@
  * single description that allocation, initialisation, gradients, Adam moments, checkpoints
  * and .npy dumps iterate over: parameters, gradients and each Adam moment are one contiguous
  * block of `total` reals laid out in table order. A unidirectional model has no `enc.bwd.*`
- * tensors: their entries stay in the table with size 0 and are skipped everywhere.
+ * tensors: their entries stay in the table with size 0 and are skipped everywhere; so do the
+ * att.* tensors that the chosen attention score does not use.
  *
  * Letters as in the spec: Vs, Vt vocabularies, E embedding, H encoder hidden per direction,
  * K = 2H (bidirectional) or H encoder state, D decoder hidden, A attention, O readout.
@@ -17,20 +18,44 @@
 
 #include "base/base.h"
 
+/* The attention score e_ti (the spec's "Other attention scores"); the query is s_{t-1}:
+ *   additive    v^T tanh(W_q s_{t-1} + W_k h_i + b)    att.w_k, att.w_q, att.b, att.v
+ *   dot         s_{t-1} . h_i  (needs D = K)           no parameters
+ *   general     s_{t-1} . (W_a h_i)                    att.w_a
+ *   scaled_dot  (W_q s_{t-1}) . (W_k h_i) / sqrt(A)    att.w_q, att.w_k
+ * The values are stored in checkpoints: never renumber them. */
+typedef enum {
+    SCORE_ADDITIVE = 0,
+    SCORE_DOT = 1,
+    SCORE_GENERAL = 2,
+    SCORE_SCALED_DOT = 3,
+    SCORE_COUNT
+} AttentionScore;
+
+/* "additive", "dot", "general", "scaled_dot"; "?" for a value out of range. */
+const char *score_name(AttentionScore score);
+/* The score of that name; an error listing the names for any other text. */
+int score_from_name(const char *name, AttentionScore *score, Error *err);
+
 typedef struct {
-    int src_vocab;     /* Vs */
-    int tgt_vocab;     /* Vt */
-    int emb;           /* E */
-    int enc_hidden;    /* H */
-    int bidirectional; /* 1: K = 2H, 0: K = H */
-    int dec_hidden;    /* D */
-    int att;           /* A */
-    int readout;       /* O */
+    int src_vocab;        /* Vs */
+    int tgt_vocab;        /* Vt */
+    int emb;              /* E */
+    int enc_hidden;       /* H */
+    int bidirectional;    /* 1: K = 2H, 0: K = H */
+    int dec_hidden;       /* D */
+    int att;              /* A */
+    int readout;          /* O */
+    AttentionScore score; /* e_ti; 0 (additive) when left out of an initialiser */
 } ModelDims;
 
 /* K, the size of one encoder state h_i. */
 int dims_enc_state(const ModelDims *d);
-/* Rejects sizes that are non-positive or too large to index (each tensor < 2^31 elements). */
+/* F, the size of the two vectors a score compares at each step: W_q s_{t-1} and the key k_i
+ * (A for additive and scaled_dot), or s_{t-1} and h_i or W_a h_i (D for dot and general). */
+int dims_att_features(const ModelDims *d);
+/* Rejects sizes that are non-positive or too large to index (each tensor < 2^31 elements), an
+ * unknown score, and dot with D != K. */
 int dims_validate(const ModelDims *d, Error *err);
 
 typedef enum {
@@ -50,6 +75,7 @@ typedef enum {
     P_ATT_W_Q,
     P_ATT_B,
     P_ATT_V,
+    P_ATT_W_A,
     P_DEC_GRU_W_IH,
     P_DEC_GRU_W_HH,
     P_DEC_GRU_B_IH,
@@ -71,7 +97,9 @@ typedef struct {
 
 typedef struct {
     ParamInfo info[PARAM_COUNT];
-    size_t total; /* reals in the whole block */
+    ParamId order[PARAM_COUNT]; /* the ids in the order of their offsets: the spec's order,
+                                   which for scaled_dot puts att.w_q before att.w_k */
+    size_t total;               /* reals in the whole block */
 } ParamTable;
 
 void param_table_build(ParamTable *table, const ModelDims *d);
@@ -93,10 +121,11 @@ typedef struct {
     GruWeights enc_fwd, enc_bwd; /* in = E, N = H */
     real *init_w;                /* [D, K] */
     real *init_b;                /* [D] */
-    real *att_w_k;               /* [A, K] */
-    real *att_w_q;               /* [A, D] */
-    real *att_b;                 /* [A] */
-    real *att_v;                 /* [A] */
+    real *att_w_k;               /* [A, K] (additive, scaled_dot) */
+    real *att_w_q;               /* [A, D] (additive, scaled_dot) */
+    real *att_b;                 /* [A] (additive) */
+    real *att_v;                 /* [A] (additive) */
+    real *att_w_a;               /* [D, K] (general only) */
     GruWeights dec_gru;          /* in = E + K, N = D */
     real *out_w_o;               /* [O, D + K + E] */
     real *out_b_o;               /* [O] */
@@ -110,8 +139,8 @@ void weights_view(Weights *w, const ParamTable *table, real *block);
  * (so a user can mirror it): embeddings ~ N(0, 1); GRU weights and biases ~ U(-1/sqrt(N),
  * 1/sqrt(N)) with N the GRU's hidden size; every other matrix and its bias ~ U(-1/sqrt(in),
  * 1/sqrt(in)) with `in` the matrix's number of columns (att.b and att.v use those of att.w_k
- * and of a [1, A] matrix). Tensors are drawn in table order from one stream, so the same seed
- * gives bit-identical parameters. */
+ * and of a [1, A] matrix). Tensors are drawn in table order (table->order) from one stream, so
+ * the same seed gives bit-identical parameters. */
 void params_init(real *block, const ParamTable *table, uint64_t seed);
 
 #endif

@@ -31,7 +31,8 @@ int search_init(Searcher *s, const ModelDims *d, int max_sentences, int max_src,
     s->max_sentences = max_sentences, s->max_src = max_src, s->beam = beam, s->max_len = max_len;
     if (acts_init(&s->enc, d, max_sentences, max_src, 1, err)) return -1;
     size_t R = (size_t)max_sentences * beam, S = max_src, L = max_len;
-    size_t E = d->emb, D = d->dec_hidden, A = d->att, O = d->readout, V = d->tgt_vocab;
+    size_t E = d->emb, D = d->dec_hidden, F = dims_att_features(d), O = d->readout,
+           V = d->tgt_vocab;
     /* ctx_gi and ctx_ro are per sentence and source position: see search_translate */
     const Slab slabs[] = {
         {&s->ctx_gi, (size_t)max_sentences * S * 3 * D},
@@ -42,7 +43,7 @@ int search_init(Searcher *s, const ModelDims *d, int max_sentences, int max_src,
         {&s->gi, R * 3 * D},
         {&s->gh, R * 3 * D},
         {&s->cache, R * 4 * D},
-        {&s->query, R * A},
+        {&s->query, R * F},
         {&s->readout, R * O},
         {&s->logits, R * V},
         {&s->hist_alpha, L * R * S},
@@ -256,11 +257,31 @@ static int alpha_holder(const Decode *dc, int i) {
     return t;
 }
 
+/* The dot-product scores' part of step_inputs: for sentences [i0, i1), the features [lo, hi)
+ * of e_ti = scale * q . k_i, with the query s_{t-1} (dot, general) or W_q s_{t-1} (scaled_dot,
+ * already in s->query) and the keys h_i (dot) or the encoder's W_a h_i or W_k h_i. */
+static void dot_energy_parts(const Decode *dc, int i0, int i1, int lo, int hi) {
+    const ModelDims *d = &dc->m->dims;
+    const Searcher *s = dc->s;
+    int F = dims_att_features(d), S = dc->S;
+    int scaled = d->score == SCORE_SCALED_DOT;
+    real scale = attention_dot_scale(scaled, d->att);
+    const real *query = scaled ? s->query : s->s;
+    const real *keys = d->score == SCORE_DOT ? s->enc.enc_h : s->enc.keys;
+    const ThreadPart *mine = &dc->part[omp_get_thread_num()];
+    for (int i = i0; i < i1; i++) {
+        if (dc->done[i]) continue;
+        for (int r = i * dc->beam; r < (i + 1) * dc->beam; r++)
+            attention_dot_energy_part(mine->energy_part + (size_t)r * S, query + (size_t)r * F,
+                                      keys + (size_t)i * S * F, scale, s->src_len[r], F, lo, hi);
+    }
+}
+
 /* Everything of step t that needs only s_{t-1} and u_t: this thread's share of the output
  * features of gh = W_hh s_{t-1} and gi = W_ih[:, :E] u_t + b_ih (a contiguous share: a
  * product of a few rows streams its weights fastest in one long run); for its sentences (see
  * sentence_share), its attention features of query = W_q s_{t-1} and of the energies (their part of
- * e_ti, see attention_energy_part). */
+ * e_ti, see attention_energy_part and dot_energy_parts). */
 static void step_inputs(const Decode *dc) {
     const ModelDims *d = &dc->m->dims;
     const Weights *w = &dc->m->w;
@@ -271,11 +292,16 @@ static void step_inputs(const Decode *dc) {
     feature_share(3 * D, &lo, &hi);
     linear_columns(s->gh, 3 * D, s->s, D, w->dec_gru.w_hh, D, NULL, R, D, lo, hi, 0);
     linear_columns(s->gi, 3 * D, s->u, E, w->dec_gru.w_ih, E + K, w->dec_gru.b_ih, R, E, lo, hi, 0);
-    sentence_share(dc, A, &i0, &i1, &lo, &hi);
+    sentence_share(dc, dims_att_features(d), &i0, &i1, &lo, &hi);
     if (i0 == i1) return;
     size_t r0 = (size_t)i0 * beam;
-    linear_columns(s->query + r0 * A, A, s->s + r0 * D, D, w->att_w_q, D, NULL, (i1 - i0) * beam, D,
-                   lo, hi, 0);
+    if (d->score == SCORE_ADDITIVE || d->score == SCORE_SCALED_DOT)
+        linear_columns(s->query + r0 * A, A, s->s + r0 * D, D, w->att_w_q, D, NULL,
+                       (i1 - i0) * beam, D, lo, hi, 0);
+    if (d->score != SCORE_ADDITIVE) {
+        dot_energy_parts(dc, i0, i1, lo, hi);
+        return;
+    }
     for (int i = i0; i < i1; i++) {
         if (dc->done[i]) continue;
         const real *keys = s->enc.keys + (size_t)i * S * A;

@@ -90,10 +90,12 @@ static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
     size_t B = a->max_B, S = a->max_S, T = a->max_T;
     size_t E = d->emb, H = d->enc_hidden, K = dims_enc_state(d), D = d->dec_hidden, A = d->att,
            O = d->readout, V = d->tgt_vocab;
-    size_t R = D + K + E, N = H > D ? H : D;
+    size_t R = D + K + E, N = H > D ? H : D, F = dims_att_features(d);
     /* d_gh: the decoder's steps, or both encoder directions' steps (run at the same time) */
     size_t gh = T * B * 3 * D > 2 * S * B * 3 * H ? T * B * 3 * D : 2 * S * B * 3 * H;
-    size_t hidden_steps = a->keep_attention ? T : 1, L = a->logit_rows;
+    /* only the additive score has a hidden layer */
+    size_t hidden_steps = d->score != SCORE_ADDITIVE ? 0 : a->keep_attention ? T : 1;
+    size_t L = a->logit_rows;
     const Slab kept[] = {
         {&a->x, S * B * E},
         {&a->x_keep, S * B * E},
@@ -104,12 +106,12 @@ static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
         {&a->enc_state[0], (S + 1) * B * H},
         {&a->enc_state[1], (S + 1) * B * H},
         {&a->enc_h, B * S * K},
-        {&a->keys, B * S * A},
+        {&a->keys, B * S * F},
         {&a->h_last, B * K},
         {&a->dec_state, (T + 1) * B * D},
         {&a->dec_gi, T * B * 3 * D},
         {&a->dec_cache, T * B * 4 * D},
-        {&a->query, T * B * A},
+        {&a->query, T * B * F},
         {&a->att_hidden, hidden_steps * B * S * A},
         {&a->alpha, T * B * S},
         {&a->energy, T * B * S},
@@ -133,7 +135,7 @@ static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
         {&a->d_out_b, V},
     };
     const Slab backward[] = {
-        {&a->d_readout_in, T * B * R}, {&a->d_enc_h, B * S * K}, {&a->d_keys, B * S * A},
+        {&a->d_readout_in, T * B * R}, {&a->d_enc_h, B * S * K}, {&a->d_keys, B * S * F},
         {&a->d_att_v, B * A},          {&a->d_x, S * B * E},     {&a->d_gh, gh},
         {&a->d_h_last, B * K},         {&a->carry, 2 * B * N},   {&a->d_state, 2 * B * N},
         {&a->d_context, B * K},
@@ -251,13 +253,15 @@ static real *state_slot(real *states, int slot, int B, int N) {
 
 /* x_i = src_emb[src_i]; forward GRU over i = 0..L-1 -> f_i; backward GRU over i = L-1..0
  * -> g_i; h_i = [f_i ; g_i] (zero at padding); h_last = [f_{L-1} ; g_0];
- * k_i = W_k h_i + b; s_0 = tanh(W_init h_last + b_init). One parallel region for all of it:
+ * the keys k_i = W_k h_i + b (additive), W_a h_i (general) or W_k h_i (scaled_dot; dot uses
+ * h_i itself); s_0 = tanh(W_init h_last + b_init). One parallel region for all of it:
  * for one sentence, entering a region costs as much as some of its products. */
 static void encoder_forward(const Model *m, Acts *a, int B, int S) {
     const ModelDims *d = &m->dims;
     const Weights *w = &m->w;
-    int E = d->emb, H = d->enc_hidden, K = dims_enc_state(d), D = d->dec_hidden, A = d->att;
-    int dirs = d->bidirectional ? 2 : 1;
+    int E = d->emb, H = d->enc_hidden, K = dims_enc_state(d), D = d->dec_hidden;
+    int F = dims_att_features(d), dirs = d->bidirectional ? 2 : 1;
+    const real *key_w = d->score == SCORE_GENERAL ? w->att_w_a : w->att_w_k;
     embedding_forward(a->x, E, a->src_ids, a->dropout > 0 ? a->x_keep : NULL, w->src_emb, S * B, E);
     for (int dir = 0; dir < dirs; dir++)
         memset(state_slot(a->enc_state[dir], dir == 0 ? 0 : S, B, H), 0,
@@ -301,8 +305,9 @@ static void encoder_forward(const Model *m, Acts *a, int B, int S) {
         }
 #pragma omp barrier
         /* keys and s_0: every thread takes a share of the columns */
-        share_rows(A, omp_get_thread_num(), omp_get_num_threads(), &lo, &n);
-        linear_columns(a->keys, A, a->enc_h, K, w->att_w_k, K, w->att_b, B * S, K, lo, lo + n, 0);
+        share_rows(F, omp_get_thread_num(), omp_get_num_threads(), &lo, &n);
+        if (d->score != SCORE_DOT)
+            linear_columns(a->keys, F, a->enc_h, K, key_w, K, w->att_b, B * S, K, lo, lo + n, 0);
         share_rows(D, omp_get_thread_num(), omp_get_num_threads(), &lo, &n);
         linear_columns(a->dec_state, D, a->h_last, K, w->init_w, K, w->init_b, B, K, lo, lo + n, 0);
         for (int b = 0; b < B && n > 0; b++) tanh_forward(a->dec_state + (size_t)b * D + lo, n);
@@ -314,16 +319,21 @@ static void encoder_backward(Model *m, Acts *a) {
     const Weights *w = &m->w;
     Weights *g = &m->g;
     int B = a->B, S = a->S;
-    int E = d->emb, H = d->enc_hidden, K = dims_enc_state(d), D = d->dec_hidden, A = d->att;
-    int dirs = d->bidirectional ? 2 : 1;
+    int E = d->emb, H = d->enc_hidden, K = dims_enc_state(d), D = d->dec_hidden;
+    int F = dims_att_features(d), dirs = d->bidirectional ? 2 : 1;
     /* s_0 = tanh(W_init h_last + b_init); the carry holds d s_0 */
     real *ds0 = a->carry;
     tanh_backward(ds0, a->dec_state, (size_t)B * D);
     memset(a->d_h_last, 0, sizeof(real) * (size_t)B * K);
     linear_backward(a->d_h_last, g->init_w, g->init_b, ds0, a->h_last, K, w->init_w, K, B, K, D);
-    /* k_i = W_k h_i + b */
-    linear_backward(a->d_enc_h, g->att_w_k, g->att_b, a->d_keys, a->enc_h, K, w->att_w_k, K, B * S,
-                    K, A);
+    /* k_i = W_k h_i + b (additive), W_a h_i (general), W_k h_i (scaled_dot); dot's keys are
+     * the h_i, whose gradient attention added to d_enc_h itself */
+    if (d->score == SCORE_GENERAL)
+        linear_backward(a->d_enc_h, g->att_w_a, NULL, a->d_keys, a->enc_h, K, w->att_w_a, K, B * S,
+                        K, F);
+    else if (d->score != SCORE_DOT)
+        linear_backward(a->d_enc_h, g->att_w_k, g->att_b, a->d_keys, a->enc_h, K, w->att_w_k, K,
+                        B * S, K, F);
     memset(a->d_x, 0, sizeof(real) * (size_t)S * B * E);
     /* each direction's carry starts from its part of d h_last: f_{L-1} (carried to slot S)
      * or g_0; both directions run at once (see encoder_share), each with its own carry,
@@ -382,8 +392,10 @@ typedef struct {
     real *s_prev, *s;     /* [B, D] s_{t-1} and s_t */
     real *gi, *cache;     /* [B, 3D] W_ih [u_t ; c_t] + b_ih (holding the u_t part on entry),
                              [B, 4D] GRU gates */
-    real *query;          /* [B, A] W_q s_{t-1} */
-    real *hidden;         /* [B, S, A] tanh(W_q s_{t-1} + k_i); one step's scratch in training */
+    real *query;          /* [B, F] W_q s_{t-1} (additive, scaled_dot); d loss / d query in
+                             backward, which dot and general use for d loss / d s_{t-1} */
+    real *hidden;         /* [B, S, A] tanh(W_q s_{t-1} + k_i) (additive only); one step's
+                             scratch in training */
     real *alpha, *energy; /* [B, S] alignment weights and scores */
     real *context;        /* [B, K] c_t */
 } DecoderStep;
@@ -392,13 +404,13 @@ typedef struct {
  * (each thread passes the first of its rows). */
 static DecoderStep decoder_step(const Acts *a, const ModelDims *d, int t, int b0) {
     size_t B = a->B, S = a->S, r = (size_t)(t - 1) * B + b0;
-    size_t D = d->dec_hidden, A = d->att, K = dims_enc_state(d);
+    size_t D = d->dec_hidden, A = d->att, K = dims_enc_state(d), F = dims_att_features(d);
     return (DecoderStep){
         .s_prev = a->dec_state + r * D,
         .s = a->dec_state + (r + B) * D,
         .gi = a->dec_gi + r * 3 * D,
         .cache = a->dec_cache + r * 4 * D,
-        .query = a->query + r * A,
+        .query = a->query + r * F,
         .hidden = a->att_hidden + (a->keep_attention ? r : (size_t)b0) * S * A,
         .alpha = a->alpha + r * S,
         .energy = a->energy + r * S,
@@ -433,7 +445,7 @@ int model_encode(const Model *m, Acts *a, const int *src, const int *src_len, in
 }
 
 /* s_t from s_{t-1} for B rows: query, attention, the c_t part of the GRU input, GRU. st->gi
- * must hold W_ih[:, :E] u_t + b_ih on entry. keys [B,S,A], enc_h [B,S,K], src_len [B];
+ * must hold W_ih[:, :E] u_t + b_ih on entry. keys [B,S,F], enc_h [B,S,K], src_len [B];
  * scratch [B, 3D]. (Search computes the same step in another order: see search.h.) */
 static void decoder_step_forward(const Model *m, const DecoderStep *st, const real *keys,
                                  const real *enc_h, const int *src_len, real *scratch, int B,
@@ -441,10 +453,26 @@ static void decoder_step_forward(const Model *m, const DecoderStep *st, const re
     const ModelDims *d = &m->dims;
     const Weights *w = &m->w;
     int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att;
-    /* the query is the previous state: e_ti = v^T tanh(W_q s_{t-1} + k_i) */
-    linear_forward(st->query, st->s_prev, D, w->att_w_q, D, NULL, B, D, A);
-    attention_forward(st->context, st->alpha, st->energy, st->hidden, st->query, keys, enc_h,
-                      src_len, w->att_v, B, S, A, K);
+    /* the query is the previous state */
+    switch (d->score) {
+    case SCORE_DOT: /* e_ti = s_{t-1} . h_i */
+        attention_dot_forward(st->context, st->alpha, st->energy, st->s_prev, enc_h, src_len, B, S,
+                              K);
+        break;
+    case SCORE_GENERAL: /* e_ti = s_{t-1} . k_i, k_i = W_a h_i */
+        attention_general_forward(st->context, st->alpha, st->energy, st->s_prev, keys, enc_h,
+                                  src_len, B, S, D, K);
+        break;
+    case SCORE_SCALED_DOT: /* e_ti = (W_q s_{t-1}) . k_i / sqrt(A), k_i = W_k h_i */
+        linear_forward(st->query, st->s_prev, D, w->att_w_q, D, NULL, B, D, A);
+        attention_scaled_dot_forward(st->context, st->alpha, st->energy, st->query, keys, enc_h,
+                                     src_len, B, S, A, K);
+        break;
+    default: /* additive: e_ti = v^T tanh(W_q s_{t-1} + k_i) */
+        linear_forward(st->query, st->s_prev, D, w->att_w_q, D, NULL, B, D, A);
+        attention_forward(st->context, st->alpha, st->energy, st->hidden, st->query, keys, enc_h,
+                          src_len, w->att_v, B, S, A, K);
+    }
     /* s_t = GRU([u_t ; c_t], s_{t-1}): add the c_t part of the input projection */
     gemm(AS_STORED, TRANSPOSE, B, 3 * D, K, st->context, K, w->dec_gru.w_ih + E, E + K, 1, st->gi,
          3 * D);
@@ -509,8 +537,8 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
     const ModelDims *d = &m->dims;
     const Weights *w = &m->w;
     int B = batch->B, S = batch->S, T = batch->T;
-    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, O = d->readout, A = d->att,
-        R = D + K + E;
+    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, O = d->readout,
+        F = dims_att_features(d), R = D + K + E;
     if (B > a->max_B || S > a->max_S || T > a->max_T)
         return error_set(err, "batch %d x %d x %d exceeds the planned %d x %d x %d", B, S, T,
                          a->max_B, a->max_S, a->max_T);
@@ -549,7 +577,7 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
         thread_rows(B, &b0, &nb);
         for (int t = 1; t <= T && nb > 0; t++) {
             DecoderStep st = decoder_step(a, d, t, b0);
-            decoder_step_forward(m, &st, a->keys + (size_t)b0 * S * A,
+            decoder_step_forward(m, &st, a->keys + (size_t)b0 * S * F,
                                  a->enc_h + (size_t)b0 * S * K, a->src_len + b0,
                                  a->scratch + (size_t)b0 * 3 * D, nb, S);
         }
@@ -576,13 +604,43 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
     return 0;
 }
 
+/* Step st's attention backward for the dot-product scores, for the nb rows from b0: given
+ * d loss / d c_t, adds d loss / d s_{t-1} into carry, and the keys' and h_i's gradients into
+ * d_keys and d_enc_h; for scaled_dot, st->query is left holding d loss / d (W_q s_{t-1}) for
+ * W_q's gradient. (The additive score's is in model_backward.) */
+static void attention_step_backward(const Model *m, Acts *a, const DecoderStep *st, real *carry,
+                                    const real *d_context, int b0, int nb) {
+    const ModelDims *d = &m->dims;
+    int S = a->S, K = dims_enc_state(d), D = d->dec_hidden, A = d->att, F = dims_att_features(d);
+    const real *keys = a->keys + (size_t)b0 * S * F, *enc_h = a->enc_h + (size_t)b0 * S * K;
+    real *d_keys = a->d_keys + (size_t)b0 * S * F, *d_enc_h = a->d_enc_h + (size_t)b0 * S * K;
+    const int *src_len = a->src_len + b0;
+    switch (d->score) {
+    case SCORE_DOT: /* e_ti = s_{t-1} . h_i */
+        attention_dot_backward(st->query, st->energy, d_enc_h, d_context, st->alpha, st->s_prev,
+                               enc_h, src_len, nb, S, K);
+        break;
+    case SCORE_GENERAL: /* e_ti = s_{t-1} . k_i */
+        attention_general_backward(st->query, st->energy, d_keys, d_enc_h, d_context, st->alpha,
+                                   st->s_prev, keys, enc_h, src_len, nb, S, D, K);
+        break;
+    default: /* scaled_dot: e_ti = q_t . k_i / sqrt(A), q_t = W_q s_{t-1} */
+        attention_scaled_dot_backward(st->query, st->energy, d_keys, d_enc_h, d_context, st->alpha,
+                                      st->query, keys, enc_h, src_len, nb, S, A, K);
+        gemm(0, 0, nb, D, A, st->query, A, m->w.att_w_q, D, 1, carry, D);
+        return;
+    }
+    /* dot and general: the query is s_{t-1} itself */
+    for (size_t j = 0; j < (size_t)nb * D; j++) carry[j] += st->query[j];
+}
+
 void model_backward(Model *m, Acts *a) {
     const ModelDims *d = &m->dims;
     const Weights *w = &m->w;
     Weights *g = &m->g;
     int B = a->B, S = a->S, T = a->T;
     int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att, O = d->readout,
-        V = d->tgt_vocab, R = D + K + E;
+        V = d->tgt_vocab, R = D + K + E, F = dims_att_features(d);
     const GruWeights *dg = &w->dec_gru;
     GruWeights *gg = &g->dec_gru;
 
@@ -601,7 +659,7 @@ void model_backward(Model *m, Acts *a) {
 
     /* back through time; the carry is d loss / d s_t flowing from step t+1 */
     memset(a->d_enc_h, 0, sizeof(real) * (size_t)B * S * K);
-    memset(a->d_keys, 0, sizeof(real) * (size_t)B * S * A);
+    memset(a->d_keys, 0, sizeof(real) * (size_t)B * S * F);
     memset(a->d_att_v, 0, sizeof(real) * (size_t)B * A);
     memset(a->carry, 0, sizeof(real) * (size_t)B * D);
 #pragma omp parallel
@@ -627,6 +685,10 @@ void model_backward(Model *m, Acts *a) {
                        sizeof(real) * (size_t)K);
             gemm(AS_STORED, AS_STORED, nb, K, 3 * D, dgi, 3 * D, dg->w_ih + E, E + K, 1, d_context,
                  K);
+            if (d->score != SCORE_ADDITIVE) {
+                attention_step_backward(m, a, &st, carry, d_context, b0, nb);
+                continue;
+            }
             /* attention's hidden layer tanh(W_q s_{t-1} + k_i), unless kept: again (query
              * still holds W_q s_{t-1}; backward overwrites it with dquery), then its backward,
              * which also adds each sentence's de_ti hidden_ti to its row of d_att_v */
@@ -651,11 +713,14 @@ void model_backward(Model *m, Acts *a) {
                     T * B, K, 3 * D);
     linear_backward(NULL, gg->w_hh, gg->b_hh, a->d_gh, a->dec_state, D, dg->w_hh, D, T * B, D,
                     3 * D);
-    linear_backward(NULL, g->att_w_q, NULL, a->query, a->dec_state, D, w->att_w_q, D, T * B, D, A);
+    if (d->score == SCORE_ADDITIVE || d->score == SCORE_SCALED_DOT)
+        linear_backward(NULL, g->att_w_q, NULL, a->query, a->dec_state, D, w->att_w_q, D, T * B, D,
+                        A);
     /* e_ti = v . hidden_ti: dv = sum over t, b, i of de_ti hidden_ti, each sentence's sum (over
      * t and i) formed in the time loop; the sentences are added in order */
-    for (int b = 0; b < B; b++)
-        for (int j = 0; j < A; j++) g->att_v[j] += a->d_att_v[(size_t)b * A + j];
+    if (d->score == SCORE_ADDITIVE)
+        for (int b = 0; b < B; b++)
+            for (int j = 0; j < A; j++) g->att_v[j] += a->d_att_v[(size_t)b * A + j];
     embedding_backward(g->tgt_emb, du, R, a->tgt_in, a->dropout > 0 ? a->u_keep : NULL, T * B, E);
 
     encoder_backward(m, a);

@@ -95,15 +95,19 @@ typedef struct {
     real *enc_cache[2]; /* [S*B, 4H] GRU gates per direction */
     real *enc_state[2]; /* [(S+1)*B, H] states; see encoder_forward for the slot order */
     real *enc_h;        /* [B*S, K] h_i = [f_i ; g_i], zero at padding */
-    real *keys;         /* [B*S, A] W_k h_i + b */
+    real *keys;         /* [B*S, F] W_k h_i + b (additive), W_a h_i (general), W_k h_i
+                           (scaled_dot); unused by dot, whose keys are enc_h. F is
+                           dims_att_features: A, or D for dot and general */
     real *h_last;       /* [B, K] */
     /* decoder; step t = 1..T uses row block t-1 */
     real *dec_state;    /* [(T+1)*B, D] s_0 .. s_T */
     real *dec_gi;       /* [T*B, 3D] W_ih [u_t ; c_t] + b_ih; dgi in backward */
     real *dec_cache;    /* [T*B, 4D] */
-    real *query;        /* [T*B, A] W_q s_{t-1}; dquery in backward */
+    real *query;        /* [T*B, F] W_q s_{t-1} (additive, scaled_dot); dquery in backward
+                           (for dot and general: d loss / d s_{t-1} through attention) */
     real *att_hidden;   /* [B, S, A] tanh(W_q s_{t-1} + k_i) of the step being computed;
-                           [T, B, S, A], every step's, with keep_attention */
+                           [T, B, S, A], every step's, with keep_attention; additive only
+                           (the other scores have no hidden layer: empty) */
     real *alpha;        /* [T, B, S] alignment weights */
     real *energy;       /* [T, B, S] scores e_ti (-inf at padding); d e_ti in backward */
     real *context;      /* [T*B, K] c_t */
@@ -125,7 +129,7 @@ typedef struct {
     /* backward scratch */
     real *d_readout_in; /* [T*B, D+K+E] */
     real *d_enc_h;      /* [B*S, K] */
-    real *d_keys;       /* [B*S, A] */
+    real *d_keys;       /* [B*S, F] */
     real *d_att_v;      /* [B, A] d loss / d v of each sentence, summed in order at the end */
     real *d_x;          /* [S*B, E] */
     real *d_gh;         /* d (W_hh h + b_hh) of every step: [T*B, 3D] in the decoder,

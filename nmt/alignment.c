@@ -165,23 +165,36 @@ static int trace_fill(StepTrace *trace, const Acts *acts, const Model *m, int ro
                       Error *err) {
     const ModelDims *d = &m->dims;
     size_t D = d->dec_hidden, K = dims_enc_state(d), A = d->att, R = rows, S = cols;
-    *trace = (StepTrace){.rows = rows, .cols = cols, .D = (int)D, .K = (int)K, .A = (int)A};
-    size_t total = R * D + R * A + S * A + R * S * A + A + R * K + S * K;
+    size_t F = dims_att_features(d);
+    int additive = d->score == SCORE_ADDITIVE;
+    size_t HA = additive ? A : 0; /* the hidden layer and v: additive only */
+    *trace = (StepTrace){.rows = rows,
+                         .cols = cols,
+                         .D = (int)D,
+                         .K = (int)K,
+                         .A = (int)A,
+                         .F = (int)F,
+                         .score = d->score};
+    size_t total = R * D + R * F + S * F + R * S * HA + HA + R * K + S * K;
     trace->block = checked_calloc(total, sizeof(real), "step trace", err);
     if (!trace->block) return -1;
     trace->query = trace->block;
     trace->projected = trace->query + R * D;
-    trace->keys = trace->projected + R * A;
-    trace->hidden = trace->keys + S * A;
-    trace->v = trace->hidden + R * S * A;
-    trace->context = trace->v + A;
+    trace->keys = trace->projected + R * F;
+    trace->hidden = additive ? trace->keys + S * F : NULL;
+    trace->v = additive ? trace->hidden + R * S * A : NULL;
+    trace->context = trace->keys + S * F + R * S * HA + HA;
     trace->enc_h = trace->context + R * K;
-    /* a batch of one: row t of every time-major array is step t's; dec_state starts at s_0 */
+    /* a batch of one: row t of every time-major array is step t's; dec_state starts at s_0.
+     * dot and general compare s_{t-1} itself; dot's keys are the h_i themselves */
+    int plain_query = d->score == SCORE_DOT || d->score == SCORE_GENERAL;
     memcpy(trace->query, acts->dec_state, sizeof(real) * R * D);
-    memcpy(trace->projected, acts->query, sizeof(real) * R * A);
-    memcpy(trace->keys, acts->keys, sizeof(real) * S * A);
-    memcpy(trace->hidden, acts->att_hidden, sizeof(real) * R * S * A);
-    memcpy(trace->v, m->w.att_v, sizeof(real) * A);
+    memcpy(trace->projected, plain_query ? acts->dec_state : acts->query, sizeof(real) * R * F);
+    memcpy(trace->keys, d->score == SCORE_DOT ? acts->enc_h : acts->keys, sizeof(real) * S * F);
+    if (additive) {
+        memcpy(trace->hidden, acts->att_hidden, sizeof(real) * R * S * A);
+        memcpy(trace->v, m->w.att_v, sizeof(real) * A);
+    }
     memcpy(trace->context, acts->context, sizeof(real) * R * K);
     memcpy(trace->enc_h, acts->enc_h, sizeof(real) * S * K);
     return 0;

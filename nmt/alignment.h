@@ -41,14 +41,18 @@ int alignment_from_hypothesis(Alignment *a, const NmtModel *nm, const char *sour
                               const Hypothesis *h, Error *err);
 
 /* The vectors behind each step of a force-decoded sentence, for --explain (one allocation,
- * `block`, behind every array). */
+ * `block`, behind every array). F is the size of the vectors the score compares: A for
+ * additive and scaled_dot, D for dot and general (see dims_att_features). */
 typedef struct {
-    int rows, cols, D, K, A;
+    int rows, cols, D, K, A, F;
+    AttentionScore score;
     real *query;     /* [rows, D] row t-1 is s_{t-1}, the query of step t */
-    real *projected; /* [rows, A] W_q s_{t-1} */
-    real *keys;      /* [cols, A] W_k h_i + b */
-    real *hidden;    /* [rows, cols, A] tanh(W_q s_{t-1} + W_k h_i + b) */
-    real *v;         /* [A] the attention's output vector */
+    real *projected; /* [rows, F] what the score takes of the query: W_q s_{t-1} (additive,
+                        scaled_dot) or s_{t-1} itself (dot, general) */
+    real *keys;      /* [cols, F] W_k h_i + b (additive), h_i (dot), W_a h_i (general),
+                        W_k h_i (scaled_dot) */
+    real *hidden;    /* [rows, cols, A] tanh(W_q s_{t-1} + W_k h_i + b); additive only */
+    real *v;         /* [A] the additive attention's output vector; additive only */
     real *context;   /* [rows, K] row t-1 is c_t = sum_i alpha_ti h_i */
     real *enc_h;     /* [cols, K] the encoder states h_i */
     real *block;

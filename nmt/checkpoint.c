@@ -95,7 +95,7 @@ int checkpoint_save(const char *path, const NmtModel *nm, const TrainState *stat
     put(&w, sizes, sizeof sizes);
     put_u32(&w, (nm->lowercase ? FLAG_LOWERCASE : 0) | (state ? FLAG_TRAIN_STATE : 0) |
                     (nm->subwords ? FLAG_SUBWORDS : 0));
-    put_u32(&w, 0);
+    put_u32(&w, (uint32_t)d->score); /* the reserved field of old files: 0 is additive */
     put_u64(&w, m->table.total);
     int rc = put_section(&w, &nm->src_vocab, NULL, err);
     if (!rc) rc = put_section(&w, &nm->tgt_vocab, NULL, err);
@@ -271,13 +271,13 @@ static unsigned char *read_file(const char *path, size_t *size, Error *err) {
 static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, bool *has_state,
                  Error *err) {
     char magic[8];
-    uint32_t version, width, flags, reserved;
+    uint32_t version, width, flags, score;
     int32_t sizes[8];
     uint64_t count;
     if (take(r, magic, 8) || memcmp(magic, MAGIC, 8) != 0)
         return error_set(err, "%s: not a checkpoint (bad magic)", path);
     if (take(r, &version, 4) || take(r, &width, 4) || take(r, sizes, sizeof sizes) ||
-        take(r, &flags, 4) || take(r, &reserved, 4) || take(r, &count, 8))
+        take(r, &flags, 4) || take(r, &score, 4) || take(r, &count, 8))
         return error_set(err, "%s: truncated header", path);
     if (version != VERSION && version != VERSION_PLAIN)
         return error_set(err,
@@ -290,7 +290,11 @@ static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, b
         return error_set(err, "%s: format version %u %s subwords, but the flags say %s", path,
                          version, version == VERSION ? "has" : "has no",
                          flags & FLAG_SUBWORDS ? "subwords" : "none");
-    if (reserved != 0) return error_set(err, "%s: reserved field is %u, not 0", path, reserved);
+    if (score >= SCORE_COUNT)
+        return error_set(err,
+                         "%s: unknown attention score %u (known: 0 additive, 1 dot, 2 general, 3 "
+                         "scaled_dot)",
+                         path, score);
     ModelDims dims = {.src_vocab = sizes[0],
                       .tgt_vocab = sizes[1],
                       .emb = sizes[2],
@@ -298,7 +302,8 @@ static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, b
                       .bidirectional = sizes[4],
                       .dec_hidden = sizes[5],
                       .att = sizes[6],
-                      .readout = sizes[7]};
+                      .readout = sizes[7],
+                      .score = (AttentionScore)score};
     if (sizes[4] != 0 && sizes[4] != 1)
         return error_set(err, "%s: invalid bidirectional flag %d", path, sizes[4]);
     if (dims_validate(&dims, err)) return error_prefix(err, "%s: ", path);

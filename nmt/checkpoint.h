@@ -7,7 +7,9 @@
  *   "NMTCKPT1"                          8 bytes magic
  *   u32 version (1, 2)                  u32 bytes per real (4 float, 8 double)
  *   i32 x 8 sizes: Vs Vt E H bidirectional D A O
- *   u32 flags: bit 0 lowercase, bit 1 training state present, bit 2 subwords;  u32 reserved (0)
+ *   u32 flags: bit 0 lowercase, bit 1 training state present, bit 2 subwords
+ *   u32 attention score: 0 additive, 1 dot, 2 general, 3 scaled_dot (a reserved 0 before
+ *       there were scores, so older files read as additive)
  *   u64 parameter count P (must match the sizes)
  *   u64 n, then n bytes: source vocabulary (vocab_write layout)
  *   u64 n, then n bytes: target vocabulary

@@ -61,10 +61,10 @@ static int write_config(const char *out, const ModelDims *d, Error *err) {
     if (output_file_open(&f, path, false, err)) return -1;
     fprintf(f.file,
             "{\"E\": %d, \"H\": %d, \"K\": %d, \"D\": %d, \"A\": %d, \"O\": %d, \"Vs\": %d, "
-            "\"Vt\": %d, \"bidirectional\": %s, \"label_smoothing\": 0, \"dropout\": 0, "
-            "\"dtype\": \"%s\"}\n",
+            "\"Vt\": %d, \"bidirectional\": %s, \"score\": \"%s\", \"label_smoothing\": 0, "
+            "\"dropout\": 0, \"dtype\": \"%s\"}\n",
             d->emb, d->enc_hidden, dims_enc_state(d), d->dec_hidden, d->att, d->readout,
-            d->src_vocab, d->tgt_vocab, d->bidirectional ? "true" : "false",
+            d->src_vocab, d->tgt_vocab, d->bidirectional ? "true" : "false", score_name(d->score),
             sizeof(real) == 8 ? "float64" : "float32");
     return output_file_commit(&f, err);
 }

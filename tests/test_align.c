@@ -31,7 +31,7 @@ static const char *const PAIRS[][2] = {
 };
 enum { N_PAIRS = sizeof PAIRS / sizeof PAIRS[0] };
 
-static void model_make(NmtModel *nm, int bidirectional, uint64_t seed) {
+static void model_make_score(NmtModel *nm, int bidirectional, uint64_t seed, AttentionScore score) {
     TokenList src[N_PAIRS], tgt[N_PAIRS];
     Error err;
     memset(nm, 0, sizeof *nm);
@@ -50,11 +50,21 @@ static void model_make(NmtModel *nm, int bidirectional, uint64_t seed) {
                       .bidirectional = bidirectional,
                       .dec_hidden = 7,
                       .att = 4,
-                      .readout = 6};
+                      .readout = 6,
+                      .score = score};
+    if (score == SCORE_DOT) dims.dec_hidden = dims_enc_state(&dims);
     ck_assert_msg(model_init(&nm->model, &dims, &err) == 0, "%s", err.msg);
     params_init(nm->model.params, &nm->model.table, seed);
-    /* a larger v sharpens the random attention, so rows are not all near-uniform */
-    for (int j = 0; j < dims.att; j++) nm->model.w.att_v[j] *= 8;
+    /* a larger v (or key projection) sharpens the random attention, so rows are not all
+     * near-uniform */
+    const ParamInfo *sharpen = &nm->model.table.info[score == SCORE_ADDITIVE  ? P_ATT_V
+                                                     : score == SCORE_GENERAL ? P_ATT_W_A
+                                                                              : P_ATT_W_K];
+    for (size_t j = 0; j < sharpen->size; j++) nm->model.params[sharpen->offset + j] *= 8;
+}
+
+static void model_make(NmtModel *nm, int bidirectional, uint64_t seed) {
+    model_make_score(nm, bidirectional, seed, SCORE_ADDITIVE);
 }
 
 /* The best hypothesis of each pair's source, with beam `beam`, as alignments. */
@@ -247,10 +257,12 @@ START_TEST(forced_matrix_is_model_forward_alpha) {
 }
 END_TEST
 
-/* Feeding the search's own tokens back in (what --explain does) gives the search's matrix. */
+/* Feeding the search's own tokens back in (what --explain does) gives the search's matrix,
+ * with each attention score (_i). */
 START_TEST(forced_search_output_matches_search) {
     NmtModel nm;
-    model_make(&nm, 1, 5);
+    AttentionScore score = (AttentionScore)_i;
+    model_make_score(&nm, 1, 5, score);
     Alignment searched[N_PAIRS];
     search_all(&nm, 1, searched);
     ForcedDecoder fd;
@@ -274,15 +286,22 @@ START_TEST(forced_search_output_matches_search) {
         }
         for (int t = 0; t < s->rows; t++)
             ck_assert_msg(fabs((double)f.prob[t] - s->prob[t]) < 1e-5, "prob %d", t);
-        /* the trace's context is sum_i alpha_ti h_i and its scores are v . tanh(...) */
+        /* the trace's context is sum_i alpha_ti h_i and its scores are v . tanh(...) (additive)
+         * or scale * q_t . k_i */
         for (int t = 0; t < f.rows; t++) {
             double c0 = 0;
             for (int i = 0; i < f.cols; i++)
                 c0 += f.alpha[(size_t)t * f.cols + i] * trace.enc_h[(size_t)i * trace.K];
             ck_assert_msg(fabs(c0 - trace.context[(size_t)t * trace.K]) < 1e-5, "c_%d", t + 1);
+            ck_assert_int_eq(trace.score, score);
             double e0 = 0;
-            for (int j = 0; j < trace.A; j++)
-                e0 += trace.v[j] * trace.hidden[(size_t)t * f.cols * trace.A + j];
+            if (score == SCORE_ADDITIVE)
+                for (int j = 0; j < trace.A; j++)
+                    e0 += trace.v[j] * trace.hidden[(size_t)t * f.cols * trace.A + j];
+            else
+                for (int j = 0; j < trace.F; j++)
+                    e0 += trace.projected[(size_t)t * trace.F + j] * trace.keys[j] /
+                          (score == SCORE_SCALED_DOT ? sqrt(trace.A) : 1);
             ck_assert_msg(fabs(e0 - f.energy[(size_t)t * f.cols]) < 1e-5, "e_%d0", t + 1);
         }
         /* the explanation walks through every step */
@@ -297,6 +316,17 @@ START_TEST(forced_search_output_matches_search) {
         ck_assert_int_eq(steps, f.rows);
         ck_assert_ptr_nonnull(strstr(text, "exp(e) = ["));
         ck_assert_ptr_nonnull(strstr(text, "alpha = exp(e) / sum = ["));
+        /* the formula of the score and its numbers */
+        static const char *const formula[SCORE_COUNT] = {
+            "e_ti = v^T tanh(W_q q_t + W_k h_i + b)", "e_ti = q_t . h_i", "e_ti = q_t . (W_a h_i)",
+            "e_ti = (W_q q_t) . (W_k h_i) / sqrt(A)"};
+        static const char *const numbers[SCORE_COUNT] = {
+            "v = [", "e_10 = q_1 . h_0 = ", "W_a h_0 = [", "that / sqrt(4) = "};
+        ck_assert_msg(strstr(text, formula[score]) != NULL, "%s", text);
+        ck_assert_msg(strstr(text, numbers[score]) != NULL, "%s", text);
+        char named[64];
+        snprintf(named, sizeof named, "Attention score: %s,", score_name(score));
+        ck_assert_ptr_nonnull(strstr(text, named));
         free(text);
         step_trace_free(&trace);
         alignment_free(&f);
@@ -789,7 +819,7 @@ Suite *align_suite(void) {
     tcase_set_timeout(matrices, 60);
     tcase_add_loop_test(matrices, rows_sum_to_one, 0, 2);
     tcase_add_test(matrices, forced_matrix_is_model_forward_alpha);
-    tcase_add_test(matrices, forced_search_output_matches_search);
+    tcase_add_loop_test(matrices, forced_search_output_matches_search, 0, SCORE_COUNT);
     tcase_add_test(matrices, bad_inputs_are_errors);
     suite_add_tcase(s, matrices);
     TCase *formats = tcase_create("formats");

@@ -112,6 +112,7 @@ START_TEST(test_defaults) {
     ck_assert_int_eq(cfg.model.dec_hidden, 128);
     ck_assert_int_eq(cfg.model.att_size, 128);
     ck_assert_int_eq(cfg.model.readout_size, 128);
+    ck_assert_int_eq(cfg.model.score, SCORE_ADDITIVE);
 
     ck_assert_double_eq(cfg.optim.lr, 0.001);
     ck_assert_double_eq(cfg.optim.beta1, 0.9);
@@ -522,6 +523,48 @@ START_TEST(test_training_must_stop) {
 }
 END_TEST
 
+/* [model] score: each name of the spec, the same words score_name prints; anything else is an
+ * error listing them; dot needs dec_hidden = K, and the error names both values. */
+START_TEST(test_attention_score) {
+    Scratch scratch;
+    Config cfg;
+    Error err = {""};
+    for (int score = 0; score < SCORE_COUNT; score++) {
+        char text[256];
+        /* K = 2 x 64 = dec_hidden, so dot is valid too */
+        snprintf(text, sizeof text,
+                 REQUIRED_KEYS "[model]\nenc_hidden = 64\ndec_hidden = 128\nscore = %s\n",
+                 score_name((AttentionScore)score));
+        ck_assert_msg(load_text(&scratch, text, &cfg, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(cfg.model.score, score);
+        char *out = printed(&cfg);
+        char line[64];
+        snprintf(line, sizeof line, "\nscore = %s\n", score_name((AttentionScore)score));
+        assert_mentions(out, line);
+        free(out);
+    }
+    expect_failure(REQUIRED_KEYS "[model]\nscore = luong\n", 5,
+                   "[model] score = 'luong': not one of the choices (expected one of "
+                   "additive|dot|general|scaled_dot)");
+    expect_failure(REQUIRED_KEYS "[model]\nscore = Dot\n", 5, "[model] score = 'Dot'");
+    /* dot with D != K: the defaults have D = 128 and K = 2 x 128 */
+    const char *dot = REQUIRED_KEYS "[model]\nscore = dot\n";
+    ck_assert_int_eq(load_text(&scratch, dot, &cfg, &err), -1);
+    assert_mentions(err.msg, scratch.ini);
+    assert_mentions(err.msg, "score = dot needs dec_hidden = K");
+    assert_mentions(err.msg, "dec_hidden = 128 and K = 256");
+    ck_assert_ptr_null(strchr(err.msg, '\n'));
+    const char *uni = REQUIRED_KEYS "[model]\nscore = dot\nbidirectional = false\n";
+    ck_assert_msg(load_text(&scratch, uni, &cfg, &err) == 0, "%s", err.msg); /* K = H = D */
+    const char *const fix[] = {"model.dec_hidden=256"};
+    ck_assert_msg(load_bytes(&scratch, dot, strlen(dot), fix, 1, &cfg, &err) == 0, "%s", err.msg);
+    const char *const bad[] = {"model.score=dot", "model.enc_hidden=32"};
+    ck_assert_int_eq(load_bytes(&scratch, REQUIRED_KEYS, strlen(REQUIRED_KEYS), bad, 2, &cfg, &err),
+                     -1);
+    assert_mentions(err.msg, "dec_hidden = 128 and K = 64");
+}
+END_TEST
+
 START_TEST(test_overrides_win) {
     Scratch scratch;
     Config cfg;
@@ -668,6 +711,7 @@ Suite *config_suite(void) {
     tcase_add_test(valid, test_bool_words);
     tcase_add_test(valid, test_crlf_and_bom);
     tcase_add_test(valid, test_overrides_win);
+    tcase_add_test(valid, test_attention_score);
     tcase_add_test(valid, test_print_reads_back);
     tcase_add_test(valid, test_ini_reader_events);
     suite_add_tcase(suite, valid);

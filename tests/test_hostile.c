@@ -474,7 +474,7 @@ static const struct {
 } HEADER_FORGERIES[] = {
     {AT_WIDTH, 3, "invalid real size 3"},
     {AT_FLAGS, 1u << 7, "unknown flags 0x80"},
-    {AT_RESERVED, 9, "reserved field is 9, not 0"},
+    {AT_RESERVED, 9, "unknown attention score 9"},
     {AT_SIZES + 4 * 4, 2, "invalid bidirectional flag 2"},
     {AT_SIZES + 2 * 4, (uint32_t)-4, "emb_size = -4 is out of range"},
     {AT_SIZES + 2 * 4, 0, "emb_size = 0 is out of range"},
@@ -517,8 +517,8 @@ START_TEST(hostile_checkpoint_huge_sizes_are_not_allocated) {
     unsigned char *data = slurp_file(path, &size);
     int32_t sizes[8];
     memcpy(sizes, data + AT_SIZES, sizeof sizes);
-    ModelDims dims = {sizes[0], sizes[1], 1 << 24,  sizes[3],
-                      sizes[4], sizes[5], sizes[6], sizes[7]};
+    ModelDims dims = {sizes[0], sizes[1], 1 << 24,  sizes[3],      sizes[4],
+                      sizes[5], sizes[6], sizes[7], SCORE_ADDITIVE};
     ParamTable table;
     param_table_build(&table, &dims);
     ck_assert_uint_gt(table.total, (size_t)1 << 28); /* over a gigabyte of reals */
@@ -608,8 +608,8 @@ START_TEST(hostile_checkpoint_vocabulary_mismatch) {
     ModelDims dims;
     int32_t sizes[8];
     memcpy(sizes, data + AT_SIZES, sizeof sizes);
-    dims = (ModelDims){sizes[0] + 1, sizes[1], sizes[2], sizes[3],
-                       sizes[4],     sizes[5], sizes[6], sizes[7]};
+    dims = (ModelDims){sizes[0] + 1, sizes[1], sizes[2], sizes[3],      sizes[4],
+                       sizes[5],     sizes[6], sizes[7], SCORE_ADDITIVE};
     ParamTable table;
     param_table_build(&table, &dims);
     put_u32(data + AT_SIZES, (uint32_t)dims.src_vocab);

@@ -1,7 +1,7 @@
 /*
  * test_layers.c: each layer's forward against hand-computed values and its backward against
- * finite differences; the attention on the course notes' worked example; softmax and the
- * loss on huge logits; the vector exp, tanh and sigmoid against libm, and the fixed-order sums.
+ * finite differences; the attention (every score) on the course notes' worked example; softmax and
+ * the loss on huge logits; the vector exp, tanh and sigmoid against libm, and the fixed-order sums.
  *
  * Backward checks use the scalar f = sum_j w_j * out_j with fixed random w, so d f / d out = w
  * is the gradient fed to the backward pass.
@@ -137,6 +137,116 @@ START_TEST(attention_backward_matches_finite_differences) {
             ck_assert(denergy[b * S + i] == 0);
             for (int j = 0; j < K; j++) ck_assert(denc_h[(b * S + i) * K + j] == 0);
         }
+}
+END_TEST
+
+/* The dot-product scores on the worked example's numbers (s, h, W_q, and W_k as W_a), values
+ * computed by hand: dot e_i = s . h_i, general e_i = s . (W_a h_i), scaled_dot
+ * e_i = (W_q s) . (W_k h_i) / sqrt(2), e.g. e_0 = 0.6*0.2 + 0.4*0.3 = 0.24 (dot),
+ * W_a h_0 = [0.20, 0.19], e_0 = 0.6*0.20 + 0.4*0.19 = 0.196 (general), W_q s = [0.38, 0.34],
+ * e_0 = (0.38*0.20 + 0.34*0.19) / sqrt(2) = 0.099419 (scaled_dot). */
+START_TEST(dot_scores_worked_example) {
+    const real w_q[4] = {0.5, 0.2, 0.3, 0.4}, w_k[4] = {0.1, 0.6, 0.5, 0.3}, s[2] = {0.6, 0.4};
+    const real h[8] = {0.2, 0.3, 0.5, 0.8, 0.7, 0.1, 0.4, 0.6};
+    const int len[1] = {4};
+    real keys[8], query[2], context[2], alpha[4], energy[4];
+    linear_forward(keys, h, 2, w_k, 2, NULL, 4, 2, 2);
+    linear_forward(query, s, 2, w_q, 2, NULL, 1, 2, 2);
+    const double expected[3][3][4] = {
+        {{0.24, 0.62, 0.46, 0.48}, {0.200819, 0.293654, 0.250236, 0.255291}, {0.464272, 0.473367}},
+        {{0.196, 0.514, 0.23, 0.392},
+         {0.216193, 0.297131, 0.223670, 0.263005},
+         {0.453576, 0.482733}},
+        {{0.099419, 0.260215, 0.126289, 0.198838},
+         {0.232223, 0.272733, 0.238547, 0.256497},
+         {0.452393, 0.465606}},
+    };
+    for (int score = 0; score < 3; score++) {
+        if (score == 0) attention_dot_forward(context, alpha, energy, s, h, len, 1, 4, 2);
+        if (score == 1)
+            attention_general_forward(context, alpha, energy, s, keys, h, len, 1, 4, 2, 2);
+        if (score == 2)
+            attention_scaled_dot_forward(context, alpha, energy, query, keys, h, len, 1, 4, 2, 2);
+        for (int i = 0; i < 4; i++) {
+            ck_assert_double_eq_tol(energy[i], expected[score][0][i], 1e-6);
+            ck_assert_double_eq_tol(alpha[i], expected[score][1][i], 1e-6);
+        }
+        for (int j = 0; j < 2; j++)
+            ck_assert_double_eq_tol(context[j], expected[score][2][j], 1e-6);
+    }
+}
+END_TEST
+
+/* One dot-product score's layer: which = 0 dot (query [B,K], keys = enc_h), 1 general
+ * (query [B,F], keys [B,S,F]), 2 scaled_dot (the same shapes, scaled). */
+typedef struct {
+    int which, B, S, F, K;
+    real *query, *keys, *enc_h, *w;
+    const int *len;
+    real *context, *alpha, *energy;
+} DotCase;
+
+static double dot_objective(void *p) {
+    DotCase *c = p;
+    if (c->which == 0)
+        attention_dot_forward(c->context, c->alpha, c->energy, c->query, c->enc_h, c->len, c->B,
+                              c->S, c->K);
+    else if (c->which == 1)
+        attention_general_forward(c->context, c->alpha, c->energy, c->query, c->keys, c->enc_h,
+                                  c->len, c->B, c->S, c->F, c->K);
+    else
+        attention_scaled_dot_forward(c->context, c->alpha, c->energy, c->query, c->keys, c->enc_h,
+                                     c->len, c->B, c->S, c->F, c->K);
+    return weighted_sum(c->context, c->w, (size_t)c->B * c->K);
+}
+
+START_TEST(dot_scores_backward_match_finite_differences) {
+    enum { B = 3, S = 5, K = 6, FMAX = 6 };
+    const int len[B] = {5, 2, 1};
+    for (int which = 0; which < 3; which++) {
+        int F = which == 0 ? K : 4; /* dot compares s_{t-1} with h_i: F = D = K */
+        Rng rng;
+        rng_seed(&rng, 13 + (uint64_t)which, 0);
+        real query[B * FMAX], keys[B * S * FMAX], enc_h[B * S * K], w[B * K];
+        real context[B * K], alpha[B * S], energy[B * S];
+        fill_random(query, (size_t)B * F, &rng, 1.5);
+        fill_random(keys, (size_t)B * S * F, &rng, 1.5);
+        fill_random(enc_h, B * S * K, &rng, 1);
+        fill_random(w, B * K, &rng, 1);
+        DotCase c = {which, B, S, F, K, query, keys, enc_h, w, len, context, alpha, energy};
+        dot_objective(&c);
+        for (int b = 0; b < B; b++)
+            for (int i = len[b]; i < S; i++)
+                ck_assert(alpha[b * S + i] == 0 && isinf(energy[b * S + i]));
+        real dquery[B * FMAX], denergy[B * S], dkeys[B * S * FMAX] = {0}, denc_h[B * S * K] = {0};
+        if (which == 0)
+            attention_dot_backward(dquery, denergy, denc_h, w, alpha, query, enc_h, len, B, S, K);
+        else if (which == 1)
+            attention_general_backward(dquery, denergy, dkeys, denc_h, w, alpha, query, keys, enc_h,
+                                       len, B, S, F, K);
+        else
+            attention_scaled_dot_backward(dquery, denergy, dkeys, denc_h, w, alpha, query, keys,
+                                          enc_h, len, B, S, F, K);
+        check_fd("query", query, dquery, (size_t)B * F, dot_objective, &c);
+        if (which > 0) check_fd("keys", keys, dkeys, (size_t)B * S * F, dot_objective, &c);
+        check_fd("enc_h", enc_h, denc_h, B * S * K, dot_objective, &c);
+        for (int b = 0; b < B; b++)
+            for (int i = len[b]; i < S; i++) {
+                ck_assert(denergy[b * S + i] == 0);
+                for (int j = 0; j < K; j++) ck_assert(denc_h[(b * S + i) * K + j] == 0);
+                for (int j = 0; j < F && which > 0; j++) ck_assert(dkeys[(b * S + i) * F + j] == 0);
+            }
+        /* the query's gradient may overwrite the query (as training does for scaled_dot) */
+        if (which == 2) {
+            real again[B * FMAX], dk2[B * S * FMAX] = {0}, dh2[B * S * K] = {0};
+            memcpy(again, query, sizeof again);
+            dot_objective(&c);
+            attention_scaled_dot_backward(again, denergy, dk2, dh2, w, alpha, again, keys, enc_h,
+                                          len, B, S, F, K);
+            ck_assert(memcmp(again, dquery, sizeof(real) * B * F) == 0);
+            ck_assert(memcmp(dk2, dkeys, sizeof(real) * B * S * F) == 0);
+        }
+    }
 }
 END_TEST
 
@@ -427,6 +537,8 @@ Suite *layers_suite(void) {
     TCase *tc = tcase_create("layers");
     tcase_add_test(tc, attention_worked_example);
     tcase_add_test(tc, attention_backward_matches_finite_differences);
+    tcase_add_test(tc, dot_scores_worked_example);
+    tcase_add_test(tc, dot_scores_backward_match_finite_differences);
     tcase_add_test(tc, gru_forward_hand_computed);
     tcase_add_test(tc, gru_backward_matches_finite_differences);
     tcase_add_test(tc, linear_tanh_forward_and_backward);

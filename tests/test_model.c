@@ -65,11 +65,20 @@ static double forward_backward(Fixture *f, const Batch *batch) {
     return loss;
 }
 
+/* dims with the attention score `score`; dot needs D = K */
+static ModelDims with_score(ModelDims dims, AttentionScore score) {
+    dims.score = score;
+    if (score == SCORE_DOT) dims.dec_hidden = dims_enc_state(&dims);
+    return dims;
+}
+
 START_TEST(gradients_match_finite_differences) {
-    /* every tensor, sampled (the double build's bin/gradcheck checks every element) */
-    for (int bidirectional = 0; bidirectional < 2; bidirectional++) {
+    /* every tensor, sampled (the double build's bin/gradcheck checks every element), with each
+     * attention score */
+    for (int run = 0; run < 2 * SCORE_COUNT; run++) {
         ModelDims dims = TINY;
-        dims.bidirectional = bidirectional;
+        dims.bidirectional = run % 2;
+        dims = with_score(dims, (AttentionScore)(run / 2));
         Fixture f;
         /* the output layer in chunks of 5 of the 12 rows; attention recomputed */
         fixture_make_plan(&f, &dims, 3, 5, 4, 1,
@@ -89,9 +98,9 @@ START_TEST(gradients_match_finite_differences) {
             if (!f.model.table.info[p].size) continue;
             ck_assert_msg(result[p].checked > 0, "%s not checked", f.model.table.info[p].name);
             ck_assert_msg(result[p].max_rel < (double_build ? 1e-6 : 1e-2),
-                          "%s: relative error %g at %zu (analytic %g, numeric %g)",
-                          f.model.table.info[p].name, result[p].max_rel, result[p].worst,
-                          result[p].analytic, result[p].numeric);
+                          "%s (%s): relative error %g at %zu (analytic %g, numeric %g)",
+                          f.model.table.info[p].name, score_name(dims.score), result[p].max_rel,
+                          result[p].worst, result[p].analytic, result[p].numeric);
         }
         fixture_free(&f);
     }
@@ -364,7 +373,7 @@ END_TEST
  * hypotheses must not depend on the thread count or on which sentences are decoded together,
  * and a hypothesis' log-probability must be the one teacher forcing gives its tokens. */
 START_TEST(search_agrees_across_threads_batches_and_forcing) {
-    ModelDims dims = SPLIT;
+    ModelDims dims = with_score(SPLIT, (AttentionScore)_i); /* every score */
     enum { N = 4, S = 12, BEAM = 3, L = 15 };
     Model m;
     Searcher searcher;
@@ -444,6 +453,59 @@ START_TEST(search_agrees_across_threads_batches_and_forcing) {
 }
 END_TEST
 
+/* Each score has exactly its att.* tensors, in the spec's order; additive's table is the one
+ * it always had (so old checkpoints and seeds keep their meaning); a score's parameters are
+ * initialised from the same stream as the others'. */
+START_TEST(parameter_table_follows_the_score) {
+    static const char *const expected[SCORE_COUNT][5] = {
+        {"att.w_k", "att.w_q", "att.b", "att.v", NULL},
+        {NULL},
+        {"att.w_a", NULL},
+        {"att.w_q", "att.w_k", NULL},
+    };
+    ParamTable additive;
+    param_table_build(&additive, &TINY);
+    for (int score = 0; score < SCORE_COUNT; score++) {
+        ModelDims dims = with_score(TINY, (AttentionScore)score);
+        Error err;
+        ck_assert_msg(dims_validate(&dims, &err) == 0, "%s", err.msg);
+        ParamTable table;
+        param_table_build(&table, &dims);
+        /* the att.* tensors present, by offset */
+        int n = 0;
+        size_t offset = 0, total = 0;
+        for (int k = 0; k < PARAM_COUNT; k++) {
+            const ParamInfo *info = &table.info[table.order[k]];
+            ck_assert_uint_eq(info->offset, offset);
+            offset += info->size;
+            if (!info->size || strncmp(info->name, "att.", 4) != 0) continue;
+            ck_assert_ptr_nonnull(expected[score][n]);
+            ck_assert_str_eq(info->name, expected[score][n]);
+            n++;
+        }
+        ck_assert_ptr_null(expected[score][n]);
+        ck_assert_uint_eq(offset, table.total);
+        for (int p = 0; p < PARAM_COUNT; p++) total += table.info[p].size;
+        ck_assert_uint_eq(total, table.total);
+        if (score == SCORE_ADDITIVE)
+            for (int p = 0; p < PARAM_COUNT; p++)
+                ck_assert_uint_eq(table.info[p].offset, additive.info[p].offset);
+        if (score == SCORE_GENERAL) /* att.w_a [D, K] */
+            ck_assert(table.info[P_ATT_W_A].shape[0] == dims.dec_hidden &&
+                      table.info[P_ATT_W_A].shape[1] == dims_enc_state(&dims));
+    }
+    /* dot with D != K is refused, naming both */
+    ModelDims dot = TINY;
+    dot.score = SCORE_DOT;
+    Error err;
+    ck_assert(dims_validate(&dot, &err) == -1);
+    ck_assert_msg(strstr(err.msg, "D = 6") && strstr(err.msg, "K = 8"), "%s", err.msg);
+    dot.score = SCORE_COUNT;
+    ck_assert(dims_validate(&dot, &err) == -1);
+    ck_assert_msg(strstr(err.msg, "unknown attention score"), "%s", err.msg);
+}
+END_TEST
+
 START_TEST(bad_batches_are_rejected) {
     Fixture f;
     fixture_make(&f, &TINY, 2, 4, 3, 1);
@@ -477,7 +539,8 @@ Suite *model_suite(void) {
     tcase_add_test(tc, attention_rows_sum_to_one_and_skip_padding);
     tcase_add_test(tc, initialisation_is_seeded);
     tcase_add_test(tc, thread_count_changes_results_only_by_round_off);
-    tcase_add_test(tc, search_agrees_across_threads_batches_and_forcing);
+    tcase_add_loop_test(tc, search_agrees_across_threads_batches_and_forcing, 0, SCORE_COUNT);
+    tcase_add_test(tc, parameter_table_follows_the_score);
     tcase_add_test(tc, bad_batches_are_rejected);
     suite_add_tcase(s, tc);
     return s;

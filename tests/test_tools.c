@@ -199,6 +199,57 @@ START_TEST(gradref_writes_the_spec_layout) {
 }
 END_TEST
 
+/* A dump with another attention score: config.json names it, and params/ holds exactly that
+ * score's att.* tensors; --score is checked like the config key. */
+START_TEST(gradref_records_the_score) {
+    char dir[64], path[256], cmd[1024], err_path[128], json[512];
+    make_temp_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/pairs.tsv", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert(f);
+    fputs("I love cats\tj'aime les chats\nI have a cat\tj'ai un chat\n", f);
+    fclose(f);
+    snprintf(err_path, sizeof err_path, "%s/stderr", dir);
+    snprintf(cmd, sizeof cmd,
+             "../bin/gradref -c ../configs/tiny.ini --score scaled_dot --pairs %s/pairs.tsv -o "
+             "%s/dump",
+             dir, dir);
+    ck_assert_int_eq(run(cmd, err_path), 0);
+    snprintf(path, sizeof path, "%s/dump/config.json", dir);
+    read_text(path, json, sizeof json);
+    ck_assert_msg(strstr(json, "\"score\": \"scaled_dot\"") != NULL, "%s", json);
+    static const char *const present[] = {"att.w_q", "att.w_k"};
+    static const char *const absent[] = {"att.b", "att.v", "att.w_a"};
+    for (int g = 0; g < 2; g++) {
+        for (int k = 0; k < 2; k++) {
+            snprintf(path, sizeof path, "%s/dump/%s/%s.npy", dir, g ? "grads" : "params",
+                     present[k]);
+            ck_assert_msg(access(path, F_OK) == 0, "%s missing", path);
+        }
+        for (int k = 0; k < 3; k++) {
+            snprintf(path, sizeof path, "%s/dump/%s/%s.npy", dir, g ? "grads" : "params",
+                     absent[k]);
+            ck_assert_msg(access(path, F_OK) != 0, "%s written", path);
+        }
+    }
+    char msg[1024];
+    snprintf(cmd, sizeof cmd,
+             "../bin/gradref -c ../configs/tiny.ini --score luong --pairs %s/pairs.tsv -o %s/x",
+             dir, dir);
+    ck_assert_int_eq(run(cmd, err_path), 2);
+    read_text(err_path, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "unknown attention score 'luong'") != NULL, "%s", msg);
+    /* tiny.ini has D = 8 and K = 2 x 8 */
+    snprintf(cmd, sizeof cmd,
+             "../bin/gradref -c ../configs/tiny.ini --score dot --pairs %s/pairs.tsv -o %s/x", dir,
+             dir);
+    ck_assert_int_eq(run(cmd, err_path), 1);
+    read_text(err_path, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "dec_hidden = 8 and K = 16") != NULL, "%s", msg);
+    remove_dir(dir);
+}
+END_TEST
+
 START_TEST(tools_report_bad_input_in_one_line) {
     char dir[64], err_path[128], cmd[1024], msg[2048];
     make_temp_dir(dir, sizeof dir);
@@ -363,6 +414,7 @@ Suite *tools_suite(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, npy_round_trip_and_header);
     tcase_add_test(tc, gradref_writes_the_spec_layout);
+    tcase_add_test(tc, gradref_records_the_score);
     tcase_add_test(tc, tools_report_bad_input_in_one_line);
     tcase_add_test(tc, training_resumes_exactly);
     tcase_add_test(tc, align_matches_the_gradient_reference_dump);

@@ -30,7 +30,7 @@ typedef struct {
     char dir[64];
 } Setup;
 
-static void setup_make(Setup *s, int bidirectional) {
+static void setup_make_score(Setup *s, int bidirectional, AttentionScore score) {
     Error err;
     ck_assert(corpus_read_string(PAIRS, strlen(PAIRS), "pairs", &s->corpus, &err) == 0);
     ck_assert(tokenized_corpus_make(&s->tokens, &s->corpus, "pairs", true, &err) == 0);
@@ -39,13 +39,18 @@ static void setup_make(Setup *s, int bidirectional) {
     cfg.model = (ConfigModel){.emb_size = 8,
                               .enc_hidden = 8,
                               .bidirectional = bidirectional,
-                              .dec_hidden = 10,
+                              .dec_hidden = score == SCORE_DOT ? (bidirectional ? 16 : 8) : 10,
                               .att_size = 6,
-                              .readout_size = 12};
+                              .readout_size = 12,
+                              .score = score};
     ck_assert_msg(nmt_model_from_config(&s->nm, &cfg, &s->tokens, 7, &err) == 0, "%s", err.msg);
     ck_assert(nmt_dataset(&s->ds, &s->nm, &s->tokens, &s->corpus, 0, &err) == 0);
     snprintf(s->dir, sizeof s->dir, "/tmp/nmt-test-XXXXXX");
     ck_assert(mkdtemp(s->dir) != NULL);
+}
+
+static void setup_make(Setup *s, int bidirectional) {
+    setup_make_score(s, bidirectional, SCORE_ADDITIVE);
 }
 
 static void setup_free(Setup *s) {
@@ -121,9 +126,11 @@ static void spit(const char *path, const unsigned char *data, long n) {
     ck_assert(fclose(f) == 0);
 }
 
+/* _i: the encoder (even: unidirectional) and the attention score (_i / 2), which the
+ * checkpoint keeps in its formerly reserved field */
 START_TEST(checkpoint_round_trip) {
     Setup s;
-    setup_make(&s, _i);
+    setup_make_score(&s, _i % 2, (AttentionScore)(_i / 2));
     Error err;
     Adam adam;
     ck_assert(adam_init(&adam, s.nm.model.table.total, 0.9, 0.999, 1e-8, &err) == 0);
@@ -151,6 +158,7 @@ START_TEST(checkpoint_round_trip) {
     ck_assert_msg(checkpoint_load(path, &back, &state_back, &has_state, &err) == 0, "%s", err.msg);
     ck_assert(has_state);
     ck_assert(memcmp(&back.model.dims, &s.nm.model.dims, sizeof back.model.dims) == 0);
+    ck_assert_int_eq(back.model.dims.score, _i / 2);
     ck_assert(back.lowercase == s.nm.lowercase);
     ck_assert(memcmp(back.model.params, s.nm.model.params, sizeof(real) * s.nm.model.table.total) ==
               0);
@@ -313,7 +321,7 @@ Suite *train_suite(void) {
     TCase *tc = tcase_create("train");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, training_loss_falls_and_is_reproducible);
-    tcase_add_loop_test(tc, checkpoint_round_trip, 0, 2);
+    tcase_add_loop_test(tc, checkpoint_round_trip, 0, 2 * SCORE_COUNT);
     tcase_add_test(tc, checkpoint_damage_is_detected);
     tcase_add_test(tc, clipping_bounds_the_norm);
     tcase_add_test(tc, adam_two_steps_by_hand);

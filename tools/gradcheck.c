@@ -16,6 +16,8 @@ static void usage(FILE *out) {
             "usage: gradcheck [options]\n"
             "Checks d loss / d parameter of every tensor against central finite differences.\n"
             "  --unidirectional   check a unidirectional encoder (default: bidirectional)\n"
+            "  --score S          attention score: additive, dot, general or scaled_dot\n"
+            "                     (default additive; dot runs with D = K)\n"
             "  --smoothing EPS    label smoothing (default 0)\n"
             "  --dropout P        dropout, with masks replayed for every evaluation (default 0)\n"
             "  --seed N           seed of the model and batch (default 1)\n"
@@ -29,6 +31,7 @@ static void usage(FILE *out) {
 
 typedef struct {
     bool unidirectional;
+    const char *score;
     double smoothing, dropout, tol;
     long samples, seed;
 } Options;
@@ -46,6 +49,8 @@ static int check_gradients(const Options *o, Model *model, TensorCheck *result, 
                       .dec_hidden = 6,
                       .att = 3,
                       .readout = 7};
+    if (o->score && score_from_name(o->score, &dims.score, err)) return -1;
+    if (dims.score == SCORE_DOT) dims.dec_hidden = dims_enc_state(&dims); /* dot needs D = K */
     int B = 3, S = 5, T = 4;
     /* the output layer in chunks of 5 of the 12 rows (5, 5, 2), so the chunked loss and its
      * gradients are checked across chunk boundaries, and attention's hidden layer recomputed
@@ -80,9 +85,10 @@ done:
 /* A line per tensor: its worst element and whether it is within the tolerance. Returns the
  * number of tensors above it. */
 static int report(const Options *o, const Model *model, const TensorCheck *result) {
-    printf("gradcheck: %s build, %s encoder, label smoothing %g, dropout %g, seed %ld\n", REAL_NAME,
-           o->unidirectional ? "unidirectional" : "bidirectional", o->smoothing, o->dropout,
-           o->seed);
+    printf("gradcheck: %s build, %s encoder, %s attention, label smoothing %g, dropout %g, seed "
+           "%ld\n",
+           REAL_NAME, o->unidirectional ? "unidirectional" : "bidirectional",
+           score_name(model->dims.score), o->smoothing, o->dropout, o->seed);
     printf("%-14s %-10s %8s %12s %10s %14s %14s  %s\n", "tensor", "shape", "checked", "max rel err",
            "at", "analytic", "numeric", "");
     int failures = 0;
@@ -111,6 +117,7 @@ static int report(const Options *o, const Model *model, const TensorCheck *resul
 int main(int argc, char **argv) {
     Options o = {.tol = sizeof(real) == sizeof(double) ? 1e-6 : 1e-2, .samples = -1, .seed = 1};
     const CliOption options[] = {OPT_FLAG("unidirectional", 0, &o.unidirectional),
+                                 OPT_TEXT("score", 0, &o.score),
                                  OPT_REAL("smoothing", &o.smoothing, 0, 0.99),
                                  OPT_REAL("dropout", &o.dropout, 0, 0.9),
                                  OPT_INT("seed", &o.seed, 0, 1e15),

@@ -16,7 +16,7 @@
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: gradref (-c CONFIG | -m MODEL) --pairs FILE.tsv -o DIR [--seed N]\n"
+            "usage: gradref (-c CONFIG | -m MODEL) --pairs FILE.tsv -o DIR [--seed N] [--score S]\n"
             "Writes the gradient reference dump (see the model spec) for the pairs of FILE.tsv\n"
             "(source TAB target, one a line) taken as one batch.\n"
             "  -c, --config CONFIG  a fresh model: vocabularies from the config's training\n"
@@ -25,6 +25,8 @@ static void usage(FILE *out) {
             "  --pairs FILE.tsv     the batch\n"
             "  -o, --out DIR        output folder (created if needed)\n"
             "  --seed N             initialisation seed with -c (default 1)\n"
+            "  --score S            with -c: the attention score instead of the config's\n"
+            "                       [model] score (additive, dot, general, scaled_dot)\n"
             "  -h, --help           this text\n"
             "Output: DIR/params/<name>.npy, DIR/grads/<name>.npy, DIR/batch/*.npy,\n"
             "DIR/loss.npy, DIR/acts/{alpha,enc_h,dec_s,logits}.npy, DIR/config.json\n");
@@ -33,6 +35,7 @@ static void usage(FILE *out) {
 typedef struct {
     const char *config, *model, *pairs, *out;
     unsigned long long seed;
+    const char *score; /* --score, or NULL */
 } Options;
 
 static int run(const Options *o, Error *err) {
@@ -45,7 +48,11 @@ static int run(const Options *o, Error *err) {
         Config cfg;
         Corpus train = {0};
         TokenizedCorpus train_tokens = {0};
-        if (config_load(&cfg, o->config, NULL, 0, err) ||
+        /* --score is the config key [model] score, checked by the config's rules */
+        char score[96];
+        const char *overrides[1] = {score};
+        if (o->score) snprintf(score, sizeof score, "model.score=%.80s", o->score);
+        if (config_load(&cfg, o->config, overrides, o->score ? 1 : 0, err) ||
             corpus_load(cfg.data.train, cfg.data.lowercase, &train, &train_tokens, err))
             goto done;
         int bad = nmt_model_from_config(&nm, &cfg, &train_tokens, o->seed, err);
@@ -79,10 +86,13 @@ done:
 int main(int argc, char **argv) {
     Options o = {0};
     long seed = 1;
-    const CliOption options[] = {
-        OPT_TEXT("config", 'c', &o.config), OPT_TEXT("model", 'm', &o.model),
-        OPT_TEXT("pairs", 0, &o.pairs),     OPT_TEXT("out", 'o', &o.out),
-        OPT_INT("seed", &seed, 0, 1e15),    OPT_END};
+    const CliOption options[] = {OPT_TEXT("config", 'c', &o.config),
+                                 OPT_TEXT("model", 'm', &o.model),
+                                 OPT_TEXT("pairs", 0, &o.pairs),
+                                 OPT_TEXT("out", 'o', &o.out),
+                                 OPT_INT("seed", &seed, 0, 1e15),
+                                 OPT_TEXT("score", 0, &o.score),
+                                 OPT_END};
     int status = cli_parse("gradref", argc, argv, options, usage);
     if (status != CLI_GO_ON) return status;
     o.seed = (unsigned long long)seed;
@@ -95,6 +105,15 @@ int main(int argc, char **argv) {
         return 2;
     }
     Error err;
+    AttentionScore score;
+    if (o.score && score_from_name(o.score, &score, &err)) {
+        fprintf(stderr, "gradref: --score: %s\n", err.msg);
+        return 2;
+    }
+    if (o.score && o.model) {
+        fprintf(stderr, "gradref: --score goes with -c (a checkpoint keeps its own score)\n");
+        return 2;
+    }
     if (run(&o, &err)) {
         fprintf(stderr, "gradref: %s\n", err.msg);
         return 1;

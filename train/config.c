@@ -57,6 +57,7 @@ typedef struct {
  * the platforms we build for, and is checked here rather than assumed. */
 _Static_assert(sizeof(LrSchedule) == sizeof(int), "enum keys are stored as int");
 _Static_assert(sizeof(SubwordMode) == sizeof(int), "enum keys are stored as int");
+_Static_assert(sizeof(AttentionScore) == sizeof(int), "enum keys are stored as int");
 /* config_print writes "key = value" lines that config_load must be able to read back. */
 _Static_assert(INI_MAX_LINE >= CONFIG_PATH_MAX + 64, "a printed path fits on an INI line");
 
@@ -100,9 +101,12 @@ static const ConfigKey config_keys[] = {
     {"model", "dec_hidden", KEY_INT, "128", 1, 4096, CLOSED, offsetof(Config, model.dec_hidden),
      "D: decoder GRU state size", NULL},
     {"model", "att_size", KEY_INT, "128", 1, 4096, CLOSED, offsetof(Config, model.att_size),
-     "A: size of the additive attention's hidden layer", NULL},
+     "A: attention size (additive's hidden layer, scaled_dot's query and keys)", NULL},
     {"model", "readout_size", KEY_INT, "128", 1, 4096, CLOSED, offsetof(Config, model.readout_size),
      "O: size of the readout layer before the softmax", NULL},
+    {"model", "score", KEY_ENUM, "additive", 0, 0, NO_RANGE, offsetof(Config, model.score),
+     "attention score e_ti (see the model spec); dot needs dec_hidden = K",
+     "additive|dot|general|scaled_dot"},
 
     {"optim", "lr", KEY_REAL, "0.001", 0, 10, OPEN_MIN, offsetof(Config, optim.lr),
      "base learning rate of Adam", NULL},
@@ -510,6 +514,15 @@ int config_load(Config *cfg, const char *path, const char *const *overrides, int
                          "%s: [train] epochs = 0 and max_steps = 0 would train forever "
                          "(set at least one of them above 0)",
                          path);
+    const ConfigModel *model = &cfg->model;
+    int K = model->bidirectional ? 2 * model->enc_hidden : model->enc_hidden;
+    if (model->score == SCORE_DOT && model->dec_hidden != K)
+        return error_set(err,
+                         "%s: [model] score = dot needs dec_hidden = K, the encoder state size, "
+                         "but dec_hidden = %d and K = %d (enc_hidden = %d, %s)",
+                         path, model->dec_hidden, K, model->enc_hidden,
+                         model->bidirectional ? "bidirectional: K = 2 x enc_hidden"
+                                              : "unidirectional: K = enc_hidden");
     return 0;
 }
 

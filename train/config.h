@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "base/base.h"
+#include "model/params.h"
 
 /* Room for one path, including its terminating NUL; longer paths are rejected. */
 #define CONFIG_PATH_MAX 4096
@@ -47,12 +48,13 @@ typedef struct {
 } ConfigData;
 
 typedef struct {
-    int emb_size;       /* E: word embedding size (source and target) */
-    int enc_hidden;     /* H: encoder GRU state size per direction */
-    bool bidirectional; /* encoder runs both directions, K = 2H (else K = H) */
-    int dec_hidden;     /* D: decoder GRU state size */
-    int att_size;       /* A: attention size */
-    int readout_size;   /* O: readout layer size */
+    int emb_size;         /* E: word embedding size (source and target) */
+    int enc_hidden;       /* H: encoder GRU state size per direction */
+    bool bidirectional;   /* encoder runs both directions, K = 2H (else K = H) */
+    int dec_hidden;       /* D: decoder GRU state size */
+    int att_size;         /* A: attention size */
+    int readout_size;     /* O: readout layer size */
+    AttentionScore score; /* e_ti: additive, dot, general or scaled_dot (dot needs D = K) */
 } ConfigModel;
 
 typedef struct {

@@ -50,7 +50,8 @@ int nmt_model_from_config(NmtModel *nm, const Config *cfg, const TokenizedCorpus
                       .bidirectional = cfg->model.bidirectional,
                       .dec_hidden = cfg->model.dec_hidden,
                       .att = cfg->model.att_size,
-                      .readout = cfg->model.readout_size};
+                      .readout = cfg->model.readout_size,
+                      .score = cfg->model.score};
     ParamTable table;
     if (dims_validate(&dims, err)) {
         nmt_model_free(nm);

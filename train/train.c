@@ -38,18 +38,17 @@ static void on_signal(int sig) {
 }
 
 static void usage(FILE *out) {
-    fprintf(out,
-            "usage: train CONFIG [--set section.key=value ...] [--resume[=CHECKPOINT]]\n"
-            "Trains a GRU encoder / Bahdanau attention / GRU decoder translator.\n"
-            "  CONFIG                   INI file (see configs/toy.ini); its keys are below\n"
-            "  --set section.key=value  override one key (may be repeated)\n"
-            "  --resume[=CHECKPOINT]    continue from a checkpoint with its optimiser state\n"
-            "                           (default: OUT_DIR/last.ckpt)\n"
-            "  -h, --help               this text\n"
-            "Writes OUT_DIR/best.ckpt (best dev BLEU), OUT_DIR/last.ckpt (resumable),\n"
-            "OUT_DIR/train_log.tsv, OUT_DIR/curves.svg (redrawn at each validation) and\n"
-            "OUT_DIR/config.ini; when [data] test is set, scores the\n"
-            "best model on it at the end.\n\n");
+    fprintf(out, "usage: train CONFIG [--set section.key=value ...] [--resume[=CHECKPOINT]]\n"
+                 "Trains a GRU encoder / Bahdanau attention / GRU decoder translator.\n"
+                 "  CONFIG                   INI file (see configs/toy.ini); its keys are below\n"
+                 "  --set section.key=value  override one key (may be repeated)\n"
+                 "  --resume[=CHECKPOINT]    continue from a checkpoint with its optimiser state\n"
+                 "                           (default: OUT_DIR/last.ckpt)\n"
+                 "  -h, --help               this text\n"
+                 "Writes OUT_DIR/best.ckpt (best dev BLEU), OUT_DIR/last.ckpt (resumable),\n"
+                 "OUT_DIR/train_log.tsv, OUT_DIR/curves.svg (redrawn at each validation) and\n"
+                 "OUT_DIR/config.ini; when [data] test is set, scores the\n"
+                 "best model on it at the end.\n\n");
     config_help(out);
 }
 
@@ -201,15 +200,17 @@ static int check_resume_matches(const NmtModel *nm, const Config *cfg, const cha
     const struct {
         const char *key;
         int stored, configured;
-    } sizes[] = {{"[model] emb_size", d->emb, cfg->model.emb_size},
-                 {"[model] enc_hidden", d->enc_hidden, cfg->model.enc_hidden},
-                 {"[model] bidirectional", d->bidirectional, cfg->model.bidirectional},
-                 {"[model] dec_hidden", d->dec_hidden, cfg->model.dec_hidden},
-                 {"[model] att_size", d->att, cfg->model.att_size},
-                 {"[model] readout_size", d->readout, cfg->model.readout_size},
-                 {"[data] lowercase", nm->lowercase, cfg->data.lowercase},
-                 {"[data] subwords (0 none, 1 bpe)", nm->subwords,
-                  cfg->data.subwords == SUBWORDS_BPE}};
+    } sizes[] = {
+        {"[model] emb_size", d->emb, cfg->model.emb_size},
+        {"[model] enc_hidden", d->enc_hidden, cfg->model.enc_hidden},
+        {"[model] bidirectional", d->bidirectional, cfg->model.bidirectional},
+        {"[model] dec_hidden", d->dec_hidden, cfg->model.dec_hidden},
+        {"[model] att_size", d->att, cfg->model.att_size},
+        {"[model] readout_size", d->readout, cfg->model.readout_size},
+        {"[model] score (0 additive, 1 dot, 2 general, 3 scaled_dot)", (int)d->score,
+         (int)cfg->model.score},
+        {"[data] lowercase", nm->lowercase, cfg->data.lowercase},
+        {"[data] subwords (0 none, 1 bpe)", nm->subwords, cfg->data.subwords == SUBWORDS_BPE}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (sizes[i].stored != sizes[i].configured)
             return error_set(err, "cannot resume %s: it has %s = %d, the config %d", resume,
