@@ -29,16 +29,9 @@ static void sentence_hidden(real *hid, const real *q, const real *keys_b, int L,
 
 void attention_hidden(real *hidden, const real *query, const real *keys, const int *src_len, int B,
                       int S, int A) {
-    if (worth_parallel((double)B * S * A, 8192)) {
-#pragma omp parallel for schedule(static)
-        for (int b = 0; b < B; b++)
-            sentence_hidden(hidden + (size_t)b * S * A, query + (size_t)b * A,
-                            keys + (size_t)b * S * A, src_len[b], S, A, 0, A);
-    } else {
-        for (int b = 0; b < B; b++)
-            sentence_hidden(hidden + (size_t)b * S * A, query + (size_t)b * A,
-                            keys + (size_t)b * S * A, src_len[b], S, A, 0, A);
-    }
+    PARALLEL_FOR(b, B, (double)B * S * A, 8192,
+                 sentence_hidden(hidden + (size_t)b * S * A, query + (size_t)b * A,
+                                 keys + (size_t)b * S * A, src_len[b], S, A, 0, A));
 }
 
 void attention_energy_part(real *part, real *hid, const real *query, const real *keys,
@@ -76,16 +69,9 @@ static void sentence_forward(real *context, real *alpha, real *energy, real *hid
 void attention_forward(real *context, real *alpha, real *energy, real *hidden, const real *query,
                        const real *keys, const real *enc_h, const int *src_len, const real *v,
                        int B, int S, int A, int K) {
-    if (worth_parallel((double)B * S * A, 8192)) {
-#pragma omp parallel for schedule(static)
-        for (int b = 0; b < B; b++)
-            sentence_forward(context, alpha, energy, hidden, query, keys, enc_h, src_len, v, b, S,
-                             A, K);
-    } else {
-        for (int b = 0; b < B; b++)
-            sentence_forward(context, alpha, energy, hidden, query, keys, enc_h, src_len, v, b, S,
-                             A, K);
-    }
+    PARALLEL_FOR(b, B, (double)B * S * A, 8192,
+                 sentence_forward(context, alpha, energy, hidden, query, keys, enc_h, src_len, v,
+                                  (int)b, S, A, K));
 }
 
 /* Sentence b of attention_backward. */
@@ -131,16 +117,9 @@ void attention_backward(real *dquery, real *denergy, real *dkeys, real *denc_h, 
                         const real *dcontext, const real *alpha, const real *hidden,
                         const real *enc_h, const int *src_len, const real *v, int B, int S, int A,
                         int K) {
-    if (worth_parallel((double)B * S * A, 8192)) {
-#pragma omp parallel for schedule(static)
-        for (int b = 0; b < B; b++)
-            sentence_backward(dquery, denergy, dkeys, denc_h, dv, dcontext, alpha, hidden, enc_h,
-                              src_len, v, b, S, A, K);
-    } else {
-        for (int b = 0; b < B; b++)
-            sentence_backward(dquery, denergy, dkeys, denc_h, dv, dcontext, alpha, hidden, enc_h,
-                              src_len, v, b, S, A, K);
-    }
+    PARALLEL_FOR(b, B, (double)B * S * A, 8192,
+                 sentence_backward(dquery, denergy, dkeys, denc_h, dv, dcontext, alpha, hidden,
+                                   enc_h, src_len, v, (int)b, S, A, K));
 }
 
 /* ---- the dot-product scores ------------------------------------------------------------ */
@@ -176,16 +155,9 @@ static void product_sentence_forward(real *context, real *alpha, real *energy, c
 static void product_forward(real *context, real *alpha, real *energy, const real *query,
                             const real *keys, const real *enc_h, const int *src_len, real scale,
                             int B, int S, int F, int K) {
-    if (worth_parallel((double)B * S * (F + K), 8192)) {
-#pragma omp parallel for schedule(static)
-        for (int b = 0; b < B; b++)
-            product_sentence_forward(context, alpha, energy, query, keys, enc_h, src_len, scale, b,
-                                     S, F, K);
-    } else {
-        for (int b = 0; b < B; b++)
-            product_sentence_forward(context, alpha, energy, query, keys, enc_h, src_len, scale, b,
-                                     S, F, K);
-    }
+    PARALLEL_FOR(b, B, (double)B * S * (F + K), 8192,
+                 product_sentence_forward(context, alpha, energy, query, keys, enc_h, src_len,
+                                          scale, (int)b, S, F, K));
 }
 
 /* Sentence b of product_backward. */
@@ -222,16 +194,9 @@ static void product_backward(real *dquery, real *denergy, real *dkeys, real *den
                              const real *dcontext, const real *alpha, const real *query,
                              const real *keys, const real *enc_h, const int *src_len, real scale,
                              int B, int S, int F, int K) {
-    if (worth_parallel((double)B * S * (F + K), 8192)) {
-#pragma omp parallel for schedule(static)
-        for (int b = 0; b < B; b++)
-            product_sentence_backward(dquery, denergy, dkeys, denc_h, dcontext, alpha, query, keys,
-                                      enc_h, src_len, scale, b, S, F, K);
-    } else {
-        for (int b = 0; b < B; b++)
-            product_sentence_backward(dquery, denergy, dkeys, denc_h, dcontext, alpha, query, keys,
-                                      enc_h, src_len, scale, b, S, F, K);
-    }
+    PARALLEL_FOR(b, B, (double)B * S * (F + K), 8192,
+                 product_sentence_backward(dquery, denergy, dkeys, denc_h, dcontext, alpha, query,
+                                           keys, enc_h, src_len, scale, (int)b, S, F, K));
 }
 
 /* dot: e_ti = s_{t-1} . h_i */
