@@ -292,9 +292,13 @@ static const char *const PAGE_SCRIPT[] = {
     "  const d = s.d, sm = softmax(s, t), p = s.panel;",
     "  p.replaceChildren();",
     "  p.append(el('h3', null, 'Step ' + (t + 1) + ' of ' + s.T));",
-    "  p.append(el('p', 'formula', 'e_' + (t + 1) + 'i = v\\u1d40 tanh(W_q s_' + t + ' + W_k h_i + "
-    "b)    \\u03b1_' + (t + 1) + 'i = exp(e_' + (t + 1) + 'i) / \\u03a3_j exp(e_' + (t + 1) + "
-    "'j)'));",
+    "  const lhs = 'e_' + (t + 1) + 'i = ', query = 's_' + t, formula = {",
+    "    additive: lhs + 'v\\u1d40 tanh(W_q ' + query + ' + W_k h_i + b)',",
+    "    dot: lhs + query + ' \\u00b7 h_i',",
+    "    general: lhs + query + ' \\u00b7 (W_a h_i)',",
+    "    scaled_dot: lhs + '(W_q ' + query + ') \\u00b7 (W_k h_i) / \\u221aA'}[d.score];",
+    "  p.append(el('p', 'formula', formula + '    \\u03b1_' + (t + 1) + 'i = exp(e_' + (t + 1) + "
+    "'i) / \\u03a3_j exp(e_' + (t + 1) + 'j)'));",
     "  const table = el('table', 'worked'), head = el('tr');",
     "  [['i', ''], ['source token', 'tok'], ['e_ti', ''], ['exp(e_ti)', ''], ['\\u03b1_ti', ''], "
     "['', 'barcell']].forEach((c) => { const th = el('th', c[1], c[0]); th.scope = 'col'; "
@@ -550,7 +554,8 @@ static void write_sentence(FILE *out, const Alignment *a) {
         json_write_script_string(out, a->reference);
     else
         fputs("null", out);
-    fprintf(out, ",\"complete\":%d,\"src\":", a->complete ? 1 : 0);
+    fprintf(out, ",\"score\":\"%s\",\"complete\":%d,\"src\":", score_name(a->score),
+            a->complete ? 1 : 0);
     json_script_string_list(out, a->src_tokens, a->cols);
     fputs(",\"tgt\":", out);
     json_script_string_list(out, a->tgt_tokens, a->rows);

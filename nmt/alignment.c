@@ -57,6 +57,7 @@ static int alignment_alloc(Alignment *a, const NmtModel *nm, const char *source,
     size_t cells = (size_t)rows * cols;
     memset(a, 0, sizeof *a);
     a->rows = rows, a->cols = cols, a->lowercase = nm->lowercase, a->subwords = nm->subwords;
+    a->score = nm->model.dims.score;
     a->alpha = checked_calloc(cells + 1, sizeof(real), "alignment", err);
     a->energy = checked_calloc(cells + 1, sizeof(real), "alignment", err);
     a->prob = checked_calloc((size_t)rows + 1, sizeof(real), "alignment", err);

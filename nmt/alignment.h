@@ -20,18 +20,19 @@
 /* ---- one sentence's alignment ---- */
 
 typedef struct {
-    int rows, cols;    /* output tokens T, source tokens S (both with their </s>) */
-    int complete;      /* 1 when the last row is the </s> step */
-    real *alpha;       /* [rows, cols] alignment weights alpha_ti */
-    real *energy;      /* [rows, cols] scores e_ti */
-    real *prob;        /* [rows] probability the model gave each output token */
-    char **src_tokens; /* [cols] source tokens as the model splits them (pieces), then "</s>" */
-    char **tgt_tokens; /* [rows] output tokens (a reference's own spelling for <unk>) */
-    char *source;      /* the input sentence as given */
-    char *reference;   /* the forced target as given; NULL for a searched translation */
-    char *translation; /* the output tokens joined into text */
-    bool lowercase;    /* the model's setting, needed to re-split the source into words */
-    bool subwords;     /* the tokens are BPE pieces (the model has subwords) */
+    int rows, cols;       /* output tokens T, source tokens S (both with their </s>) */
+    int complete;         /* 1 when the last row is the </s> step */
+    real *alpha;          /* [rows, cols] alignment weights alpha_ti */
+    real *energy;         /* [rows, cols] scores e_ti */
+    real *prob;           /* [rows] probability the model gave each output token */
+    char **src_tokens;    /* [cols] source tokens as the model splits them (pieces), then "</s>" */
+    char **tgt_tokens;    /* [rows] output tokens (a reference's own spelling for <unk>) */
+    char *source;         /* the input sentence as given */
+    char *reference;      /* the forced target as given; NULL for a searched translation */
+    char *translation;    /* the output tokens joined into text */
+    bool lowercase;       /* the model's setting, needed to re-split the source into words */
+    bool subwords;        /* the tokens are BPE pieces (the model has subwords) */
+    AttentionScore score; /* how the model scored e_ti */
 } Alignment;
 
 void alignment_free(Alignment *a);
