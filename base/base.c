@@ -65,6 +65,12 @@ void *checked_calloc(size_t count, size_t size, const char *what, Error *err) {
     return p;
 }
 
+char *checked_strndup(const char *text, size_t len, const char *what, Error *err) {
+    char *copy = checked_calloc(len + 1, 1, what, err);
+    if (copy) memcpy(copy, text, len);
+    return copy;
+}
+
 real *checked_calloc_aligned(size_t n, void **block, const char *what, Error *err) {
     /* calloc, not aligned_alloc and memset: pages never written stay out of memory */
     real *p = checked_calloc(n + 64 / sizeof(real), sizeof(real), what, err);

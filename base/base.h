@@ -37,6 +37,9 @@ int error_append(Error *err, const char *fmt, ...) __attribute__((format(printf,
 /* Allocates count*size zeroed bytes; on failure (or overflow) sets err naming `what`. */
 void *checked_calloc(size_t count, size_t size, const char *what, Error *err);
 
+/* A NUL-terminated copy of text[0..len) from malloc; on failure sets err naming `what`. */
+char *checked_strndup(const char *text, size_t len, const char *what, Error *err);
+
 /* n zeroed reals starting on a 64-byte boundary, so that vector loads of rows whose length is
  * a multiple of 16 floats never straddle two cache lines (which halves the speed at which a
  * matrix-vector product streams a matrix). *block gets the pointer to free. */

@@ -66,12 +66,6 @@ static bool was_escaped(const char *s, size_t len) {
     return len >= 2 && s[len - 1] == BPE_ESCAPE && needs_escape(s, len - 1);
 }
 
-static char *copy_bytes(const char *s, size_t len, const char *what, Error *err) {
-    char *copy = checked_calloc(len + 1, 1, what, err);
-    if (copy) memcpy(copy, s, len);
-    return copy;
-}
-
 /* Appends the string `piece` (from malloc; freed on failure) to list. */
 static int append_owned(TokenList *list, char *piece, Error *err) {
     if (grow((void **)&list->tokens, &list->capacity, list->count + 1, sizeof *list->tokens,
@@ -122,7 +116,7 @@ static int symbol_intern(BpeSymbols *set, const char *s, size_t len, uint32_t *i
              "bpe symbol lengths", err) != 0)
         return -1;
     set->capacity = strings_capacity;
-    char *copy = copy_bytes(s, len, "bpe symbol", err);
+    char *copy = checked_strndup(s, len, "bpe symbol", err);
     if (!copy) return -1;
     set->slots[symbol_slot(set, s, len)] = (uint32_t)set->count + 1;
     set->strings[set->count] = copy;
@@ -678,7 +672,7 @@ int bpe_apply(const Bpe *bpe, const char *token, TokenList *pieces, Error *err) 
         return error_set(err, "bpe: token \"%s\": invalid UTF-8 at byte %zu: %s",
                          text_for_message(quoted, sizeof quoted, token, 80), offset, problem);
     size_t total = len + needs_escape(token, len), n = 0;
-    char *text = copy_bytes(token, len, "bpe token", err);
+    char *text = checked_strndup(token, len, "bpe token", err);
     if (!text) return -1;
     if (total > len) {
         char *escaped = realloc(text, total + 1);
@@ -759,7 +753,7 @@ int bpe_join(const char *const *pieces, size_t count, TokenList *out, Error *err
         }
         if (final && len > 0) {
             if (was_escaped(word, len)) len--;
-            char *token = copy_bytes(word, len, "a joined token", err);
+            char *token = checked_strndup(word, len, "a joined token", err);
             status = token ? append_owned(out, token, err) : -1;
             len = 0;
         }

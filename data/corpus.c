@@ -27,12 +27,6 @@ void corpus_free(Corpus *corpus) {
     *corpus = (Corpus){0};
 }
 
-static char *copy_text(const char *text, size_t len, Error *err) {
-    char *copy = checked_calloc(len + 1, 1, "a sentence", err);
-    if (copy) memcpy(copy, text, len);
-    return copy;
-}
-
 static int add_pair(Corpus *corpus, const char *src, size_t src_len, const char *tgt,
                     size_t tgt_len, size_t line_number, Error *err) {
     if (corpus->count == corpus->capacity) {
@@ -50,8 +44,8 @@ static int add_pair(Corpus *corpus, const char *src, size_t src_len, const char 
         corpus->line = grown_line;
         corpus->capacity = capacity;
     }
-    char *src_copy = copy_text(src, src_len, err);
-    char *tgt_copy = src_copy ? copy_text(tgt, tgt_len, err) : NULL;
+    char *src_copy = checked_strndup(src, src_len, "a sentence", err);
+    char *tgt_copy = src_copy ? checked_strndup(tgt, tgt_len, "a sentence", err) : NULL;
     if (!tgt_copy) {
         free(src_copy);
         return -1;

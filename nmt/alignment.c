@@ -18,15 +18,8 @@ static const char END_TOKEN[] = "</s>";
 
 /* ---- small helpers ---------------------------------------------------------------------- */
 
-static char *copy_text(const char *text, Error *err) {
-    size_t n = strlen(text) + 1;
-    char *copy = checked_calloc(n, 1, "text", err);
-    if (copy) memcpy(copy, text, n);
-    return copy;
-}
-
 static int set_label(char **slot, const char *text, Error *err) {
-    *slot = copy_text(text, err);
+    *slot = checked_strndup(text, strlen(text), "text", err);
     return *slot ? 0 : -1;
 }
 
@@ -63,7 +56,7 @@ static int alignment_alloc(Alignment *a, const NmtModel *nm, const char *source,
     a->prob = checked_calloc((size_t)rows + 1, sizeof(real), "alignment", err);
     a->src_tokens = checked_calloc((size_t)cols, sizeof(char *), "labels", err);
     a->tgt_tokens = checked_calloc((size_t)rows + 1, sizeof(char *), "labels", err);
-    a->source = copy_text(source, err);
+    a->source = checked_strndup(source, strlen(source), "text", err);
     int bad = !a->alpha || !a->energy || !a->prob || !a->src_tokens || !a->tgt_tokens || !a->source;
     for (int i = 0; i + 1 < cols && !bad; i++)
         bad = set_label(&a->src_tokens[i], src->tokens[i], err);
@@ -274,7 +267,7 @@ int force_align(ForcedDecoder *fd, const char *source, const char *target, Align
         rc = forced_alignment(fd, source, ids, (int)tgt.count, 1, (const char *const *)tgt.tokens,
                               out, trace, err);
     }
-    if (rc == 0 && !(out->reference = copy_text(target, err))) {
+    if (rc == 0 && !(out->reference = checked_strndup(target, strlen(target), "text", err))) {
         alignment_free(out);
         if (trace) step_trace_free(trace);
         rc = -1;

@@ -139,12 +139,6 @@ static int grow(void *p, int *cap, int need, size_t size, const char *what, Erro
     return 0;
 }
 
-static char *copy_span(const char *s, size_t n, Error *err) {
-    char *out = checked_calloc(n + 1, 1, "a name", err);
-    if (out) memcpy(out, s, n);
-    return out;
-}
-
 /* ---- lexical pieces ---- */
 
 static int is_blank(int ch) {
@@ -397,7 +391,7 @@ static int parse_tokens(Cursor *c, WorkedTokens *t, int line, int col) {
         size_t start = c->pos;
         while (peek(c) >= 0 && !is_blank(peek(c)) && peek(c) != '\n' && peek(c) != '#') advance(c);
         if (grow(&t->words, &cap, t->count + 1, sizeof *t->words, "tokens", c->err)) return -1;
-        t->words[t->count] = copy_span(c->s + start, c->pos - start, c->err);
+        t->words[t->count] = checked_strndup(c->s + start, c->pos - start, "a name", c->err);
         if (!t->words[t->count]) return -1;
         t->count++;
     }
@@ -532,7 +526,7 @@ static int parse_statement(Cursor *c, WorkedFile *wf, int *input_cap, int *expec
         if (grow(arr, cap, count + 1, sizeof **arr, "the values", c->err)) return -1;
         WorkedValue *val = &(*arr)[count];
         *val = (WorkedValue){.row = row, .column = column, .line = line, .col = col};
-        val->name = copy_span(key, strlen(key), c->err);
+        val->name = checked_strndup(key, strlen(key), "a name", c->err);
         if (!val->name) return -1;
         if (is_expect)
             wf->n_expects++;
@@ -553,7 +547,7 @@ int worked_parse(WorkedFile *wf, const char *path, const char *text, size_t len,
     if (len > WORKED_MAX_FILE)
         return error_set(err, "%.200s:1:1: larger than %u bytes: not a hand computation", path,
                          WORKED_MAX_FILE);
-    wf->path = copy_span(path, strlen(path), err);
+    wf->path = checked_strndup(path, strlen(path), "a name", err);
     char *copy = checked_calloc(len + 1, 1, "the file's text", err);
     if (!wf->path || !copy) {
         free(copy);
