@@ -22,5 +22,6 @@ Suite *faults_suite(void);
 Suite *install_suite(void);
 Suite *attend_suite(void);
 Suite *bpe_suite(void);
+Suite *batching_suite(void);
 
 #endif

@@ -127,6 +127,11 @@ static const ConfigKey config_keys[] = {
 
     {"train", "batch_size", KEY_INT, "32", 1, 65536, CLOSED, offsetof(Config, train.batch_size),
      "sentence pairs per optimizer step (B)", NULL},
+    {"train", "batch_tokens", KEY_INT, "0", 0, 10000000, CLOSED,
+     offsetof(Config, train.batch_tokens),
+     "batches of about this many target tokens (pairs of similar length, their number varies) "
+     "instead of batch_size pairs; 0 = off",
+     NULL},
     {"train", "epochs", KEY_INT, "10", 0, 1000000, CLOSED, offsetof(Config, train.epochs),
      "passes over the training data; 0 = no limit (then max_steps must be set)", NULL},
     {"train", "max_steps", KEY_INT, "0", 0, INFINITY, CLOSED, offsetof(Config, train.max_steps),

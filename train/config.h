@@ -63,6 +63,7 @@ typedef struct {
 
 typedef struct {
     int batch_size;         /* sentence pairs per step (B) */
+    int batch_tokens;       /* target tokens per step instead of batch_size pairs; 0 = off */
     int epochs;             /* passes over the training data; 0 = no limit */
     int max_steps;          /* optimizer steps; 0 = no limit */
     double dropout;         /* inverted-dropout probability; 0 = off */

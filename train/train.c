@@ -25,6 +25,7 @@
 #include "base/files.h"
 #include "nmt/text.h"
 #include "train/adam.h"
+#include "train/batching.h"
 #include "train/new_model.h"
 #include "nmt/scoring.h"
 
@@ -157,8 +158,8 @@ static int diverged(const Trainer *tr, const char *what, Error *err) {
 
 /* Scores dev, keeps the best model, adjusts the plateau schedule; sets *stop for early
  * stopping. */
-static int validate(Trainer *tr, double train_loss, double tok_per_s, double lr, int *stop,
-                    Error *err) {
+static int validate(Trainer *tr, double train_loss, double tok_per_s, double lr, double padding,
+                    int *stop, Error *err) {
     const Config *cfg = tr->cfg;
     Scores sc;
     if (score_corpus(&tr->nm, &tr->dev_corpus, &tr->dev_tokens, cfg->data.dev, 64, 1, &sc, NULL,
@@ -189,10 +190,10 @@ static int validate(Trainer *tr, double train_loss, double tok_per_s, double lr,
            sc.bleu.score, sc.chrf.score, st->best_bleu, improved ? ", saved best.ckpt" : "",
            elapsed);
     fflush(stdout);
-    fprintf(tr->log, "%llu\t%llu\t%.6f\t%.6g\t%.6f\t%.6f\t%.4f\t%.4f\t%.1f\t%.2f\n",
+    fprintf(tr->log, "%llu\t%llu\t%.6f\t%.6g\t%.6f\t%.6f\t%.4f\t%.4f\t%.1f\t%.2f\t%.4f\n",
             (unsigned long long)st->step, (unsigned long long)st->epoch + 1, train_loss, lr,
-            sc.loss, sc.perplexity, sc.bleu.score, sc.chrf.score, tok_per_s,
-            now() - tr->start_time);
+            sc.loss, sc.perplexity, sc.bleu.score, sc.chrf.score, tok_per_s, now() - tr->start_time,
+            padding);
     if (flush_log(tr, err) || save_last(tr, err)) return -1;
     if (cfg->train.patience > 0 && st->bad_validations >= cfg->train.patience) {
         printf("early stop: dev BLEU has not improved for %d validations\n", cfg->train.patience);
@@ -243,8 +244,8 @@ static int write_config(const Config *cfg, const char *path, Error *err) {
  * resumed checkpoint brought them) and the activations of the largest batch. */
 static int check_training_memory(const Trainer *tr, bool have_adam, Error *err) {
     double adam = have_adam ? 0 : 2.0 * sizeof(real) * (double)tr->nm.model.table.total;
-    double acts = acts_bytes(&tr->nm.model.dims, tr->cfg->train.batch_size, tr->train.max_src + 1,
-                             tr->train.max_tgt + 1, NULL);
+    double acts = acts_bytes(&tr->nm.model.dims, training_max_pairs(&tr->train, &tr->cfg->train),
+                             tr->train.max_src + 1, tr->train.max_tgt + 1, NULL);
     return memory_check(adam + acts, "the optimiser state and the activations of a training batch",
                         err);
 }
@@ -302,7 +303,8 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
     if (!resume && adam_init(&tr->adam, tr->nm.model.table.total, cfg->optim.beta1,
                              cfg->optim.beta2, cfg->optim.eps, err))
         return -1;
-    int B = cfg->train.batch_size;
+    /* the largest batch any epoch can produce (under batch_tokens: from the data) */
+    int B = training_max_pairs(&tr->train, &cfg->train);
     if (batch_buffer_init(&tr->batches, B, tr->train.max_src, tr->train.max_tgt, err) ||
         acts_init(&tr->acts, &tr->nm.model.dims, B, tr->train.max_src + 1, tr->train.max_tgt + 1,
                   err))
@@ -316,7 +318,7 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
     if (!tr->log) return error_set(err, "cannot write %s: %s", tr->log_path, strerror(errno));
     if (!resume)
         fprintf(tr->log, "step\tepoch\tloss\tlr\tdev_loss\tdev_ppl\tdev_bleu\tdev_chrf\t"
-                         "tok_per_s\telapsed_s\n");
+                         "tok_per_s\telapsed_s\tpadding\n");
     if (flush_log(tr, err)) return -1;
 
     const ModelDims *d = &tr->nm.model.dims;
@@ -376,8 +378,10 @@ typedef struct {
     double window_loss, window_start; /* summed token loss and start of the window */
     size_t window_tokens;             /* tokens since the last validation */
     double lr, tok_per_s;
-    int interactive; /* a live progress line on a terminal, plain lines otherwise */
-    int stop;        /* early stopping */
+    PaddingCount padding;    /* of the batches since the last validation */
+    uint64_t expected_steps; /* for the ETA: total_steps, or an estimate under batch_tokens */
+    int interactive;         /* a live progress line on a terminal, plain lines otherwise */
+    int stop;                /* early stopping */
 } Progress;
 
 /* One optimiser step on one batch: forward, backward, clipping, Adam. A non-finite loss,
@@ -410,24 +414,28 @@ static int train_step(Trainer *tr, const Batch *batch, const ForwardOptions *fwd
 static void show_progress(const Trainer *tr, const Progress *p, double loss, double t) {
     const TrainState *st = &tr->state;
     char elapsed[32], eta[32] = "?";
-    bool known = p->total_steps != UINT64_MAX;
+    bool known = p->expected_steps != UINT64_MAX;
     format_duration(elapsed, sizeof elapsed, t - tr->start_time);
     if (known)
         format_duration(eta, sizeof eta,
                         (t - tr->start_time) / (double)(st->step - p->first_step) *
-                            (double)(p->total_steps - st->step));
-    fprintf(stderr, "\r\033[Kepoch %llu  step %llu/%s  loss %.4f  lr %.2e  %.0f tok/s  %s  ETA %s",
-            (unsigned long long)st->epoch + 1, (unsigned long long)st->step, known ? "" : "?", loss,
-            p->lr, p->tok_per_s, elapsed, eta);
+                            (double)(p->expected_steps - st->step));
+    fprintf(
+        stderr,
+        "\r\033[Kepoch %llu  step %llu/%s  loss %.4f  lr %.2e  %.0f tok/s  pad %.1f%%  %s  ETA %s",
+        (unsigned long long)st->epoch + 1, (unsigned long long)st->step, known ? "" : "?", loss,
+        p->lr, p->tok_per_s, 100 * padding_share(&p->padding), elapsed, eta);
     if (known) fprintf(stderr, "\b");
 }
 
 /* Validates and starts a new window. */
 static int validate_window(Trainer *tr, Progress *p, Error *err) {
     double mean = p->window_tokens ? p->window_loss / (double)p->window_tokens : 0;
-    if (validate(tr, mean, p->tok_per_s, p->lr, &p->stop, err)) return -1;
+    if (validate(tr, mean, p->tok_per_s, p->lr, padding_share(&p->padding), &p->stop, err))
+        return -1;
     p->last_validated = tr->state.step;
     p->window_loss = 0, p->window_tokens = 0, p->window_start = now();
+    p->padding = (PaddingCount){0};
     return 0;
 }
 
@@ -442,14 +450,14 @@ static int report_step(Trainer *tr, Progress *p, double loss, Error *err) {
     if (st->step % (uint64_t)ct->log_every == 0) {
         double mean = p->window_loss / (double)p->window_tokens;
         if (!p->interactive) {
-            printf("step %llu  epoch %llu  loss %.4f  lr %.3g  %.0f tok/s\n",
+            printf("step %llu  epoch %llu  loss %.4f  lr %.3g  %.0f tok/s  pad %.1f%%\n",
                    (unsigned long long)st->step, (unsigned long long)st->epoch + 1, mean, p->lr,
-                   p->tok_per_s);
+                   p->tok_per_s, 100 * padding_share(&p->padding));
             fflush(stdout);
         }
-        fprintf(tr->log, "%llu\t%llu\t%.6f\t%.6g\t\t\t\t\t%.1f\t%.2f\n",
+        fprintf(tr->log, "%llu\t%llu\t%.6f\t%.6g\t\t\t\t\t%.1f\t%.2f\t%.4f\n",
                 (unsigned long long)st->step, (unsigned long long)st->epoch + 1, mean, p->lr,
-                p->tok_per_s, t - tr->start_time);
+                p->tok_per_s, t - tr->start_time, padding_share(&p->padding));
         if (flush_log(tr, err)) return -1;
     }
     if (st->step % (uint64_t)ct->valid_every == 0) return validate_window(tr, p, err);
@@ -461,14 +469,13 @@ static int report_step(Trainer *tr, Progress *p, double loss, Error *err) {
 static int run_epoch(Trainer *tr, Progress *p, const ForwardOptions *fwd, Error *err) {
     TrainState *st = &tr->state;
     EpochPlan plan;
-    if (epoch_plan_make(&plan, &tr->train, tr->cfg->train.batch_size, tr->cfg->train.seed,
-                        st->epoch, err))
-        return -1;
+    if (training_plan(&plan, &tr->train, &tr->cfg->train, st->epoch, err)) return -1;
     int rc = 0;
     for (size_t b = st->batch_in_epoch; b < plan.n_batches && rc == 0; b++) {
         if (p->stop || stop_signal || st->step >= p->total_steps) break;
         const Batch *batch = batch_fill(&tr->batches, &tr->train, plan.order + plan.start[b],
                                         (int)(plan.start[b + 1] - plan.start[b]));
+        padding_add(&p->padding, batch);
         double loss;
         rc = train_step(tr, batch, fwd, p, &loss, err);
         if (rc == 0) {
@@ -488,12 +495,19 @@ static int train(Trainer *tr, Error *err) {
     const Config *cfg = tr->cfg;
     const ConfigTrain *ct = &cfg->train;
     TrainState *st = &tr->state;
-    size_t per_epoch = (tr->train.count + (size_t)ct->batch_size - 1) / (size_t)ct->batch_size;
-    Progress p = {.total_steps = ct->epochs > 0 ? (uint64_t)ct->epochs * per_epoch : UINT64_MAX,
+    size_t per_epoch;
+    bool exact;
+    if (training_steps_per_epoch(&tr->train, ct, &per_epoch, &exact, err)) return -1;
+    uint64_t planned = ct->epochs > 0 ? (uint64_t)ct->epochs * per_epoch : UINT64_MAX;
+    /* the epoch count stops training too, so an estimate only feeds the ETA */
+    Progress p = {.total_steps = exact ? planned : UINT64_MAX,
+                  .expected_steps = planned,
                   .first_step = st->step,
                   .last_validated = st->step,
                   .interactive = isatty(STDERR_FILENO)};
     if (ct->max_steps > 0 && (uint64_t)ct->max_steps < p.total_steps) p.total_steps = ct->max_steps;
+    if (ct->max_steps > 0 && (uint64_t)ct->max_steps < p.expected_steps)
+        p.expected_steps = ct->max_steps;
     ForwardOptions fwd = {.dropout = (real)ct->dropout,
                           .label_smoothing = (real)ct->label_smoothing,
                           .rng = &tr->dropout_rng};
