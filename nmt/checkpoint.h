@@ -6,14 +6,17 @@
  *   "NMTCKPT1"                          8 bytes magic
  *   u32 version (1)                     u32 bytes per real (4 float, 8 double)
  *   i32 x 8 sizes: Vs Vt E H bidirectional D A O
- *   u32 flags: bit 0 lowercase, bit 1 training state present;  u32 reserved (0)
+ *   u32 flags: bit 0 lowercase, bit 1 training state present, bit 2 parameter average
+ *              present (only with bit 1);  u32 reserved (0)
  *   u64 parameter count P (must match the sizes)
  *   u64 n, then n bytes: source vocabulary (vocab_write layout)
  *   u64 n, then n bytes: target vocabulary
  *   P reals: parameters in the spec's table order
  *   [training state: u64 step, epoch, batch_in_epoch, adam_t; f64 lr_scale, best_bleu,
  *    best_dev_loss; i32 bad_validations, plateau_bad; u64 x 4 dropout stream; P reals Adam m;
- *    P reals Adam v]
+ *    P reals Adam v; with flag bit 2: u64 average updates, P reals averaged parameters]
+ * Bit 2 came later: files without it load as before, and a program that predates it refuses
+ * files with it (unknown flag) rather than misread them.
  *   u64 FNV-1a 64 checksum of every byte before it
  * Saving writes PATH.tmp, flushes and syncs it, then renames it over PATH: a crash or a full
  * disk never leaves a broken file in place of a good one. Loading checks the size, checksum
@@ -56,6 +59,10 @@ typedef struct {
      * (free() them, or hand them to the optimiser). */
     uint64_t adam_t;
     real *adam_m, *adam_v; /* [parameters] */
+    /* the parameters' moving average ([train] ema), NULL when training keeps none; saved
+     * and loaded like the moments */
+    uint64_t ema_updates;
+    real *ema; /* [parameters] */
 } TrainState;
 
 /* Saves nm; with state (NULL: a model for translation only) also the training state. */

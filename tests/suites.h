@@ -23,5 +23,6 @@ Suite *install_suite(void);
 Suite *attend_suite(void);
 Suite *bpe_suite(void);
 Suite *batching_suite(void);
+Suite *ema_suite(void);
 
 #endif

@@ -140,6 +140,10 @@ static const ConfigKey config_keys[] = {
      "inverted-dropout probability on embeddings and readout; 0 = off", NULL},
     {"train", "label_smoothing", KEY_REAL, "0", 0, 1, OPEN_MAX,
      offsetof(Config, train.label_smoothing), "label-smoothing epsilon of the loss; 0 = off", NULL},
+    {"train", "ema", KEY_REAL, "0", 0, 1, OPEN_MAX, offsetof(Config, train.ema),
+     "decay d of a moving average of the parameters (avg = d avg + (1-d) params after each "
+     "step, warmed up), used for validation, best.ckpt and the test score; 0 = off",
+     NULL},
     {"train", "seed", KEY_UINT64, "1", 0, 0, NO_RANGE, offsetof(Config, train.seed),
      "seed of every random stream (initialization, shuffling, dropout)", NULL},
     {"train", "threads", KEY_INT, "0", 0, 1024, CLOSED, offsetof(Config, train.threads),

@@ -68,6 +68,7 @@ typedef struct {
     int max_steps;          /* optimizer steps; 0 = no limit */
     double dropout;         /* inverted-dropout probability; 0 = off */
     double label_smoothing; /* label-smoothing epsilon; 0 = off */
+    double ema;             /* decay of the parameters' moving average; 0 = off */
     uint64_t seed;          /* seeds every random stream */
     int threads;            /* OpenMP threads; 0 = all cores */
     int valid_every;        /* steps between validations on dev */

@@ -26,6 +26,7 @@
 #include "nmt/text.h"
 #include "train/adam.h"
 #include "train/batching.h"
+#include "train/ema.h"
 #include "train/new_model.h"
 #include "nmt/scoring.h"
 
@@ -108,6 +109,7 @@ typedef struct {
     const Config *cfg;
     NmtModel nm;
     Adam adam;
+    Ema ema; /* the parameters' moving average; .avg NULL when [train] ema = 0 */
     TrainState state;
     Rng dropout_rng;
     Corpus train_corpus, dev_corpus, test_corpus; /* test: empty unless [data] test is set */
@@ -128,6 +130,7 @@ static int save_last(Trainer *tr, Error *err) {
     TrainState *st = &tr->state;
     memcpy(st->dropout_rng, tr->dropout_rng.s, sizeof st->dropout_rng);
     st->adam_t = tr->adam.t, st->adam_m = tr->adam.m, st->adam_v = tr->adam.v;
+    st->ema_updates = tr->ema.updates, st->ema = tr->ema.avg;
     if (checkpoint_save(tr->last_path, &tr->nm, st, err)) return -1;
     snprintf(tr->good_path, sizeof tr->good_path, "%s", tr->last_path);
     tr->good_step = tr->state.step;
@@ -156,23 +159,35 @@ static int diverged(const Trainer *tr, const char *what, Error *err) {
                      (unsigned long long)tr->state.step + 1, what, where, good);
 }
 
+/* Scores dev and, when it is the best so far, saves best.ckpt: both with the averaged
+ * parameters when [train] ema is on (swapped in, then back out, bit for bit), so bin/translate
+ * uses the average; last.ckpt keeps the raw parameters training goes on from. */
+static int score_dev(Trainer *tr, Scores *sc, int *improved, Error *err) {
+    real *params = tr->nm.model.params;
+    ema_swap(&tr->ema, params);
+    int rc = score_corpus(&tr->nm, &tr->dev_corpus, &tr->dev_tokens, tr->cfg->data.dev, 64, 1, sc,
+                          NULL, NULL, err);
+    if (rc) error_prefix(err, "validation: ");
+    *improved = rc == 0 && sc->bleu.score > tr->state.best_bleu;
+    if (*improved) rc = checkpoint_save(tr->best_path, &tr->nm, NULL, err);
+    ema_swap(&tr->ema, params);
+    return rc;
+}
+
 /* Scores dev, keeps the best model, adjusts the plateau schedule; sets *stop for early
  * stopping. */
 static int validate(Trainer *tr, double train_loss, double tok_per_s, double lr, double padding,
                     int *stop, Error *err) {
     const Config *cfg = tr->cfg;
     Scores sc;
-    if (score_corpus(&tr->nm, &tr->dev_corpus, &tr->dev_tokens, cfg->data.dev, 64, 1, &sc, NULL,
-                     NULL, err))
-        return error_prefix(err, "validation: ");
+    int improved;
+    if (score_dev(tr, &sc, &improved, err)) return -1;
     TrainState *st = &tr->state;
-    int improved = sc.bleu.score > st->best_bleu;
     if (improved) {
         st->best_bleu = sc.bleu.score;
         st->best_dev_loss = sc.loss;
         st->bad_validations = 0;
         st->plateau_bad = 0;
-        if (checkpoint_save(tr->best_path, &tr->nm, NULL, err)) return -1;
     } else {
         st->bad_validations++;
         if (cfg->optim.schedule == LR_SCHEDULE_PLATEAU &&
@@ -240,14 +255,37 @@ static int write_config(const Config *cfg, const char *path, Error *err) {
     return output_file_commit(&out, err);
 }
 
-/* The memory training will touch, checked before it is allocated: the Adam moments (unless a
- * resumed checkpoint brought them) and the activations of the largest batch. */
+/* The memory training will touch, checked before it is allocated: the Adam moments and the
+ * parameter average (unless a resumed checkpoint brought them) and the activations of the
+ * largest batch. */
 static int check_training_memory(const Trainer *tr, bool have_adam, Error *err) {
-    double adam = have_adam ? 0 : 2.0 * sizeof(real) * (double)tr->nm.model.table.total;
+    double adam = (have_adam ? 0 : 2.0 + (tr->cfg->train.ema > 0)) * sizeof(real) *
+                  (double)tr->nm.model.table.total;
     double acts = acts_bytes(&tr->nm.model.dims, training_max_pairs(&tr->train, &tr->cfg->train),
                              tr->train.max_src + 1, tr->train.max_tgt + 1, NULL);
     return memory_check(adam + acts, "the optimiser state and the activations of a training batch",
                         err);
+}
+
+/* The moving average: taken over from the resumed checkpoint when it has one, started from the
+ * current parameters otherwise; dropped when [train] ema = 0. */
+static int setup_ema(Trainer *tr, const char *resume, Error *err) {
+    TrainState *st = &tr->state;
+    size_t n = tr->nm.model.table.total;
+    double decay = tr->cfg->train.ema;
+    if (decay > 0 && st->ema) {
+        ema_adopt(&tr->ema, n, decay, st->ema, st->ema_updates);
+        st->ema = NULL;
+        return 0;
+    }
+    free(st->ema);
+    st->ema = NULL;
+    if (decay == 0) return 0;
+    if (resume)
+        printf("note: %s has no parameter average; [train] ema = %g starts one from its "
+               "parameters\n",
+               resume, decay);
+    return ema_init(&tr->ema, n, decay, tr->nm.model.params, err);
 }
 
 static int setup(Trainer *tr, const char *resume, Error *err) {
@@ -285,6 +323,7 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
     } else if (nmt_model_from_config(&tr->nm, cfg, &tr->train_tokens, cfg->train.seed, err)) {
         return -1;
     }
+    if (setup_ema(tr, resume, err)) return -1;
     if (nmt_dataset(&tr->train, &tr->nm, &tr->train_tokens, &tr->train_corpus, cfg->data.max_len,
                     err))
         return -1;
@@ -351,6 +390,7 @@ static void trainer_free(Trainer *tr) {
     corpus_free(&tr->dev_corpus);
     corpus_free(&tr->test_corpus);
     adam_free(&tr->adam);
+    ema_free(&tr->ema);
     nmt_model_free(&tr->nm);
 }
 
@@ -479,6 +519,7 @@ static int run_epoch(Trainer *tr, Progress *p, const ForwardOptions *fwd, Error 
         double loss;
         rc = train_step(tr, batch, fwd, p, &loss, err);
         if (rc == 0) {
+            ema_update(&tr->ema, tr->nm.model.params);
             st->batch_in_epoch = b + 1;
             rc = report_step(tr, p, loss, err);
         }
