@@ -143,15 +143,17 @@ static int compare_keys(const void *a, const void *b) {
 }
 
 /* Sorts each window of `window` pairs of sorted[0..n) by (source length, target length,
- * shuffled position) into order[0..n): the key packs all three so the sort is total and
- * deterministic. keys has room for one window. */
+ * shuffled position), or with target_first by (target, source, position), into order[0..n):
+ * the key packs all three so the sort is total and deterministic. keys has room for one
+ * window. */
 static void sort_windows(size_t *order, const size_t *sorted, uint64_t *keys, const Dataset *ds,
-                         size_t n, size_t window) {
+                         size_t n, size_t window, bool target_first) {
     for (size_t w = 0; w < n; w += window) {
         size_t m = n - w < window ? n - w : window;
         for (size_t i = 0; i < m; i++) {
             size_t k = sorted[w + i];
-            keys[i] = (uint64_t)ds->src_n[k] << 48 | (uint64_t)ds->tgt_n[k] << 32 | (uint64_t)i;
+            uint64_t s = (uint64_t)ds->src_n[k], t = (uint64_t)ds->tgt_n[k];
+            keys[i] = (target_first ? t << 48 | s << 32 : s << 48 | t << 32) | (uint64_t)i;
         }
         qsort(keys, m, sizeof *keys, compare_keys);
         for (size_t i = 0; i < m; i++) order[w + i] = sorted[w + (keys[i] & 0xffffffffu)];
@@ -176,7 +178,7 @@ int epoch_plan_make(EpochPlan *plan, const Dataset *ds, int batch_size, uint64_t
     rng_seed(&rng, seed, 1000 + epoch);
     for (size_t i = 0; i < n; i++) sorted[i] = i;
     shuffle(sorted, n, &rng);
-    sort_windows(plan->order, sorted, keys, ds, n, (size_t)batch_size * 64);
+    sort_windows(plan->order, sorted, keys, ds, n, (size_t)batch_size * 64, false);
     /* cut into batches, then shuffle the batch order */
     for (size_t b = 0; b < max_batches; b++) batch_ids[b] = b;
     shuffle(batch_ids, max_batches, &rng);
@@ -227,7 +229,9 @@ int epoch_plan_make_tokens(EpochPlan *plan, const Dataset *ds, int batch_tokens,
     rng_seed(&rng, seed, 1000 + epoch);
     for (size_t i = 0; i < n; i++) sorted[i] = i;
     shuffle(sorted, n, &rng);
-    sort_windows(plan->order, sorted, keys, ds, n, (size_t)window);
+    /* target lengths first, as Marian sorts: the budget and most of a step's work (decoder,
+     * output layer) are on the target side, so that is where padding costs most */
+    sort_windows(plan->order, sorted, keys, ds, n, (size_t)window, true);
     /* cut each window greedily: a pair joins the open batch while the batch stays within the
      * budget; a pair over the budget on its own gets a batch of its own. Batches do not cross
      * windows, so each holds lengths sorted together. */

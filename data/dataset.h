@@ -73,10 +73,11 @@ typedef struct {
 int epoch_plan_make(EpochPlan *plan, const Dataset *ds, int batch_size, uint64_t seed,
                     uint64_t epoch, Error *err);
 /* The same, but each batch holds about batch_tokens target tokens (with </s>) instead of a
- * fixed number of pairs, as Marian and fairseq batch: within each length-sorted window
- * (about 64 batches wide), pairs join a batch while it stays within the budget, so a batch
- * exceeds it only when one pair alone does. The number of pairs per batch varies; the plan
- * is still a function of (seed, epoch) alone. */
+ * fixed number of pairs, as Marian and fairseq batch: within each window (about 64 batches
+ * wide) sorted by target length first (not source, as with batch_size: the budget and most of
+ * the work are on the target side), pairs join a batch while it stays within the budget, so
+ * a batch exceeds it only when one pair alone does. The number of pairs per batch varies; the
+ * plan is still a function of (seed, epoch) alone. */
 int epoch_plan_make_tokens(EpochPlan *plan, const Dataset *ds, int batch_tokens, uint64_t seed,
                            uint64_t epoch, Error *err);
 /* The most pairs a batch of epoch_plan_make_tokens can hold in any epoch: as many of the

@@ -109,9 +109,9 @@ START_TEST(token_batches_cover_every_pair_within_the_budget) {
                 ck_assert_msg(tokens <= (size_t)budget || pairs == 1,
                               "budget %d: batch %zu has %zu tokens in %zu pairs", budget, b, tokens,
                               pairs);
-                /* similar lengths: a batch is a run of a length-sorted window */
+                /* similar lengths: a batch is a run of a window sorted by target length */
                 for (size_t i = plan.start[b] + 1; i < plan.start[b + 1]; i++)
-                    ck_assert_int_le(ds.src_n[plan.order[i - 1]], ds.src_n[plan.order[i]]);
+                    ck_assert_int_le(ds.tgt_n[plan.order[i - 1]], ds.tgt_n[plan.order[i]]);
                 if (tokens > (size_t)budget / 2) full++;
             }
             /* greedy cutting leaves batches at least half full, but for the last of each
