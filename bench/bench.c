@@ -191,7 +191,8 @@ static int compare_real(const void *a, const void *b) {
 /* Trains on pairs of realistic lengths batched as bin/train batches them (epoch 0's plan of
  * batch_size or batch_tokens, activations planned as the trainer plans them): 2 warm-up
  * steps, then `rounds` timings of the same `steps` batches. Target tokens count </s>, as
- * bin/train's tok/s does; padding is the share of padded positions of both sides. */
+ * bin/train's tok/s does; padding is the share of padded positions of both sides over the
+ * whole epoch. */
 static int real_report(const char *name, int batch_size, int batch_tokens, const char *corpus,
                        int steps, int rounds) {
     Dataset ds;
@@ -213,9 +214,13 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
         return -1;
     }
     params_init(m.params, &m.table, 1);
+    /* the padding of the whole epoch, not only of the timed batches */
+    PaddingCount padding = {0};
+    for (size_t b = 0; b < plan.n_batches; b++)
+        padding_add(&padding, batch_fill(&bb, &ds, plan.order + plan.start[b],
+                                         (int)(plan.start[b + 1] - plan.start[b])));
     ForwardOptions opt = {0};
     RealFigures runs[ROUNDS];
-    PaddingCount padding = {0};
     int warmup = 2;
     for (int r = -1; r < rounds; r++) { /* round -1: the warm-up */
         size_t tokens = 0, pairs = 0;
@@ -235,7 +240,6 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
             adam_step(&adam, m.params, m.grads, clip_scale(grad_norm(m.grads, m.table.total), 1.0),
                       1e-4);
             tokens += (size_t)acts.n_tokens, pairs += (size_t)batch->B;
-            if (r == 0) padding_add(&padding, batch);
         }
         double elapsed = now() - t0;
         if (r >= 0) runs[r] = (RealFigures){tokens / elapsed, pairs / elapsed, elapsed / n * 1e3};
@@ -248,10 +252,13 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
     qsort(runs, (size_t)rounds, sizeof runs[0], compare_real);
     RealFigures f = runs[rounds / 2];
     double rss = peak_rss_mb(), pad = 100 * padding_share(&padding);
-    printf("  %-10s %7.0f tgt tok/s %6.1f pairs/s %7.1f ms/step  pad %4.1f%%  max %d pairs  %5.0f "
+    double src_pad = 100 - 100.0 * padding.src_tokens / padding.src_positions;
+    double tgt_pad = 100 - 100.0 * padding.tgt_tokens / padding.tgt_positions;
+    printf("  %-10s %7.0f tgt tok/s %6.1f pairs/s %7.1f ms/step  pad %4.1f%% (src %4.1f%%, tgt "
+           "%4.1f%%)  max %d pairs  %5.0f "
            "MB RSS%s\n",
-           name, f.tok_per_s, f.pairs_per_s, f.ms_per_step, pad, training_max_pairs(&ds, &ct), rss,
-           each);
+           name, f.tok_per_s, f.pairs_per_s, f.ms_per_step, pad, src_pad, tgt_pad,
+           training_max_pairs(&ds, &ct), rss, each);
     printf("BENCH name=real-%s threads=%d tok_per_s=%.0f pairs_per_s=%.1f ms_per_step=%.2f "
            "padding=%.3f rss_mb=%.0f\n",
            name, omp_get_max_threads(), f.tok_per_s, f.pairs_per_s, f.ms_per_step, pad / 100, rss);
