@@ -15,9 +15,9 @@
  *   [training state: u64 step, epoch, batch_in_epoch, adam_t; f64 lr_scale, best_bleu,
  *    best_dev_loss; i32 bad_validations, plateau_bad; u64 x 4 dropout stream; P reals Adam m;
  *    P reals Adam v; with flag bit 2: u64 average updates, P reals averaged parameters]
- * Bit 2 came later: files without it load as before, and a program that predates it refuses
- * files with it (unknown flag) rather than misread them.
  *   u64 FNV-1a 64 checksum of every byte before it
+ * Flag bit 2 came later: files without it load as before, and a program that predates it
+ * refuses files with it (unknown flag) rather than misread them.
  * Saving writes PATH.tmp, flushes and syncs it, then renames it over PATH: a crash or a full
  * disk never leaves a broken file in place of a good one. Loading checks the size, checksum
  * and every field before using any of it, and converts between float and double builds.
@@ -69,7 +69,8 @@ typedef struct {
 int checkpoint_save(const char *path, const NmtModel *nm, const TrainState *state, Error *err);
 
 /* Loads a checkpoint into nm (initialised here). When state is not NULL and the file has a
- * training state, *state is filled (its moments allocated) and *has_state set; otherwise
+ * training state, *state is filled (its moments, and the average when the file has one,
+ * allocated) and *has_state set; otherwise
  * *has_state is false. has_state may be NULL. */
 int checkpoint_load(const char *path, NmtModel *nm, TrainState *state, bool *has_state, Error *err);
 
