@@ -308,7 +308,6 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
                              "%s has no optimiser state to resume from (it is a model "
                              "for translation only)",
                              resume);
-        if (check_resume_matches(&tr->nm, cfg, resume, err)) return -1;
         snprintf(tr->good_path, sizeof tr->good_path, "%s", resume);
         tr->good_step = st->step;
         /* the optimiser takes over the moments the checkpoint brought */
@@ -323,7 +322,9 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
     } else if (nmt_model_from_config(&tr->nm, cfg, &tr->train_tokens, cfg->train.seed, err)) {
         return -1;
     }
-    if (setup_ema(tr, resume, err)) return -1;
+    /* the moments and the average are the trainer's now, so a mismatch below frees them */
+    if (setup_ema(tr, resume, err) || (resume && check_resume_matches(&tr->nm, cfg, resume, err)))
+        return -1;
     if (nmt_dataset(&tr->train, &tr->nm, &tr->train_tokens, &tr->train_corpus, cfg->data.max_len,
                     err))
         return -1;
