@@ -99,7 +99,7 @@ test-browser: $(BINS)
 
 # The benchmark (not a test): figures only. THREADS sets the OpenMP thread count.
 THREADS ?= $(shell nproc 2>/dev/null || echo 2)
-bin/bench: $(BUILD)/bench/bench.o $(BUILD)/bench/peak.o $(LIB_OBJ)
+bin/bench: $(BUILD)/bench/bench.o $(BUILD)/bench/peak.o $(BUILD)/bench/lengths.o $(LIB_OBJ)
 	@mkdir -p bin
 	$(CC) $^ -o $@ $(LDLIBS)
 
@@ -144,7 +144,7 @@ format:
 
 # Every object's header dependencies, the programs' main() files included (without theirs, a
 # program would keep an object built against an older header: another struct layout).
--include $(LIB_OBJ:.o=.d) $(MAIN_SRC:%.c=$(BUILD)/%.d) $(TEST_OBJ:.o=.d) $(BUILD)/bench/bench.d $(BUILD)/bench/peak.d $(BUILD)/bench/bench_gemm.d
+-include $(LIB_OBJ:.o=.d) $(MAIN_SRC:%.c=$(BUILD)/%.d) $(TEST_OBJ:.o=.d) $(BUILD)/bench/bench.d $(BUILD)/bench/peak.d $(BUILD)/bench/lengths.d $(BUILD)/bench/bench_gemm.d
 
 # Fuzzing with clang's libFuzzer, AddressSanitizer and UBSan: one target per input format,
 # tests/fuzz/fuzz_<target>.c over the same library code, seeded from tests/fuzz/corpus/<target>/

@@ -23,10 +23,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/lengths.h"
 #include "bench/peak.h"
 #include "tools/fdcheck.h"
 #include "model/search.h"
 #include "train/adam.h"
+#include "train/batching.h"
 #include "nmt/text.h"
 #include "train/new_model.h"
 
@@ -170,6 +172,105 @@ static int train_report(const BenchConfig *c, int rounds) {
     return 0;
 }
 
+/* ---- training on realistic lengths -------------------------------------------------- */
+
+/* The issue's model for the gettext en-de corpus: Vs = Vt = 16,004, E = 256, H = 256 bi,
+ * D = 512, A = O = 256. */
+static const ModelDims REAL_DIMS = {16004, 16004, 256, 256, 1, 512, 256, 256};
+enum { REAL_PAIRS = 64 * 64 }; /* one full bucketing window of 64-pair batches */
+
+typedef struct {
+    double tok_per_s, pairs_per_s, ms_per_step;
+} RealFigures;
+
+static int compare_real(const void *a, const void *b) {
+    double x = ((const RealFigures *)a)->tok_per_s, y = ((const RealFigures *)b)->tok_per_s;
+    return x < y ? -1 : x > y;
+}
+
+/* Trains on pairs of realistic lengths batched as bin/train batches them (epoch 0's plan of
+ * batch_size or batch_tokens, activations planned as the trainer plans them): 2 warm-up
+ * steps, then `rounds` timings of the same `steps` batches. Target tokens count </s>, as
+ * bin/train's tok/s does; padding is the share of padded positions of both sides over the
+ * whole epoch. */
+static int real_report(const char *name, int batch_size, int batch_tokens, const char *corpus,
+                       int steps, int rounds) {
+    Dataset ds;
+    Model m;
+    Adam adam;
+    EpochPlan plan;
+    BatchBuffer bb;
+    Acts acts;
+    Error err;
+    ConfigTrain ct = {.batch_size = batch_size, .batch_tokens = batch_tokens, .seed = 1};
+    if (lengths_dataset(&ds, REAL_PAIRS, &REAL_DIMS, corpus, 7, &err) ||
+        training_plan(&plan, &ds, &ct, 0, &err) ||
+        batch_buffer_init(&bb, training_max_pairs(&ds, &ct), ds.max_src, ds.max_tgt, &err) ||
+        acts_init(&acts, &REAL_DIMS, training_max_pairs(&ds, &ct), ds.max_src + 1, ds.max_tgt + 1,
+                  &err) ||
+        model_init(&m, &REAL_DIMS, &err) ||
+        adam_init(&adam, m.table.total, 0.9, 0.999, 1e-8, &err)) {
+        fprintf(stderr, "bench: %s\n", err.msg);
+        return -1;
+    }
+    params_init(m.params, &m.table, 1);
+    /* the padding of the whole epoch, not only of the timed batches */
+    PaddingCount padding = {0};
+    for (size_t b = 0; b < plan.n_batches; b++)
+        padding_add(&padding, batch_fill(&bb, &ds, plan.order + plan.start[b],
+                                         (int)(plan.start[b + 1] - plan.start[b])));
+    ForwardOptions opt = {0};
+    RealFigures runs[ROUNDS];
+    int warmup = 2;
+    for (int r = -1; r < rounds; r++) { /* round -1: the warm-up */
+        size_t tokens = 0, pairs = 0;
+        int n = r < 0 ? warmup : steps;
+        double t0 = now();
+        for (int s = 0; s < n; s++) {
+            size_t b = (size_t)(r < 0 ? s : warmup + s) % plan.n_batches;
+            const Batch *batch = batch_fill(&bb, &ds, plan.order + plan.start[b],
+                                            (int)(plan.start[b + 1] - plan.start[b]));
+            double loss;
+            if (model_forward(&m, &acts, batch, &opt, &loss, &err)) {
+                fprintf(stderr, "bench: %s\n", err.msg);
+                return -1;
+            }
+            model_zero_grad(&m);
+            model_backward(&m, &acts);
+            adam_step(&adam, m.params, m.grads, clip_scale(grad_norm(m.grads, m.table.total), 1.0),
+                      1e-4);
+            tokens += (size_t)acts.n_tokens, pairs += (size_t)batch->B;
+        }
+        double elapsed = now() - t0;
+        if (r >= 0) runs[r] = (RealFigures){tokens / elapsed, pairs / elapsed, elapsed / n * 1e3};
+    }
+    char each[128] = "";
+    for (int r = 0; r < rounds && rounds > 1; r++)
+        snprintf(each + strlen(each), sizeof each - strlen(each), "%s%.0f", r ? " / " : " (",
+                 runs[r].tok_per_s);
+    if (rounds > 1) strcat(each, ")");
+    qsort(runs, (size_t)rounds, sizeof runs[0], compare_real);
+    RealFigures f = runs[rounds / 2];
+    double rss = peak_rss_mb(), pad = 100 * padding_share(&padding);
+    double src_pad = 100 - 100.0 * padding.src_tokens / padding.src_positions;
+    double tgt_pad = 100 - 100.0 * padding.tgt_tokens / padding.tgt_positions;
+    printf("  %-10s %7.0f tgt tok/s %6.1f pairs/s %7.1f ms/step  pad %4.1f%% (src %4.1f%%, tgt "
+           "%4.1f%%)  max %d pairs  %5.0f "
+           "MB RSS%s\n",
+           name, f.tok_per_s, f.pairs_per_s, f.ms_per_step, pad, src_pad, tgt_pad,
+           training_max_pairs(&ds, &ct), rss, each);
+    printf("BENCH name=real-%s threads=%d tok_per_s=%.0f pairs_per_s=%.1f ms_per_step=%.2f "
+           "padding=%.3f rss_mb=%.0f\n",
+           name, omp_get_max_threads(), f.tok_per_s, f.pairs_per_s, f.ms_per_step, pad / 100, rss);
+    adam_free(&adam);
+    model_free(&m);
+    acts_free(&acts);
+    batch_buffer_free(&bb);
+    epoch_plan_free(&plan);
+    dataset_free(&ds);
+    return 0;
+}
+
 /* ---- decoding ----------------------------------------------------------------------- */
 
 typedef struct {
@@ -287,9 +388,17 @@ static int positive_int(const char *text) {
     return end != text && *end == '\0' && v > 0 && v < 100000 ? (int)v : -1;
 }
 
-/* One measurement, in this process: "train NAME", "decode NAME BEAM BATCH", "length L" or
- * "batch B" (the scaling table, toy sizes). */
+/* One measurement, in this process: "train NAME", "decode NAME BEAM BATCH", "length L",
+ * "batch B" (the scaling table, toy sizes) or "real pairs N [CORPUS]" / "real tokens N
+ * [CORPUS]" (realistic lengths, N pairs or N target tokens a batch). */
 static int run_one(int argc, char **argv, int quick) {
+    if (strcmp(argv[0], "real") == 0 && (argc == 3 || argc == 4) && positive_int(argv[2]) > 0) {
+        int n = positive_int(argv[2]), by_tokens = strcmp(argv[1], "tokens") == 0;
+        char name[32];
+        snprintf(name, sizeof name, "%s%d", by_tokens ? "tokens" : "pairs", n);
+        return real_report(name, by_tokens ? 64 : n, by_tokens ? n : 0, argc == 4 ? argv[3] : NULL,
+                           quick ? 4 : 16, quick ? 1 : ROUNDS);
+    }
     const BenchConfig *c = argc > 1 && strcmp(argv[1], "medium") == 0 ? &MEDIUM : &TOY;
     if (strcmp(argv[0], "train") == 0 && argc == 2) {
         BenchConfig copy = *c;
@@ -341,6 +450,8 @@ static int spawn_run(const char *self, int quick, const char *const *what, int n
 int main(int argc, char **argv) {
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     int at = 1 + quick;
+    const char *corpus = NULL; /* --corpus FILE: realistic lengths from FILE, not the histogram */
+    if (argc > at + 1 && strcmp(argv[at], "--corpus") == 0) corpus = argv[at + 1], at += 2;
     if (argc > at + 2 && strcmp(argv[at], "--run") == 0) {
         machine_peak = strtod(argv[at + 1], NULL);
         if (!(machine_peak > 0)) /* a run by hand: measure the peak the percentages refer to */
@@ -348,12 +459,15 @@ int main(int argc, char **argv) {
         return run_one(argc - at - 2, argv + at + 2, quick) ? 1 : 0;
     }
     if (argc > at) {
-        fprintf(stderr,
-                "usage: bench [--quick]                      all the measurements\n"
-                "       bench [--quick] --run PEAK WHAT...   one, in this process: WHAT is\n"
-                "         train toy|medium, decode toy|medium BEAM BATCH, length L or batch B;\n"
-                "         PEAK is the FMA peak in GFLOP/s for the percentages (0: measure it)\n"
-                "(run from the repository root; threads: OMP_NUM_THREADS)\n");
+        fprintf(
+            stderr,
+            "usage: bench [--quick] [--corpus FILE]      all the measurements; FILE (TSV pairs)\n"
+            "         gives the realistic lengths instead of the built-in gettext histogram\n"
+            "       bench [--quick] --run PEAK WHAT...   one, in this process: WHAT is\n"
+            "         train toy|medium, decode toy|medium BEAM BATCH, length L, batch B, or\n"
+            "         real pairs|tokens N [FILE] (realistic lengths, N pairs or tokens a batch);\n"
+            "         PEAK is the FMA peak in GFLOP/s for the percentages (0: measure it)\n"
+            "(run from the repository root; threads: OMP_NUM_THREADS)\n");
         return 2;
     }
     const char *self = "/proc/self/exe";
@@ -370,6 +484,12 @@ int main(int argc, char **argv) {
     printf("\ntraining (random full-length batches, Adam, clipping 1.0; FLOPs = 3 x forward):\n");
     spawn_run(self, quick, (const char *[]){"train", "toy"}, 2);
     spawn_run(self, quick, (const char *[]){"train", "medium"}, 2);
+
+    printf("\ntraining on realistic lengths (%s; Vs=Vt=16004, E=256, H=256 bi, D=512, A=O=256;\n"
+           "batched as bin/train does, by 64 pairs or by 700 target tokens):\n",
+           corpus ? corpus : "the gettext en-de corpus's length histogram");
+    spawn_run(self, quick, (const char *[]){"real", "pairs", "64", corpus}, corpus ? 4 : 3);
+    spawn_run(self, quick, (const char *[]){"real", "tokens", "700", corpus}, corpus ? 4 : 3);
 
     printf("\ndecoding, 30 steps, random sources (S = 12 toy, 30 medium):\n");
     const char *names[2] = {"toy", "medium"}, *beams[2] = {"1", "5"}, *batches[2] = {"1", "32"};

@@ -142,6 +142,24 @@ static int compare_keys(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* Sorts each window of `window` pairs of sorted[0..n) by (source length, target length,
+ * shuffled position), or with target_first by (target, source, position), into order[0..n):
+ * the key packs all three so the sort is total and deterministic. keys has room for one
+ * window. */
+static void sort_windows(size_t *order, const size_t *sorted, uint64_t *keys, const Dataset *ds,
+                         size_t n, size_t window, bool target_first) {
+    for (size_t w = 0; w < n; w += window) {
+        size_t m = n - w < window ? n - w : window;
+        for (size_t i = 0; i < m; i++) {
+            size_t k = sorted[w + i];
+            uint64_t s = (uint64_t)ds->src_n[k], t = (uint64_t)ds->tgt_n[k];
+            keys[i] = (target_first ? t << 48 | s << 32 : s << 48 | t << 32) | (uint64_t)i;
+        }
+        qsort(keys, m, sizeof *keys, compare_keys);
+        for (size_t i = 0; i < m; i++) order[w + i] = sorted[w + (keys[i] & 0xffffffffu)];
+    }
+}
+
 int epoch_plan_make(EpochPlan *plan, const Dataset *ds, int batch_size, uint64_t seed,
                     uint64_t epoch, Error *err) {
     memset(plan, 0, sizeof *plan);
@@ -160,18 +178,7 @@ int epoch_plan_make(EpochPlan *plan, const Dataset *ds, int batch_size, uint64_t
     rng_seed(&rng, seed, 1000 + epoch);
     for (size_t i = 0; i < n; i++) sorted[i] = i;
     shuffle(sorted, n, &rng);
-    /* within each window, sort by (source length, target length, shuffled position): the key
-     * packs all three so the sort is total and deterministic */
-    size_t window = (size_t)batch_size * 64;
-    for (size_t w = 0; w < n; w += window) {
-        size_t m = n - w < window ? n - w : window;
-        for (size_t i = 0; i < m; i++) {
-            size_t k = sorted[w + i];
-            keys[i] = (uint64_t)ds->src_n[k] << 48 | (uint64_t)ds->tgt_n[k] << 32 | (uint64_t)i;
-        }
-        qsort(keys, m, sizeof *keys, compare_keys);
-        for (size_t i = 0; i < m; i++) plan->order[w + i] = sorted[w + (keys[i] & 0xffffffffu)];
-    }
+    sort_windows(plan->order, sorted, keys, ds, n, (size_t)batch_size * 64, false);
     /* cut into batches, then shuffle the batch order */
     for (size_t b = 0; b < max_batches; b++) batch_ids[b] = b;
     shuffle(batch_ids, max_batches, &rng);
@@ -188,6 +195,109 @@ int epoch_plan_make(EpochPlan *plan, const Dataset *ds, int batch_size, uint64_t
     plan->n_batches = max_batches;
     free(keys), free(batch_ids), free(sorted);
     return 0;
+}
+
+/* A pair's share of a token budget: its target with </s>, the positions the loss is taken
+ * over (what Acts.n_tokens and the tok/s figures count). */
+static size_t target_tokens(const Dataset *ds, size_t k) {
+    return (size_t)ds->tgt_n[k] + 1;
+}
+
+int epoch_plan_make_tokens(EpochPlan *plan, const Dataset *ds, int batch_tokens, uint64_t seed,
+                           uint64_t epoch, Error *err) {
+    memset(plan, 0, sizeof *plan);
+    size_t n = ds->count, budget = (size_t)batch_tokens, total = 0;
+    for (size_t k = 0; k < n; k++) total += target_tokens(ds, k);
+    /* windows of about 64 batches, as with batch_size: wide enough to find similar lengths,
+     * narrow enough that the order stays random; below 2^32 pairs for the sort key */
+    uint64_t window = total ? (64 * (uint64_t)budget * n + total - 1) / total : 1;
+    if (window < 1) window = 1;
+    if (window > 0xffffffffu) window = 0xffffffffu;
+    /* every pair may end up alone in its batch: n batches at most */
+    plan->order = checked_calloc(n, sizeof(size_t), "epoch order", err);
+    plan->start = checked_calloc(n + 1, sizeof(size_t), "epoch batches", err);
+    uint64_t *keys = checked_calloc(n, sizeof(uint64_t), "epoch sort keys", err);
+    size_t *first = checked_calloc(n, sizeof(size_t), "epoch batches", err);
+    size_t *batch_ids = checked_calloc(n, sizeof(size_t), "epoch batches", err);
+    size_t *sorted = checked_calloc(n, sizeof(size_t), "epoch order", err);
+    if (!plan->order || !plan->start || !keys || !first || !batch_ids || !sorted) {
+        free(keys), free(first), free(batch_ids), free(sorted);
+        epoch_plan_free(plan);
+        return -1;
+    }
+    Rng rng;
+    rng_seed(&rng, seed, 1000 + epoch);
+    for (size_t i = 0; i < n; i++) sorted[i] = i;
+    shuffle(sorted, n, &rng);
+    /* target lengths first, as Marian sorts: the budget and most of a step's work (decoder,
+     * output layer) are on the target side, so that is where padding costs most */
+    sort_windows(plan->order, sorted, keys, ds, n, (size_t)window, true);
+    /* cut each window greedily: a pair joins the open batch while the batch stays within the
+     * budget; a pair over the budget on its own gets a batch of its own. Batches do not cross
+     * windows, so each holds lengths sorted together. */
+    size_t n_batches = 0;
+    for (size_t w = 0; w < n; w += (size_t)window) {
+        size_t end = n - w < (size_t)window ? n : w + (size_t)window, used = 0;
+        for (size_t i = w; i < end; i++) {
+            size_t cost = target_tokens(ds, plan->order[i]);
+            if (i == w || used + cost > budget) first[n_batches++] = i, used = 0;
+            used += cost;
+        }
+    }
+    for (size_t b = 0; b < n_batches; b++) batch_ids[b] = b;
+    shuffle(batch_ids, n_batches, &rng);
+    size_t pos = 0;
+    for (size_t b = 0; b < n_batches; b++) {
+        size_t id = batch_ids[b], from = first[id];
+        size_t count = (id + 1 < n_batches ? first[id + 1] : n) - from;
+        plan->start[b] = pos;
+        memcpy(sorted + pos, plan->order + from, sizeof(size_t) * count);
+        pos += count;
+    }
+    plan->start[n_batches] = pos;
+    memcpy(plan->order, sorted, sizeof(size_t) * n);
+    plan->n_batches = n_batches;
+    free(keys), free(first), free(batch_ids), free(sorted);
+    return 0;
+}
+
+int batch_tokens_max_pairs(const Dataset *ds, int batch_tokens) {
+    /* the shortest targets first: counts per length, then as many as fit */
+    int max_len = ds->max_tgt + 1;
+    size_t budget = (size_t)batch_tokens, used = 0, pairs = 0;
+    size_t *count = calloc((size_t)max_len + 1, sizeof(size_t));
+    if (!count) /* the bound is an upper bound whatever it is: fall back to the loosest */
+        return batch_tokens < (int)ds->count ? batch_tokens : (int)ds->count;
+    for (size_t k = 0; k < ds->count; k++) count[target_tokens(ds, k)]++;
+    for (int len = 1; len <= max_len && used < budget; len++) {
+        size_t fit = (budget - used) / (size_t)len;
+        size_t take = count[len] < fit ? count[len] : fit;
+        pairs += take, used += take * (size_t)len;
+        if (take < count[len]) break;
+    }
+    free(count);
+    return pairs > 0 ? (int)pairs : 1;
+}
+
+int epoch_plan_max_pairs(const EpochPlan *plan) {
+    size_t most = 0;
+    for (size_t b = 0; b < plan->n_batches; b++)
+        if (plan->start[b + 1] - plan->start[b] > most) most = plan->start[b + 1] - plan->start[b];
+    return (int)most;
+}
+
+void padding_add(PaddingCount *pc, const Batch *batch) {
+    for (int b = 0; b < batch->B; b++) {
+        pc->src_tokens += (size_t)batch->src_len[b];
+        pc->tgt_tokens += (size_t)batch->tgt_len[b];
+    }
+    pc->src_positions += (size_t)batch->B * (size_t)batch->S;
+    pc->tgt_positions += (size_t)batch->B * (size_t)batch->T;
+}
+
+double padding_share(const PaddingCount *pc) {
+    size_t all = pc->src_positions + pc->tgt_positions;
+    return all ? (double)(all - pc->src_tokens - pc->tgt_tokens) / (double)all : 0;
 }
 
 void epoch_plan_free(EpochPlan *plan) {

@@ -72,6 +72,30 @@ typedef struct {
  * holds similar lengths, cuts batches of batch_size and shuffles their order. */
 int epoch_plan_make(EpochPlan *plan, const Dataset *ds, int batch_size, uint64_t seed,
                     uint64_t epoch, Error *err);
+/* The same, but each batch holds about batch_tokens target tokens (with </s>) instead of a
+ * fixed number of pairs, as Marian and fairseq batch: within each window (about 64 batches
+ * wide) sorted by target length first (not source, as with batch_size: the budget and most of
+ * the work are on the target side), pairs join a batch while it stays within the budget, so
+ * a batch exceeds it only when one pair alone does. The number of pairs per batch varies; the
+ * plan is still a function of (seed, epoch) alone. */
+int epoch_plan_make_tokens(EpochPlan *plan, const Dataset *ds, int batch_tokens, uint64_t seed,
+                           uint64_t epoch, Error *err);
+/* The most pairs a batch of epoch_plan_make_tokens can hold in any epoch: as many of the
+ * shortest targets as fit in batch_tokens (at least 1). Activations are planned for this
+ * rather than for batch_tokens pairs of max_len. */
+int batch_tokens_max_pairs(const Dataset *ds, int batch_tokens);
+/* The most pairs in one batch of this plan. */
+int epoch_plan_max_pairs(const EpochPlan *plan);
 void epoch_plan_free(EpochPlan *plan);
+
+/* Real tokens and all positions (tokens + padding) of the batches seen, per side. */
+typedef struct {
+    size_t src_tokens, src_positions; /* sum of src_len; sum of B*S */
+    size_t tgt_tokens, tgt_positions; /* sum of tgt_len; sum of B*T */
+} PaddingCount;
+
+void padding_add(PaddingCount *pc, const Batch *batch);
+/* Padded positions / all positions, both sides together; 0 before any batch. */
+double padding_share(const PaddingCount *pc);
 
 #endif

@@ -21,7 +21,8 @@ enum {
     VERSION_PLAIN = 1,
     FLAG_LOWERCASE = 1,
     FLAG_TRAIN_STATE = 2,
-    FLAG_SUBWORDS = 4
+    FLAG_SUBWORDS = 4,
+    FLAG_EMA = 8 /* the training state ends with the parameter average */
 };
 /* A checkpoint larger than this is refused before reading (64 GiB). */
 static const uint64_t MAX_FILE = (uint64_t)64 << 30;
@@ -94,7 +95,7 @@ int checkpoint_save(const char *path, const NmtModel *nm, const TrainState *stat
                               d->bidirectional, d->dec_hidden, d->att, d->readout};
     put(&w, sizes, sizeof sizes);
     put_u32(&w, (nm->lowercase ? FLAG_LOWERCASE : 0) | (state ? FLAG_TRAIN_STATE : 0) |
-                    (nm->subwords ? FLAG_SUBWORDS : 0));
+                    (nm->subwords ? FLAG_SUBWORDS : 0) | (state && state->ema ? FLAG_EMA : 0));
     put_u32(&w, (uint32_t)d->score); /* the reserved field of old files: 0 is additive */
     put_u64(&w, m->table.total);
     int rc = put_section(&w, &nm->src_vocab, NULL, err);
@@ -115,6 +116,10 @@ int checkpoint_save(const char *path, const NmtModel *nm, const TrainState *stat
         put(&w, state->dropout_rng, sizeof state->dropout_rng);
         put(&w, state->adam_m, sizeof(real) * m->table.total);
         put(&w, state->adam_v, sizeof(real) * m->table.total);
+        if (state->ema) {
+            put_u64(&w, state->ema_updates);
+            put(&w, state->ema, sizeof(real) * m->table.total);
+        }
     }
     uint64_t checksum = w.hash;
     put(&w, &checksum, 8);
@@ -238,6 +243,22 @@ static int check_state(const TrainState *s, const char *path, Error *err) {
     return 0;
 }
 
+/* Reads the parameter average (flag bit 2) into s->ema_updates and a new s->ema. */
+static int take_ema(Reader *r, TrainState *s, const ParamTable *table, uint64_t count,
+                    uint32_t width, const char *path, Error *err) {
+    if (take(r, &s->ema_updates, 8) || count > (r->size - r->pos) / width)
+        return error_set(err, "%s: truncated parameter average", path);
+    s->ema = checked_calloc(count, sizeof(real), "parameter average", err);
+    if (!s->ema) return error_prefix(err, "%s: ", path);
+    if (take_reals(r, s->ema, count, width) ||
+        check_values(s->ema, table, "averaged parameter", false, path, err)) {
+        free(s->ema);
+        s->ema = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 /* Reads the whole file, refusing directories and absurd sizes. */
 static unsigned char *read_file(const char *path, size_t *size, Error *err) {
     FILE *f = fopen(path, "rb");
@@ -284,7 +305,7 @@ static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, b
                          "%s: format version %u is not supported (this program reads %d and %d)",
                          path, version, VERSION_PLAIN, VERSION);
     if (width != 4 && width != 8) return error_set(err, "%s: invalid real size %u", path, width);
-    if (flags & ~(uint32_t)(FLAG_LOWERCASE | FLAG_TRAIN_STATE | FLAG_SUBWORDS))
+    if (flags & ~(uint32_t)(FLAG_LOWERCASE | FLAG_TRAIN_STATE | FLAG_SUBWORDS | FLAG_EMA))
         return error_set(err, "%s: unknown flags %#x", path, flags);
     if (((flags & FLAG_SUBWORDS) != 0) != (version == VERSION))
         return error_set(err, "%s: format version %u %s subwords, but the flags say %s", path,
@@ -295,6 +316,8 @@ static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, b
                          "%s: unknown attention score %u (known: 0 additive, 1 dot, 2 general, 3 "
                          "scaled_dot)",
                          path, score);
+    if ((flags & FLAG_EMA) && !(flags & FLAG_TRAIN_STATE))
+        return error_set(err, "%s: a parameter average without a training state", path);
     ModelDims dims = {.src_vocab = sizes[0],
                       .tgt_vocab = sizes[1],
                       .emb = sizes[2],
@@ -362,10 +385,20 @@ static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, b
                 free(s.adam_m), free(s.adam_v);
                 return -1;
             }
+            if ((flags & FLAG_EMA) && take_ema(r, &s, &table, count, width, path, err)) {
+                free(s.adam_m), free(s.adam_v);
+                return -1;
+            }
             *state = s;
             *has_state = true;
         } else {
             r->pos += 2 * (size_t)width * count;
+            if (flags & FLAG_EMA) {
+                uint64_t updates;
+                if (take(r, &updates, 8) || count > (r->size - r->pos) / width)
+                    return error_set(err, "%s: truncated parameter average", path);
+                r->pos += (size_t)width * count;
+            }
         }
     }
     if (r->pos != r->size)

@@ -7,7 +7,8 @@
  *   "NMTCKPT1"                          8 bytes magic
  *   u32 version (1, 2)                  u32 bytes per real (4 float, 8 double)
  *   i32 x 8 sizes: Vs Vt E H bidirectional D A O
- *   u32 flags: bit 0 lowercase, bit 1 training state present, bit 2 subwords
+ *   u32 flags: bit 0 lowercase, bit 1 training state present, bit 2 subwords, bit 3
+ *              parameter average present (only with bit 1)
  *   u32 attention score: 0 additive, 1 dot, 2 general, 3 scaled_dot (a reserved 0 before
  *       there were scores, so older files read as additive)
  *   u64 parameter count P (must match the sizes)
@@ -18,8 +19,10 @@
  *   P reals: parameters in the spec's table order
  *   [training state: u64 step, epoch, batch_in_epoch, adam_t; f64 lr_scale, best_bleu,
  *    best_dev_loss; i32 bad_validations, plateau_bad; u64 x 4 dropout stream; P reals Adam m;
- *    P reals Adam v]
+ *    P reals Adam v; with flag bit 3: u64 average updates, P reals averaged parameters]
  *   u64 FNV-1a 64 checksum of every byte before it
+ * Flag bit 3 came later: files without it load as before, and a program that predates it
+ * refuses files with it (unknown flag) rather than misread them.
  * Saving writes PATH.tmp, flushes and syncs it, then renames it over PATH: a crash or a full
  * disk never leaves a broken file in place of a good one. Loading checks the size, checksum
  * and every field before using any of it, and converts between float and double builds.
@@ -69,13 +72,18 @@ typedef struct {
      * (free() them, or hand them to the optimiser). */
     uint64_t adam_t;
     real *adam_m, *adam_v; /* [parameters] */
+    /* the parameters' moving average ([train] ema), NULL when training keeps none; saved
+     * and loaded like the moments */
+    uint64_t ema_updates;
+    real *ema; /* [parameters] */
 } TrainState;
 
 /* Saves nm; with state (NULL: a model for translation only) also the training state. */
 int checkpoint_save(const char *path, const NmtModel *nm, const TrainState *state, Error *err);
 
 /* Loads a checkpoint into nm (initialised here). When state is not NULL and the file has a
- * training state, *state is filled (its moments allocated) and *has_state set; otherwise
+ * training state, *state is filled (its moments, and the average when the file has one,
+ * allocated) and *has_state set; otherwise
  * *has_state is false. has_state may be NULL. */
 int checkpoint_load(const char *path, NmtModel *nm, TrainState *state, bool *has_state, Error *err);
 

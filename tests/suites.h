@@ -25,5 +25,7 @@ Suite *bpe_suite(void);
 Suite *data_suite(void);
 Suite *pictures_suite(void);
 Suite *subwords_suite(void);
+Suite *batching_suite(void);
+Suite *ema_suite(void);
 
 #endif

@@ -139,6 +139,11 @@ static const ConfigKey config_keys[] = {
 
     {"train", "batch_size", KEY_INT, "32", 1, 65536, CLOSED, offsetof(Config, train.batch_size),
      "sentence pairs per optimizer step (B)", NULL},
+    {"train", "batch_tokens", KEY_INT, "0", 0, 10000000, CLOSED,
+     offsetof(Config, train.batch_tokens),
+     "batches of about this many target tokens (pairs of similar length, their number varies) "
+     "instead of batch_size pairs; 0 = off",
+     NULL},
     {"train", "epochs", KEY_INT, "10", 0, 1000000, CLOSED, offsetof(Config, train.epochs),
      "passes over the training data; 0 = no limit (then max_steps must be set)", NULL},
     {"train", "max_steps", KEY_INT, "0", 0, INFINITY, CLOSED, offsetof(Config, train.max_steps),
@@ -147,6 +152,10 @@ static const ConfigKey config_keys[] = {
      "inverted-dropout probability on embeddings and readout; 0 = off", NULL},
     {"train", "label_smoothing", KEY_REAL, "0", 0, 1, OPEN_MAX,
      offsetof(Config, train.label_smoothing), "label-smoothing epsilon of the loss; 0 = off", NULL},
+    {"train", "ema", KEY_REAL, "0", 0, 1, OPEN_MAX, offsetof(Config, train.ema),
+     "decay d of a moving average of the parameters (avg = d avg + (1-d) params after each "
+     "step, warmed up), used for validation, best.ckpt and the test score; 0 = off",
+     NULL},
     {"train", "seed", KEY_UINT64, "1", 0, 0, NO_RANGE, offsetof(Config, train.seed),
      "seed of every random stream (initialization, shuffling, dropout)", NULL},
     {"train", "threads", KEY_INT, "0", 0, 1024, CLOSED, offsetof(Config, train.threads),

@@ -74,10 +74,12 @@ typedef struct {
 
 typedef struct {
     int batch_size;         /* sentence pairs per step (B) */
+    int batch_tokens;       /* target tokens per step instead of batch_size pairs; 0 = off */
     int epochs;             /* passes over the training data; 0 = no limit */
     int max_steps;          /* optimizer steps; 0 = no limit */
     double dropout;         /* inverted-dropout probability; 0 = off */
     double label_smoothing; /* label-smoothing epsilon; 0 = off */
+    double ema;             /* decay of the parameters' moving average; 0 = off */
     uint64_t seed;          /* seeds every random stream */
     int threads;            /* OpenMP threads; 0 = all cores */
     int valid_every;        /* steps between validations on dev */

@@ -26,6 +26,8 @@
 #include "nmt/text.h"
 #include "train/adam.h"
 #include "train/curves.h"
+#include "train/batching.h"
+#include "train/ema.h"
 #include "train/new_model.h"
 #include "nmt/scoring.h"
 
@@ -97,6 +99,7 @@ typedef struct {
     const Config *cfg;
     NmtModel nm;
     Adam adam;
+    Ema ema; /* the parameters' moving average; .avg NULL when [train] ema = 0 */
     TrainState state;
     Rng dropout_rng;
     Corpus train_corpus, dev_corpus, test_corpus; /* test: empty unless [data] test is set */
@@ -117,6 +120,7 @@ static int save_last(Trainer *tr, Error *err) {
     TrainState *st = &tr->state;
     memcpy(st->dropout_rng, tr->dropout_rng.s, sizeof st->dropout_rng);
     st->adam_t = tr->adam.t, st->adam_m = tr->adam.m, st->adam_v = tr->adam.v;
+    st->ema_updates = tr->ema.updates, st->ema = tr->ema.avg;
     if (checkpoint_save(tr->last_path, &tr->nm, st, err)) return -1;
     snprintf(tr->good_path, sizeof tr->good_path, "%s", tr->last_path);
     tr->good_step = tr->state.step;
@@ -145,23 +149,35 @@ static int diverged(const Trainer *tr, const char *what, Error *err) {
                      (unsigned long long)tr->state.step + 1, what, where, good);
 }
 
+/* Scores dev and, when it is the best so far, saves best.ckpt: both with the averaged
+ * parameters when [train] ema is on (swapped in, then back out, bit for bit), so bin/translate
+ * uses the average; last.ckpt keeps the raw parameters training goes on from. */
+static int score_dev(Trainer *tr, Scores *sc, int *improved, Error *err) {
+    real *params = tr->nm.model.params;
+    ema_swap(&tr->ema, params);
+    int rc = score_corpus(&tr->nm, &tr->dev_corpus, &tr->dev_tokens, tr->cfg->data.dev, 64, 1, sc,
+                          NULL, NULL, err);
+    if (rc) error_prefix(err, "validation: ");
+    *improved = rc == 0 && sc->bleu.score > tr->state.best_bleu;
+    if (*improved) rc = checkpoint_save(tr->best_path, &tr->nm, NULL, err);
+    ema_swap(&tr->ema, params);
+    return rc;
+}
+
 /* Scores dev, keeps the best model, adjusts the plateau schedule; sets *stop for early
  * stopping. */
-static int validate(Trainer *tr, double train_loss, double tok_per_s, double lr, int *stop,
-                    Error *err) {
+static int validate(Trainer *tr, double train_loss, double tok_per_s, double lr, double padding,
+                    int *stop, Error *err) {
     const Config *cfg = tr->cfg;
     Scores sc;
-    if (score_corpus(&tr->nm, &tr->dev_corpus, &tr->dev_tokens, cfg->data.dev, 64, 1, &sc, NULL,
-                     NULL, err))
-        return error_prefix(err, "validation: ");
+    int improved;
+    if (score_dev(tr, &sc, &improved, err)) return -1;
     TrainState *st = &tr->state;
-    int improved = sc.bleu.score > st->best_bleu;
     if (improved) {
         st->best_bleu = sc.bleu.score;
         st->best_dev_loss = sc.loss;
         st->bad_validations = 0;
         st->plateau_bad = 0;
-        if (checkpoint_save(tr->best_path, &tr->nm, NULL, err)) return -1;
     } else {
         st->bad_validations++;
         if (cfg->optim.schedule == LR_SCHEDULE_PLATEAU &&
@@ -179,10 +195,10 @@ static int validate(Trainer *tr, double train_loss, double tok_per_s, double lr,
            sc.bleu.score, sc.chrf.score, st->best_bleu, improved ? ", saved best.ckpt" : "",
            elapsed);
     fflush(stdout);
-    fprintf(tr->log, "%llu\t%llu\t%.6f\t%.6g\t%.6f\t%.6f\t%.4f\t%.4f\t%.1f\t%.2f\n",
+    fprintf(tr->log, "%llu\t%llu\t%.6f\t%.6g\t%.6f\t%.6f\t%.4f\t%.4f\t%.1f\t%.2f\t%.4f\n",
             (unsigned long long)st->step, (unsigned long long)st->epoch + 1, train_loss, lr,
-            sc.loss, sc.perplexity, sc.bleu.score, sc.chrf.score, tok_per_s,
-            now() - tr->start_time);
+            sc.loss, sc.perplexity, sc.bleu.score, sc.chrf.score, tok_per_s, now() - tr->start_time,
+            padding);
     if (flush_log(tr, err) || save_last(tr, err) || curves_update(tr->log_path, err)) return -1;
     if (cfg->train.patience > 0 && st->bad_validations >= cfg->train.patience) {
         printf("early stop: dev BLEU has not improved for %d validations\n", cfg->train.patience);
@@ -233,14 +249,37 @@ static int write_config(const Config *cfg, const char *path, Error *err) {
     return output_file_commit(&out, err);
 }
 
-/* The memory training will touch, checked before it is allocated: the Adam moments (unless a
- * resumed checkpoint brought them) and the activations of the largest batch. */
+/* The memory training will touch, checked before it is allocated: the Adam moments and the
+ * parameter average (unless a resumed checkpoint brought them) and the activations of the
+ * largest batch. */
 static int check_training_memory(const Trainer *tr, bool have_adam, Error *err) {
-    double adam = have_adam ? 0 : 2.0 * sizeof(real) * (double)tr->nm.model.table.total;
-    double acts = acts_bytes(&tr->nm.model.dims, tr->cfg->train.batch_size, tr->train.max_src + 1,
-                             tr->train.max_tgt + 1, NULL);
+    double adam = (have_adam ? 0 : 2.0 + (tr->cfg->train.ema > 0)) * sizeof(real) *
+                  (double)tr->nm.model.table.total;
+    double acts = acts_bytes(&tr->nm.model.dims, training_max_pairs(&tr->train, &tr->cfg->train),
+                             tr->train.max_src + 1, tr->train.max_tgt + 1, NULL);
     return memory_check(adam + acts, "the optimiser state and the activations of a training batch",
                         err);
+}
+
+/* The moving average: taken over from the resumed checkpoint when it has one, started from the
+ * current parameters otherwise; dropped when [train] ema = 0. */
+static int setup_ema(Trainer *tr, const char *resume, Error *err) {
+    TrainState *st = &tr->state;
+    size_t n = tr->nm.model.table.total;
+    double decay = tr->cfg->train.ema;
+    if (decay > 0 && st->ema) {
+        ema_adopt(&tr->ema, n, decay, st->ema, st->ema_updates);
+        st->ema = NULL;
+        return 0;
+    }
+    free(st->ema);
+    st->ema = NULL;
+    if (decay == 0) return 0;
+    if (resume)
+        printf("note: %s has no parameter average; [train] ema = %g starts one from its "
+               "parameters\n",
+               resume, decay);
+    return ema_init(&tr->ema, n, decay, tr->nm.model.params, err);
 }
 
 static int setup(Trainer *tr, const char *resume, Error *err) {
@@ -263,7 +302,6 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
                              "%s has no optimiser state to resume from (it is a model "
                              "for translation only)",
                              resume);
-        if (check_resume_matches(&tr->nm, cfg, resume, err)) return -1;
         snprintf(tr->good_path, sizeof tr->good_path, "%s", resume);
         tr->good_step = st->step;
         /* the optimiser takes over the moments the checkpoint brought */
@@ -278,6 +316,9 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
     } else if (nmt_model_from_config(&tr->nm, cfg, &tr->train_tokens, cfg->train.seed, err)) {
         return -1;
     }
+    /* the moments and the average are the trainer's now, so a mismatch below frees them */
+    if (setup_ema(tr, resume, err) || (resume && check_resume_matches(&tr->nm, cfg, resume, err)))
+        return -1;
     if (nmt_dataset(&tr->train, &tr->nm, &tr->train_tokens, &tr->train_corpus, cfg->data.max_len,
                     err))
         return -1;
@@ -296,7 +337,8 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
     if (!resume && adam_init(&tr->adam, tr->nm.model.table.total, cfg->optim.beta1,
                              cfg->optim.beta2, cfg->optim.eps, err))
         return -1;
-    int B = cfg->train.batch_size;
+    /* the largest batch any epoch can produce (under batch_tokens: from the data) */
+    int B = training_max_pairs(&tr->train, &cfg->train);
     if (batch_buffer_init(&tr->batches, B, tr->train.max_src, tr->train.max_tgt, err) ||
         acts_init(&tr->acts, &tr->nm.model.dims, B, tr->train.max_src + 1, tr->train.max_tgt + 1,
                   err))
@@ -310,7 +352,7 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
     if (!tr->log) return error_set(err, "cannot write %s: %s", tr->log_path, strerror(errno));
     if (!resume)
         fprintf(tr->log, "step\tepoch\tloss\tlr\tdev_loss\tdev_ppl\tdev_bleu\tdev_chrf\t"
-                         "tok_per_s\telapsed_s\n");
+                         "tok_per_s\telapsed_s\tpadding\n");
     if (flush_log(tr, err)) return -1;
 
     const ModelDims *d = &tr->nm.model.dims;
@@ -343,6 +385,7 @@ static void trainer_free(Trainer *tr) {
     corpus_free(&tr->dev_corpus);
     corpus_free(&tr->test_corpus);
     adam_free(&tr->adam);
+    ema_free(&tr->ema);
     nmt_model_free(&tr->nm);
 }
 
@@ -370,8 +413,10 @@ typedef struct {
     double window_loss, window_start; /* summed token loss and start of the window */
     size_t window_tokens;             /* tokens since the last validation */
     double lr, tok_per_s;
-    int interactive; /* a live progress line on a terminal, plain lines otherwise */
-    int stop;        /* early stopping */
+    PaddingCount padding;    /* of the batches since the last validation */
+    uint64_t expected_steps; /* for the ETA: total_steps, or an estimate under batch_tokens */
+    int interactive;         /* a live progress line on a terminal, plain lines otherwise */
+    int stop;                /* early stopping */
 } Progress;
 
 /* One optimiser step on one batch: forward, backward, clipping, Adam. A non-finite loss,
@@ -404,24 +449,28 @@ static int train_step(Trainer *tr, const Batch *batch, const ForwardOptions *fwd
 static void show_progress(const Trainer *tr, const Progress *p, double loss, double t) {
     const TrainState *st = &tr->state;
     char elapsed[32], eta[32] = "?";
-    bool known = p->total_steps != UINT64_MAX;
+    bool known = p->expected_steps != UINT64_MAX;
     format_duration(elapsed, sizeof elapsed, t - tr->start_time);
     if (known)
         format_duration(eta, sizeof eta,
                         (t - tr->start_time) / (double)(st->step - p->first_step) *
-                            (double)(p->total_steps - st->step));
-    fprintf(stderr, "\r\033[Kepoch %llu  step %llu/%s  loss %.4f  lr %.2e  %.0f tok/s  %s  ETA %s",
-            (unsigned long long)st->epoch + 1, (unsigned long long)st->step, known ? "" : "?", loss,
-            p->lr, p->tok_per_s, elapsed, eta);
+                            (double)(p->expected_steps - st->step));
+    fprintf(
+        stderr,
+        "\r\033[Kepoch %llu  step %llu/%s  loss %.4f  lr %.2e  %.0f tok/s  pad %.1f%%  %s  ETA %s",
+        (unsigned long long)st->epoch + 1, (unsigned long long)st->step, known ? "" : "?", loss,
+        p->lr, p->tok_per_s, 100 * padding_share(&p->padding), elapsed, eta);
     if (known) fprintf(stderr, "\b");
 }
 
 /* Validates and starts a new window. */
 static int validate_window(Trainer *tr, Progress *p, Error *err) {
     double mean = p->window_tokens ? p->window_loss / (double)p->window_tokens : 0;
-    if (validate(tr, mean, p->tok_per_s, p->lr, &p->stop, err)) return -1;
+    if (validate(tr, mean, p->tok_per_s, p->lr, padding_share(&p->padding), &p->stop, err))
+        return -1;
     p->last_validated = tr->state.step;
     p->window_loss = 0, p->window_tokens = 0, p->window_start = now();
+    p->padding = (PaddingCount){0};
     return 0;
 }
 
@@ -436,14 +485,14 @@ static int report_step(Trainer *tr, Progress *p, double loss, Error *err) {
     if (st->step % (uint64_t)ct->log_every == 0) {
         double mean = p->window_loss / (double)p->window_tokens;
         if (!p->interactive) {
-            printf("step %llu  epoch %llu  loss %.4f  lr %.3g  %.0f tok/s\n",
+            printf("step %llu  epoch %llu  loss %.4f  lr %.3g  %.0f tok/s  pad %.1f%%\n",
                    (unsigned long long)st->step, (unsigned long long)st->epoch + 1, mean, p->lr,
-                   p->tok_per_s);
+                   p->tok_per_s, 100 * padding_share(&p->padding));
             fflush(stdout);
         }
-        fprintf(tr->log, "%llu\t%llu\t%.6f\t%.6g\t\t\t\t\t%.1f\t%.2f\n",
+        fprintf(tr->log, "%llu\t%llu\t%.6f\t%.6g\t\t\t\t\t%.1f\t%.2f\t%.4f\n",
                 (unsigned long long)st->step, (unsigned long long)st->epoch + 1, mean, p->lr,
-                p->tok_per_s, t - tr->start_time);
+                p->tok_per_s, t - tr->start_time, padding_share(&p->padding));
         if (flush_log(tr, err)) return -1;
     }
     if (st->step % (uint64_t)ct->valid_every == 0) return validate_window(tr, p, err);
@@ -455,17 +504,17 @@ static int report_step(Trainer *tr, Progress *p, double loss, Error *err) {
 static int run_epoch(Trainer *tr, Progress *p, const ForwardOptions *fwd, Error *err) {
     TrainState *st = &tr->state;
     EpochPlan plan;
-    if (epoch_plan_make(&plan, &tr->train, tr->cfg->train.batch_size, tr->cfg->train.seed,
-                        st->epoch, err))
-        return -1;
+    if (training_plan(&plan, &tr->train, &tr->cfg->train, st->epoch, err)) return -1;
     int rc = 0;
     for (size_t b = st->batch_in_epoch; b < plan.n_batches && rc == 0; b++) {
         if (p->stop || stop_signal || st->step >= p->total_steps) break;
         const Batch *batch = batch_fill(&tr->batches, &tr->train, plan.order + plan.start[b],
                                         (int)(plan.start[b + 1] - plan.start[b]));
+        padding_add(&p->padding, batch);
         double loss;
         rc = train_step(tr, batch, fwd, p, &loss, err);
         if (rc == 0) {
+            ema_update(&tr->ema, tr->nm.model.params);
             st->batch_in_epoch = b + 1;
             rc = report_step(tr, p, loss, err);
         }
@@ -482,12 +531,19 @@ static int train(Trainer *tr, Error *err) {
     const Config *cfg = tr->cfg;
     const ConfigTrain *ct = &cfg->train;
     TrainState *st = &tr->state;
-    size_t per_epoch = (tr->train.count + (size_t)ct->batch_size - 1) / (size_t)ct->batch_size;
-    Progress p = {.total_steps = ct->epochs > 0 ? (uint64_t)ct->epochs * per_epoch : UINT64_MAX,
+    size_t per_epoch;
+    bool exact;
+    if (training_steps_per_epoch(&tr->train, ct, &per_epoch, &exact, err)) return -1;
+    uint64_t planned = ct->epochs > 0 ? (uint64_t)ct->epochs * per_epoch : UINT64_MAX;
+    /* the epoch count stops training too, so an estimate only feeds the ETA */
+    Progress p = {.total_steps = exact ? planned : UINT64_MAX,
+                  .expected_steps = planned,
                   .first_step = st->step,
                   .last_validated = st->step,
                   .interactive = isatty(STDERR_FILENO)};
     if (ct->max_steps > 0 && (uint64_t)ct->max_steps < p.total_steps) p.total_steps = ct->max_steps;
+    if (ct->max_steps > 0 && (uint64_t)ct->max_steps < p.expected_steps)
+        p.expected_steps = ct->max_steps;
     ForwardOptions fwd = {.dropout = (real)ct->dropout,
                           .label_smoothing = (real)ct->label_smoothing,
                           .rng = &tr->dropout_rng};

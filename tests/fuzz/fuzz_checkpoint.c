@@ -53,7 +53,7 @@ static void load(const uint8_t *data, size_t size, bool use_model) {
         fprintf(stderr, "error is not one line: %s\n", err.msg);
         abort();
     }
-    free(state.adam_m), free(state.adam_v);
+    free(state.adam_m), free(state.adam_v), free(state.ema);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

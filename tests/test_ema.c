@@ -1,0 +1,329 @@
+/*
+ * test_ema.c: the parameters' moving average ([train] ema): its arithmetic and warm-up on a
+ * hand example, the checkpoint's average section (round trip, files without it, damage), and
+ * whole runs of bin/train: interrupted and resumed gives the same parameters, average and
+ * losses as uninterrupted (with token batches, resumed mid-epoch); the average never changes
+ * training itself; best.ckpt holds the average; ema = 0 saves no average.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "suites.h"
+#include "nmt/checkpoint.h"
+#include "train/adam.h"
+#include "train/ema.h"
+#include "train/new_model.h"
+
+START_TEST(ema_math_by_hand) {
+    real p[3] = {1, 2, 3};
+    Ema ema;
+    Error err;
+    ck_assert(ema_init(&ema, 3, 0.5, p, &err) == 0);
+    ck_assert(memcmp(ema.avg, p, sizeof p) == 0); /* starts at the parameters */
+    /* warm-up d_t = min(d, (1 + t) / (10 + t)): 0.1 at t = 0, d = 0.5 from t = 8 on */
+    ck_assert_double_eq_tol(ema_rate(&ema), 0.1, 1e-15);
+    /* t = 0: avg = 0.1 * {1, 2, 3} + 0.9 * {2, 2, 0} = {1.9, 2, 0.3} */
+    const real p1[3] = {2, 2, 0};
+    ema_update(&ema, p1);
+    ck_assert_double_eq_tol(ema.avg[0], 1.9, 1e-6);
+    ck_assert_double_eq_tol(ema.avg[1], 2.0, 1e-6);
+    ck_assert_double_eq_tol(ema.avg[2], 0.3, 1e-6);
+    /* t = 1: d = 2/11, avg = 2/11 * avg + 9/11 * {0, 4, 1} */
+    ck_assert_double_eq_tol(ema_rate(&ema), 2.0 / 11, 1e-15);
+    const real p2[3] = {0, 4, 1};
+    ema_update(&ema, p2);
+    double d = 2.0 / 11;
+    ck_assert_double_eq_tol(ema.avg[0], d * 1.9, 1e-6);
+    ck_assert_double_eq_tol(ema.avg[1], d * 2 + (1 - d) * 4, 1e-6);
+    ck_assert_double_eq_tol(ema.avg[2], d * 0.3 + (1 - d) * 1, 1e-6);
+    ck_assert_uint_eq(ema.updates, 2);
+    /* warmed up: the configured decay; a constant input is a fixed point */
+    ema.updates = 8;
+    ck_assert_double_eq_tol(ema_rate(&ema), 0.5, 1e-15);
+    ema.updates = 1000000;
+    ck_assert_double_eq_tol(ema_rate(&ema), 0.5, 1e-15);
+    real before[3];
+    memcpy(before, ema.avg, sizeof before);
+    ema_update(&ema, p2);
+    for (int i = 0; i < 3; i++)
+        ck_assert_double_eq_tol(ema.avg[i], 0.5 * before[i] + 0.5 * p2[i], 1e-6);
+    /* swapping twice restores both exactly */
+    real q[3] = {7, 8, 9}, avg[3];
+    memcpy(avg, ema.avg, sizeof avg);
+    ema_swap(&ema, q);
+    ck_assert(memcmp(q, avg, sizeof q) == 0);
+    ck_assert(ema.avg[0] == 7 && ema.avg[1] == 8 && ema.avg[2] == 9);
+    ema_swap(&ema, q);
+    ck_assert(memcmp(ema.avg, avg, sizeof avg) == 0);
+    ck_assert(q[0] == 7 && q[1] == 8 && q[2] == 9);
+    ema_free(&ema);
+    /* off (no average): updating and swapping leave the parameters alone */
+    Ema off = {0};
+    real r[3] = {1, 2, 3};
+    ema_update(&off, r);
+    ema_swap(&off, r);
+    ck_assert(r[0] == 1 && r[1] == 2 && r[2] == 3 && off.avg == NULL);
+}
+END_TEST
+
+/* Trains ../configs/tiny.ini in OUT with extra settings; returns the exit status. */
+static int train_tiny(const char *out, const char *extra) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "../bin/train ../configs/tiny.ini --set train.out_dir=%s --set train.threads=2 "
+             "--set train.valid_every=10 --set train.log_every=5 %s >/dev/null 2>%s.err",
+             out, extra, out);
+    int status = system(cmd);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+typedef struct {
+    NmtModel nm;
+    TrainState st;
+    bool has_state;
+} Loaded;
+
+static void load(Loaded *l, const char *dir, const char *name) {
+    char path[256];
+    Error err;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    memset(&l->st, 0, sizeof l->st);
+    ck_assert_msg(checkpoint_load(path, &l->nm, &l->st, &l->has_state, &err) == 0, "%s", err.msg);
+}
+
+static void unload(Loaded *l) {
+    free(l->st.adam_m), free(l->st.adam_v), free(l->st.ema);
+    nmt_model_free(&l->nm);
+}
+
+static bool same_reals(const real *a, const real *b, size_t n) {
+    return memcmp(a, b, sizeof(real) * n) == 0;
+}
+
+/* Column col (0-based) of every line of a TSV file, comma-joined, into out. */
+static void log_column(const char *path, int col, char *out, size_t size) {
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "no %s", path);
+    char line[512];
+    size_t used = 0;
+    out[0] = '\0';
+    while (fgets(line, sizeof line, f)) {
+        char *field = line;
+        for (int c = 0; c < col && field; c++)
+            field = strchr(field, '\t') ? strchr(field, '\t') + 1 : NULL;
+        if (!field) continue;
+        size_t n = strcspn(field, "\t\n");
+        if (used + n + 2 >= size) break;
+        memcpy(out + used, field, n);
+        used += n;
+        out[used++] = ',';
+        out[used] = '\0';
+    }
+    fclose(f);
+}
+
+static void losses_of(const char *dir, char *out, size_t size) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/train_log.tsv", dir);
+    log_column(path, 2, out, size);
+}
+
+START_TEST(ema_resumes_exactly) {
+    /* 40 steps in one go, and 20 + 20 with --resume (mid-epoch, with token batches), give the
+     * same raw parameters, average, losses and best model bit for bit */
+    char dir[64] = "/tmp/nmt-ema-XXXXXX", a[128], b[128], whole[4096], split[4096];
+    ck_assert(mkdtemp(dir) != NULL);
+    snprintf(a, sizeof a, "%s/a", dir);
+    snprintf(b, sizeof b, "%s/b", dir);
+    const char *common = "--set train.ema=0.95 --set train.batch_tokens=60";
+    char extra[256];
+    snprintf(extra, sizeof extra, "%s --set train.max_steps=40", common);
+    ck_assert_int_eq(train_tiny(a, extra), 0);
+    snprintf(extra, sizeof extra, "%s --set train.max_steps=20", common);
+    ck_assert_int_eq(train_tiny(b, extra), 0);
+    snprintf(extra, sizeof extra, "%s --set train.max_steps=40 --resume", common);
+    ck_assert_int_eq(train_tiny(b, extra), 0);
+
+    Loaded la, lb;
+    load(&la, a, "last.ckpt");
+    load(&lb, b, "last.ckpt");
+    size_t n = la.nm.model.table.total;
+    ck_assert(la.has_state && lb.has_state);
+    ck_assert_uint_eq(la.st.step, 40);
+    ck_assert_uint_eq(lb.st.step, 40);
+    ck_assert_uint_eq(la.st.epoch, 0); /* still in the first epoch: resumed at a batch */
+    ck_assert(la.st.ema && lb.st.ema);
+    ck_assert_uint_eq(la.st.ema_updates, 40);
+    ck_assert_uint_eq(lb.st.ema_updates, 40);
+    ck_assert(same_reals(la.nm.model.params, lb.nm.model.params, n));
+    ck_assert(same_reals(la.st.ema, lb.st.ema, n));
+    ck_assert(same_reals(la.st.adam_m, lb.st.adam_m, n));
+    /* the average is not the parameters */
+    ck_assert(!same_reals(la.nm.model.params, la.st.ema, n));
+    losses_of(a, whole, sizeof whole);
+    losses_of(b, split, sizeof split);
+    ck_assert_str_eq(whole, split);
+    ck_assert(strlen(whole) > 40);
+    Loaded ba, bb;
+    load(&ba, a, "best.ckpt");
+    load(&bb, b, "best.ckpt");
+    ck_assert(!ba.has_state && !bb.has_state);
+    ck_assert(same_reals(ba.nm.model.params, bb.nm.model.params, n));
+    unload(&ba), unload(&bb), unload(&la), unload(&lb);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert(system(cmd) == 0);
+}
+END_TEST
+
+START_TEST(ema_leaves_training_alone_and_fills_best) {
+    /* with and without an average: the same losses and raw parameters (the average is only
+     * read); best.ckpt of a run validated once, at its last step, is that step's average;
+     * ema = 0 saves no average */
+    char dir[64] = "/tmp/nmt-ema-XXXXXX", on[128], off[128], with[4096], without[4096];
+    ck_assert(mkdtemp(dir) != NULL);
+    snprintf(on, sizeof on, "%s/on", dir);
+    snprintf(off, sizeof off, "%s/off", dir);
+    const char *common = "--set train.max_steps=30 --set train.valid_every=30";
+    char extra[256];
+    snprintf(extra, sizeof extra, "%s --set train.ema=0.9", common);
+    ck_assert_int_eq(train_tiny(on, extra), 0);
+    ck_assert_int_eq(train_tiny(off, common), 0);
+    losses_of(on, with, sizeof with);
+    losses_of(off, without, sizeof without);
+    ck_assert_str_eq(with, without);
+    Loaded lon, loff, best;
+    load(&lon, on, "last.ckpt");
+    load(&loff, off, "last.ckpt");
+    load(&best, on, "best.ckpt");
+    size_t n = lon.nm.model.table.total;
+    ck_assert(same_reals(lon.nm.model.params, loff.nm.model.params, n));
+    ck_assert(lon.st.ema != NULL && loff.st.ema == NULL);
+    ck_assert(same_reals(best.nm.model.params, lon.st.ema, n));
+    unload(&lon), unload(&loff), unload(&best);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert(system(cmd) == 0);
+}
+END_TEST
+
+/* Writes data[0..n) with a fresh checksum appended to path. */
+static void write_with_checksum(const char *path, const unsigned char *data, size_t n) {
+    uint64_t sum = checkpoint_checksum(data, n);
+    FILE *f = fopen(path, "wb");
+    ck_assert(f && fwrite(data, 1, n, f) == n && fwrite(&sum, 1, 8, f) == 8);
+    ck_assert(fclose(f) == 0);
+}
+
+static unsigned char *read_all(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    ck_assert(f);
+    ck_assert(fseek(f, 0, SEEK_END) == 0);
+    *n = (size_t)ftell(f);
+    rewind(f);
+    unsigned char *data = malloc(*n);
+    ck_assert(data && fread(data, 1, *n, f) == *n);
+    fclose(f);
+    return data;
+}
+
+static void expect_refused(const char *path, const char *fragment) {
+    NmtModel nm;
+    TrainState st;
+    bool has_state;
+    Error err;
+    ck_assert_msg(checkpoint_load(path, &nm, &st, &has_state, &err) == -1, "%s loaded", path);
+    ck_assert_msg(strstr(err.msg, fragment) != NULL, "'%s' lacks '%s'", err.msg, fragment);
+}
+
+START_TEST(ema_checkpoint_section) {
+    /* a model saved with and without an average: both load; the average comes back exactly;
+     * without one the file is laid out as before the average existed; damage is refused */
+    char dir[64] = "/tmp/nmt-ema-XXXXXX", plain[128], avg_path[128], bad[128], cmd[128];
+    ck_assert(mkdtemp(dir) != NULL);
+    snprintf(plain, sizeof plain, "%s/plain.ckpt", dir);
+    snprintf(avg_path, sizeof avg_path, "%s/avg.ckpt", dir);
+    snprintf(bad, sizeof bad, "%s/bad.ckpt", dir);
+    Config cfg;
+    Corpus corpus;
+    TokenizedCorpus tokens;
+    NmtModel nm;
+    Error err;
+    ck_assert(config_load(&cfg, "../configs/tiny.ini", NULL, 0, &err) == 0);
+    ck_assert(corpus_load(cfg.data.dev, true, &corpus, &tokens, &err) == 0);
+    ck_assert(nmt_model_from_config(&nm, &cfg, &tokens, 11, &err) == 0);
+    size_t n = nm.model.table.total;
+    real *m = calloc(n, sizeof(real)), *v = calloc(n, sizeof(real)), *avg = calloc(n, sizeof(real));
+    ck_assert(m && v && avg);
+    for (size_t i = 0; i < n; i++) avg[i] = nm.model.params[i] * 0.5f + 0.25f;
+    TrainState st = {.step = 3,
+                     .lr_scale = 1,
+                     .best_bleu = -1,
+                     .best_dev_loss = 1,
+                     .dropout_rng = {1, 2, 3, 4},
+                     .adam_t = 3,
+                     .adam_m = m,
+                     .adam_v = v};
+    ck_assert(checkpoint_save(plain, &nm, &st, &err) == 0);
+    st.ema = avg, st.ema_updates = 17;
+    ck_assert(checkpoint_save(avg_path, &nm, &st, &err) == 0);
+
+    size_t n_plain, n_avg;
+    unsigned char *data_plain = read_all(plain, &n_plain), *data_avg = read_all(avg_path, &n_avg);
+    uint32_t flags;
+    memcpy(&flags, data_plain + 48, 4); /* after magic, version, real size and 8 sizes */
+    ck_assert_uint_eq(flags, 2 | 1);    /* training state, lowercase: as before */
+    memcpy(&flags, data_avg + 48, 4);
+    ck_assert_uint_eq(flags, 8 | 2 | 1); /* bit 3: the average */
+    ck_assert_uint_eq(n_avg, n_plain + 8 + sizeof(real) * n);
+    /* the two files agree up to the average, flags aside */
+    ck_assert(memcmp(data_plain + 52, data_avg + 52, n_plain - 8 - 52) == 0);
+
+    Loaded l;
+    load(&l, dir, "avg.ckpt");
+    ck_assert(l.has_state && l.st.ema && l.st.ema_updates == 17);
+    ck_assert(same_reals(l.st.ema, avg, n));
+    unload(&l);
+    load(&l, dir, "plain.ckpt");
+    ck_assert(l.has_state && l.st.ema == NULL && l.st.ema_updates == 0);
+    unload(&l);
+    NmtModel only; /* for translation: the state, average included, is skipped */
+    ck_assert(checkpoint_load(avg_path, &only, NULL, NULL, &err) == 0);
+    ck_assert(same_reals(only.model.params, nm.model.params, n));
+    nmt_model_free(&only);
+
+    /* the average cut short (checksum recomputed, so the parser must notice) */
+    write_with_checksum(bad, data_avg, n_avg - 8 - 4);
+    expect_refused(bad, "truncated parameter average");
+    /* an average flagged without a training state */
+    memcpy(data_plain + 48, &(uint32_t){8 | 1}, 4);
+    write_with_checksum(bad, data_plain, n_plain - 8);
+    expect_refused(bad, "without a training state");
+    /* a non-finite average */
+    memcpy(data_avg + n_avg - 8 - sizeof(real), &(real){NAN}, sizeof(real));
+    write_with_checksum(bad, data_avg, n_avg - 8);
+    expect_refused(bad, "averaged parameter");
+
+    free(data_plain), free(data_avg), free(m), free(v), free(avg);
+    nmt_model_free(&nm);
+    tokenized_corpus_free(&tokens);
+    corpus_free(&corpus);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert(system(cmd) == 0);
+}
+END_TEST
+
+Suite *ema_suite(void) {
+    Suite *s = suite_create("ema");
+    TCase *tc = tcase_create("ema");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, ema_math_by_hand);
+    tcase_add_test(tc, ema_checkpoint_section);
+    tcase_add_test(tc, ema_resumes_exactly);
+    tcase_add_test(tc, ema_leaves_training_alone_and_fills_best);
+    suite_add_tcase(s, tc);
+    return s;
+}
