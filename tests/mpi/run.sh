@@ -5,7 +5,8 @@
 #   exact    k steps on 2 ranks (1 thread each, a global batch that splits unevenly, a
 #            validation in between) reach the parameters of k steps in one process
 #   resume   a 2-rank run interrupted by SIGINT to mpirun saves one checkpoint; resumed in one
-#            process it reaches the parameters of an uninterrupted single-process run
+#            process it reaches the parameters of an uninterrupted single-process run; and a
+#            single-process checkpoint resumed on 2 ranks does too
 #   killed   kill -9 of one rank makes the job exit with an error within seconds, not hang
 # The single process is the same MPI build run as one rank (the path the default build runs:
 # with one rank no MPI call is made). Needs Open MPI: installs it with apt-get when run as
@@ -25,7 +26,7 @@ if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
     else
         echo "test-mpi: SKIPPED: Open MPI is not installed; install it with:"
         echo "    sudo apt-get install -y libopenmpi-dev openmpi-bin"
-        echo "test-mpi: 0 passed, 0 failed, 3 skipped"
+        echo "test-mpi: 0 passed, 0 failed, 10 skipped"
         exit 0
     fi
 fi
@@ -105,6 +106,11 @@ for real in float double; do
     make -s MPI=1 REAL=$real bin/train bin/ckpt_diff || { bad "$real: build"; continue; }
     dir=$work/$real
     mkdir -p "$dir"
+    if bin/train --help | grep -q '^MPI: built in'; then
+        ok "$real: bin/train --help says MPI is built in"
+    else
+        bad "$real: bin/train --help does not say MPI is built in"
+    fi
 
     # exact: 20 steps, a validation (broadcast of rank 0's decisions) at step 10
     if train 1 "$dir/one" 20 && train 2 "$dir/two" 20; then
@@ -127,14 +133,24 @@ for real in float double; do
     finish $pid 60
     saved=$(grep -c "interrupted by signal" "$dir/int.log")
     at=$(sed -n 's/.*interrupted by signal [0-9]* at step \([0-9]*\).*/\1/p' "$dir/int.log")
+    train 1 "$dir/full" 60 --set train.valid_every=1000 || bad "$real: single-process run"
     if [ "$saved" = 1 ] && [ -n "$at" ] && [ "$at" -lt 60 ] && [ $status -ne 0 ] &&
         train 1 "$dir/int" 60 --resume --set train.valid_every=1000 &&
-        train 1 "$dir/full" 60 --set train.valid_every=1000 &&
         bin/ckpt_diff "$dir/int/last.ckpt" "$dir/full/last.ckpt" $tol; then
         ok "$real: interrupted at step $at on 2 ranks (exit $status), resumed in one process"
     else
         bad "$real: interrupt and resume (saved $saved time(s), step '$at', exit $status)"
         tail -n 5 "$dir/int.log"
+    fi
+
+    # and the other way round: 30 steps in one process, resumed on 2 ranks to step 60
+    if train 1 "$dir/back" 30 --set train.valid_every=1000 &&
+        train 2 "$dir/back" 60 --resume --set train.valid_every=1000 &&
+        bin/ckpt_diff "$dir/back/last.ckpt" "$dir/full/last.ckpt" $tol; then
+        ok "$real: 30 steps in one process, resumed on 2 ranks to step 60"
+    else
+        bad "$real: a single-process checkpoint resumed on 2 ranks"
+        tail -n 5 "$dir/back.log"
     fi
 
     # killed: kill -9 of one rank; the job must end with an error, within seconds
