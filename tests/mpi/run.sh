@@ -124,18 +124,19 @@ for real in float double; do
         tail -n 5 "$dir/one.log" "$dir/two.log"
     fi
 
-    # resume: SIGINT to mpirun after step 5 of 60, resumed by one process to step 60
+    # resume: SIGINT to mpirun after step 3 of 150 (mpirun passes it on about 1 s later),
+    # resumed by one process to step 150
     "${MPIRUN[@]}" -np 2 bin/train "$work/cfg.ini" --set train.out_dir="$dir/int" \
-        --set train.max_steps=60 --set train.valid_every=1000 >"$dir/int.log" 2>&1 &
+        --set train.max_steps=150 --set train.valid_every=1000 >"$dir/int.log" 2>&1 &
     pid=$!
-    wait_for_step "$dir/int" 5
+    wait_for_step "$dir/int" 3
     kill -INT $pid
     finish $pid 60
     saved=$(grep -c "interrupted by signal" "$dir/int.log")
     at=$(sed -n 's/.*interrupted by signal [0-9]* at step \([0-9]*\).*/\1/p' "$dir/int.log")
-    train 1 "$dir/full" 60 --set train.valid_every=1000 || bad "$real: single-process run"
-    if [ "$saved" = 1 ] && [ -n "$at" ] && [ "$at" -lt 60 ] && [ $status -ne 0 ] &&
-        train 1 "$dir/int" 60 --resume --set train.valid_every=1000 &&
+    train 1 "$dir/full" 150 --set train.valid_every=1000 || bad "$real: single-process run"
+    if [ "$saved" = 1 ] && [ -n "$at" ] && [ "$at" -lt 150 ] && [ $status -ne 0 ] &&
+        train 1 "$dir/int" 150 --resume --set train.valid_every=1000 &&
         bin/ckpt_diff "$dir/int/last.ckpt" "$dir/full/last.ckpt" $tol; then
         ok "$real: interrupted at step $at on 2 ranks (exit $status), resumed in one process"
     else
@@ -143,11 +144,11 @@ for real in float double; do
         tail -n 5 "$dir/int.log"
     fi
 
-    # and the other way round: 30 steps in one process, resumed on 2 ranks to step 60
+    # and the other way round: 30 steps in one process, resumed on 2 ranks to step 150
     if train 1 "$dir/back" 30 --set train.valid_every=1000 &&
-        train 2 "$dir/back" 60 --resume --set train.valid_every=1000 &&
+        train 2 "$dir/back" 150 --resume --set train.valid_every=1000 &&
         bin/ckpt_diff "$dir/back/last.ckpt" "$dir/full/last.ckpt" $tol; then
-        ok "$real: 30 steps in one process, resumed on 2 ranks to step 60"
+        ok "$real: 30 steps in one process, resumed on 2 ranks to step 150"
     else
         bad "$real: a single-process checkpoint resumed on 2 ranks"
         tail -n 5 "$dir/back.log"
