@@ -2,6 +2,8 @@
 #
 #   make                 single precision (float), all programs
 #   make REAL=double     the same programs in double precision (objects rebuild automatically)
+#   make MPI=1           the programs built with mpicc, bin/train data-parallel over MPI ranks
+#                        (objects in build/mpi/); make test-mpi checks it against one process
 #   make test            builds and runs the whole test suite (installs `check` when it can)
 #   make test-browser    the attention page tested in headless Chromium (tests/browser/run.sh)
 #   make bench           performance benchmark (not a test)
@@ -18,6 +20,8 @@ CC       ?= gcc
 REAL     ?= float
 SANITIZE ?= 0
 OPT      ?= -O3
+MPI      ?= 0
+MPICC    ?= mpicc
 
 # -fno-math-errno lets sqrt vectorise; unlike -ffast-math it keeps IEEE semantics (NaN, inf).
 CFLAGS   = -std=c17 $(OPT) -g -Wall -Wextra -fopenmp -fno-math-errno -D_POSIX_C_SOURCE=200809L -I.
@@ -27,12 +31,19 @@ CFLAGS  += -DREAL_DOUBLE
 else ifneq ($(REAL),float)
 $(error REAL must be float or double, not '$(REAL)')
 endif
+ifeq ($(MPI),1)
+CC       = $(MPICC)
+CFLAGS  += -DNMT_MPI
+else ifneq ($(MPI),0)
+$(error MPI must be 0 or 1, not '$(MPI)')
+endif
 ifeq ($(SANITIZE),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDLIBS  += -fsanitize=address,undefined
 endif
 
-BUILD    = build
+# MPI objects live apart, so switching MPI=1 and back does not rebuild everything each time.
+BUILD    = build$(if $(filter 1,$(MPI)),/mpi)
 # Each program's main() lives in the file named here; everything else is library code.
 PROGRAMS = train translate evaluate align gradcheck gradref gencorpus attend plot
 MAIN_SRC = train/train.c $(addprefix tools/,$(addsuffix .c,$(filter-out train,$(PROGRAMS))))
@@ -48,8 +59,13 @@ BINS     = $(addprefix bin/,$(filter $(PROGRAMS),$(basename $(notdir $(wildcard 
 # REAL, SANITIZE or flag): every object depends on it, so none built with one setting is ever
 # linked with another.
 STAMP    = $(BUILD)/compile-command
+# Likewise what the programs in bin/ were linked from: with MPI objects in their own folder,
+# switching MPI leaves each folder's objects older than the programs, so the link needs a
+# stamp of its own.
+LINK_STAMP = bin/.link-command
+LINK     = $(CC) $(filter-out $(LINK_STAMP),$^) -o $@ $(LDLIBS)
 
-.PHONY: all test test-browser check-lib bench clean format install uninstall FORCE
+.PHONY: all test test-browser test-mpi check-lib bench clean format install uninstall FORCE
 # Keep every object (pattern-rule intermediates included): no rebuilds, no "rm" lines after tests.
 .SECONDARY:
 all: $(BINS)
@@ -57,19 +73,20 @@ all: $(BINS)
 $(STAMP): FORCE
 	@mkdir -p $(BUILD)
 	@echo '$(CC) $(CFLAGS)' | cmp -s - $@ || echo '$(CC) $(CFLAGS)' > $@
+$(LINK_STAMP): FORCE
+	@mkdir -p bin
+	@echo '$(CC) $(BUILD) $(LDLIBS)' | cmp -s - $@ || echo '$(CC) $(BUILD) $(LDLIBS)' > $@
 FORCE:
 
 $(BUILD)/%.o: %.c $(STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-bin/train: $(BUILD)/train/train.o $(LIB_OBJ)
-	@mkdir -p bin
-	$(CC) $^ -o $@ $(LDLIBS)
+bin/train: $(BUILD)/train/train.o $(LIB_OBJ) $(LINK_STAMP)
+	$(LINK)
 
-bin/%: $(BUILD)/tools/%.o $(LIB_OBJ)
-	@mkdir -p bin
-	$(CC) $^ -o $@ $(LDLIBS)
+bin/%: $(BUILD)/tools/%.o $(LIB_OBJ) $(LINK_STAMP)
+	$(LINK)
 
 # The test suite needs the `check` library; tests/need-check.sh installs it when it can.
 CHECK_FLAGS = $(shell pkg-config --cflags check 2>/dev/null)
@@ -82,9 +99,8 @@ $(BUILD)/tests/%.o: tests/%.c $(STAMP) | check-lib
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(shell pkg-config --cflags check 2>/dev/null) -MMD -MP -c $< -o $@
 
-bin/run_tests: $(TEST_OBJ) $(LIB_OBJ) | check-lib
-	@mkdir -p bin
-	$(CC) $^ -o $@ $(LDLIBS) $(shell pkg-config --libs check 2>/dev/null)
+bin/run_tests: $(TEST_OBJ) $(LIB_OBJ) $(LINK_STAMP) | check-lib
+	$(LINK) $(shell pkg-config --libs check 2>/dev/null)
 
 # The install test (tests/test_install.c) repeats `make install` with this build's settings and
 # links the example with this build's extra flags.
@@ -99,18 +115,30 @@ test-browser: $(BINS)
 
 # The benchmark (not a test): figures only. THREADS sets the OpenMP thread count.
 THREADS ?= $(shell nproc 2>/dev/null || echo 2)
-bin/bench: $(BUILD)/bench/bench.o $(BUILD)/bench/peak.o $(BUILD)/bench/lengths.o $(LIB_OBJ)
-	@mkdir -p bin
-	$(CC) $^ -o $@ $(LDLIBS)
+bin/bench: $(BUILD)/bench/bench.o $(BUILD)/bench/peak.o $(BUILD)/bench/lengths.o $(LIB_OBJ) $(LINK_STAMP)
+	$(LINK)
 
-bin/bench_gemm: $(BUILD)/bench/bench_gemm.o $(BUILD)/bench/peak.o $(LIB_OBJ)
-	@mkdir -p bin
-	$(CC) $^ -o $@ $(LDLIBS)
+bin/bench_gemm: $(BUILD)/bench/bench_gemm.o $(BUILD)/bench/peak.o $(LIB_OBJ) $(LINK_STAMP)
+	$(LINK)
 
 bench: bin/bench bin/bench_gemm bin/translate
 	OMP_NUM_THREADS=$(THREADS) bin/bench
 	@echo
 	OMP_NUM_THREADS=$(THREADS) bin/bench_gemm -q
+
+# Data-parallel training checked against one process (tests/mpi/run.sh): float and double
+# MPI builds, 2 ranks, interrupted and killed runs. Installs Open MPI as root when missing,
+# else reports SKIPPED with the command to run. Leaves build/mpi and an MPI bin/ behind.
+test-mpi:
+	@bash tests/mpi/run.sh
+
+# The checkpoint comparison the MPI test uses (not installed, not part of make test).
+$(BUILD)/tests/mpi/%.o: tests/mpi/%.c $(STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+bin/ckpt_diff: $(BUILD)/tests/mpi/ckpt_diff.o $(LIB_OBJ) $(LINK_STAMP)
+	$(LINK)
 
 # The library for programs that embed the translator (docs/example.c, README "The C API").
 $(BUILD)/libnmt.a: $(NMT_LIB_OBJ)
@@ -144,7 +172,7 @@ format:
 
 # Every object's header dependencies, the programs' main() files included (without theirs, a
 # program would keep an object built against an older header: another struct layout).
--include $(LIB_OBJ:.o=.d) $(MAIN_SRC:%.c=$(BUILD)/%.d) $(TEST_OBJ:.o=.d) $(BUILD)/bench/bench.d $(BUILD)/bench/peak.d $(BUILD)/bench/lengths.d $(BUILD)/bench/bench_gemm.d
+-include $(LIB_OBJ:.o=.d) $(MAIN_SRC:%.c=$(BUILD)/%.d) $(TEST_OBJ:.o=.d) $(BUILD)/bench/bench.d $(BUILD)/bench/peak.d $(BUILD)/bench/lengths.d $(BUILD)/bench/bench_gemm.d $(BUILD)/tests/mpi/ckpt_diff.d
 
 # Fuzzing with clang's libFuzzer, AddressSanitizer and UBSan: one target per input format,
 # tests/fuzz/fuzz_<target>.c over the same library code, seeded from tests/fuzz/corpus/<target>/

@@ -1,7 +1,8 @@
 /*
  * test_train.c: checkpoints (round trip, and every kind of damage detected), Adam (two steps
- * by hand), clipping, the learning-rate schedules, and short training runs: the loss must fall, and
- * the same seed must give the same losses bit for bit.
+ * by hand), clipping, the learning-rate schedules, short training runs (the loss must fall, and
+ * the same seed must give the same losses bit for bit), and how data parallelism shares a batch
+ * between ranks.
  */
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 
 #include "suites.h"
 #include "train/adam.h"
+#include "train/dist.h"
 #include "nmt/text.h"
 #include "train/new_model.h"
 
@@ -316,6 +318,39 @@ START_TEST(learning_rate_schedules) {
 }
 END_TEST
 
+/* The ranks' shares of a batch are contiguous, in rank order, cover it exactly and differ by at
+ * most one sentence (an empty share when there are more ranks than sentences); one process
+ * takes the whole batch and its step is left as it is. */
+START_TEST(ranks_share_each_batch) {
+    for (int size = 1; size <= 5; size++)
+        for (size_t n = 0; n <= 40; n++) {
+            size_t next = 0, least = n, most = 0;
+            for (int rank = 0; rank < size; rank++) {
+                Dist d = {.rank = rank, .size = size};
+                size_t first, count;
+                dist_share(&d, n, &first, &count);
+                ck_assert_uint_eq(first, next);
+                next = first + count;
+                least = count < least ? count : least;
+                most = count > most ? count : most;
+            }
+            ck_assert_uint_eq(next, n);
+            ck_assert_uint_le(most - least, 1);
+        }
+    Dist one = {.rank = 0, .size = 1};
+    real g[3] = {1, -2, 3};
+    double loss = 2.5;
+    long tokens = 7;
+    int signal = 0;
+    Error err;
+    ck_assert(dist_reduce_step(&one, g, 3, &loss, &tokens, &signal, &err) == 0);
+    ck_assert(g[0] == 1 && g[1] == -2 && g[2] == 3 && loss == 2.5 && tokens == 7 && signal == 0);
+    Rng shared, local;
+    rng_seed(&shared, 1, 2);
+    ck_assert(dist_dropout_stream(&one, &shared, &local) == &shared);
+}
+END_TEST
+
 Suite *train_suite(void) {
     Suite *s = suite_create("train");
     TCase *tc = tcase_create("train");
@@ -326,6 +361,7 @@ Suite *train_suite(void) {
     tcase_add_test(tc, clipping_bounds_the_norm);
     tcase_add_test(tc, adam_two_steps_by_hand);
     tcase_add_test(tc, learning_rate_schedules);
+    tcase_add_test(tc, ranks_share_each_batch);
     suite_add_tcase(s, tc);
     return s;
 }

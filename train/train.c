@@ -9,6 +9,8 @@
  * stops training with the step and tensor named, before anything non-finite is saved; a
  * failed save (full disk, unwritable folder) stops it too, the previous checkpoint intact.
  * The same seed and thread count reproduce the same losses bit for bit.
+ * Built with MPI (make MPI=1) and run under mpirun, the ranks share each batch (train/dist.h):
+ * rank 0 alone validates, logs, prints and saves, and tells the others what it decided.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -28,6 +30,7 @@
 #include "train/curves.h"
 #include "train/batching.h"
 #include "train/ema.h"
+#include "train/dist.h"
 #include "train/new_model.h"
 #include "nmt/scoring.h"
 
@@ -49,8 +52,11 @@ static void usage(FILE *out) {
                  "  -h, --help               this text\n"
                  "Writes OUT_DIR/best.ckpt (best dev BLEU), OUT_DIR/last.ckpt (resumable),\n"
                  "OUT_DIR/train_log.tsv, OUT_DIR/curves.svg (redrawn at each validation) and\n"
-                 "OUT_DIR/config.ini; when [data] test is set, scores the\n"
-                 "best model on it at the end.\n\n");
+                 "OUT_DIR/config.ini; when [data] test is set, scores the best model on it at the\n"
+                 "end.\n");
+    char mpi[256];
+    dist_build_info(mpi, sizeof mpi);
+    fprintf(out, "%s\n\n", mpi);
     config_help(out);
 }
 
@@ -97,6 +103,8 @@ static void describe_non_finite(const Model *m, char *buf, size_t size) {
 
 typedef struct {
     const Config *cfg;
+    Dist dist;  /* this rank among the processes training together (1 without MPI) */
+    int signal; /* the stop signal all ranks agreed on at the last step (0: none) */
     NmtModel nm;
     Adam adam;
     Ema ema; /* the parameters' moving average; .avg NULL when [train] ema = 0 */
@@ -344,6 +352,7 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
                   err))
         return -1;
 
+    if (tr->dist.rank != 0) return 0; /* the files and the messages are rank 0's */
     char cfg_path[CONFIG_PATH_MAX + 32];
     snprintf(tr->log_path, sizeof tr->log_path, "%s/train_log.tsv", cfg->train.out_dir);
     snprintf(cfg_path, sizeof cfg_path, "%s/config.ini", cfg->train.out_dir);
@@ -361,10 +370,10 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
            tr->train.count, cfg->data.train, tr->train.skipped, cfg->data.max_len,
            tr->train_corpus.empty_lines, tr->dev_corpus.count);
     printf("model: Vs=%d Vt=%d E=%d H=%d%s D=%d A=%d O=%d, %zu parameters, %s precision, "
-           "%d threads\n",
+           "%d threads x %d ranks\n",
            d->src_vocab, d->tgt_vocab, d->emb, d->enc_hidden, d->bidirectional ? " (bi)" : "",
            d->dec_hidden, d->att, d->readout, tr->nm.model.table.total, REAL_NAME,
-           omp_get_max_threads());
+           omp_get_max_threads(), tr->dist.size);
     if (resume)
         printf("resuming from %s at step %llu (epoch %llu, batch %llu)\n", resume,
                (unsigned long long)st->step, (unsigned long long)st->epoch + 1,
@@ -424,9 +433,18 @@ typedef struct {
 static int train_step(Trainer *tr, const Batch *batch, const ForwardOptions *fwd, Progress *p,
                       double *loss, Error *err) {
     Model *m = &tr->nm.model;
-    if (model_forward(m, &tr->acts, batch, fwd, loss, err)) return -1;
+    /* under MPI, batch is this rank's share (maybe empty) and the step is combined below */
+    Rng rank_rng;
+    ForwardOptions opt = *fwd;
+    opt.rng = dist_dropout_stream(&tr->dist, fwd->rng, &rank_rng);
+    long n_tokens = 0;
+    *loss = 0;
+    if (batch->B > 0 && model_forward(m, &tr->acts, batch, &opt, loss, err)) return -1;
     model_zero_grad(m);
-    model_backward(m, &tr->acts);
+    if (batch->B > 0) model_backward(m, &tr->acts), n_tokens = tr->acts.n_tokens;
+    tr->signal = stop_signal;
+    if (dist_reduce_step(&tr->dist, m->grads, m->table.total, loss, &n_tokens, &tr->signal, err))
+        return -1;
     double norm = grad_norm(m->grads, m->table.total);
     if (!isfinite(*loss) || !isfinite(norm)) {
         char what[64];
@@ -440,8 +458,8 @@ static int train_step(Trainer *tr, const Batch *batch, const ForwardOptions *fwd
     if (!all_finite(m->params, m->table.total))
         return diverged(tr, "the Adam update overflowed", err);
     tr->state.step++;
-    p->window_loss += *loss * tr->acts.n_tokens;
-    p->window_tokens += (size_t)tr->acts.n_tokens;
+    p->window_loss += *loss * (double)n_tokens;
+    p->window_tokens += (size_t)n_tokens;
     return 0;
 }
 
@@ -463,11 +481,25 @@ static void show_progress(const Trainer *tr, const Progress *p, double loss, dou
     if (known) fprintf(stderr, "\b");
 }
 
-/* Validates and starts a new window. */
+/* Validates (rank 0) and starts a new window. Every rank takes rank 0's outcome, early stop
+ * and plateau schedule, and checks that all ranks still hold the same parameters. */
 static int validate_window(Trainer *tr, Progress *p, Error *err) {
     double mean = p->window_tokens ? p->window_loss / (double)p->window_tokens : 0;
-    if (validate(tr, mean, p->tok_per_s, p->lr, padding_share(&p->padding), &p->stop, err))
+    int rc = tr->dist.rank == 0 ? validate(tr, mean, p->tok_per_s, p->lr,
+                                           padding_share(&p->padding), &p->stop, err)
+                                : 0;
+    TrainState *st = &tr->state;
+    double shared[4] = {rc, p->stop, st->lr_scale, st->plateau_bad};
+    bool same;
+    if (dist_broadcast(&tr->dist, shared, 4, err)) return -1;
+    if (shared[0] != 0)
+        return rc ? rc : error_set(err, "rank 0 failed to validate or save (see its message)");
+    p->stop = (int)shared[1], st->lr_scale = shared[2], st->plateau_bad = (int32_t)shared[3];
+    if (dist_identical(&tr->dist, tr->nm.model.params, tr->nm.model.table.total, &same, err))
         return -1;
+    if (!same)
+        return error_set(err, "step %llu: the ranks' parameters differ",
+                         (unsigned long long)st->step);
     p->last_validated = tr->state.step;
     p->window_loss = 0, p->window_tokens = 0, p->window_start = now();
     p->padding = (PaddingCount){0};
@@ -482,7 +514,7 @@ static int report_step(Trainer *tr, Progress *p, double loss, Error *err) {
     double t = now();
     p->tok_per_s = p->window_tokens / fmax(t - p->window_start, 1e-9);
     if (p->interactive) show_progress(tr, p, loss, t);
-    if (st->step % (uint64_t)ct->log_every == 0) {
+    if (tr->log && st->step % (uint64_t)ct->log_every == 0) { /* rank 0's */
         double mean = p->window_loss / (double)p->window_tokens;
         if (!p->interactive) {
             printf("step %llu  epoch %llu  loss %.4f  lr %.3g  %.0f tok/s  pad %.1f%%\n",
@@ -507,10 +539,13 @@ static int run_epoch(Trainer *tr, Progress *p, const ForwardOptions *fwd, Error 
     if (training_plan(&plan, &tr->train, &tr->cfg->train, st->epoch, err)) return -1;
     int rc = 0;
     for (size_t b = st->batch_in_epoch; b < plan.n_batches && rc == 0; b++) {
-        if (p->stop || stop_signal || st->step >= p->total_steps) break;
-        const Batch *batch = batch_fill(&tr->batches, &tr->train, plan.order + plan.start[b],
-                                        (int)(plan.start[b + 1] - plan.start[b]));
-        padding_add(&p->padding, batch);
+        if (tr->dist.size == 1) tr->signal = stop_signal; /* alone, it need not wait for a step */
+        if (p->stop || tr->signal || st->step >= p->total_steps) break;
+        size_t first, count; /* this rank's share of the batch: all of it in one process */
+        dist_share(&tr->dist, plan.start[b + 1] - plan.start[b], &first, &count);
+        const Batch *batch =
+            batch_fill(&tr->batches, &tr->train, plan.order + plan.start[b] + first, (int)count);
+        padding_add(&p->padding, batch); /* this rank's share: rank 0's is logged */
         double loss;
         rc = train_step(tr, batch, fwd, p, &loss, err);
         if (rc == 0) {
@@ -540,7 +575,7 @@ static int train(Trainer *tr, Error *err) {
                   .expected_steps = planned,
                   .first_step = st->step,
                   .last_validated = st->step,
-                  .interactive = isatty(STDERR_FILENO)};
+                  .interactive = isatty(STDERR_FILENO) && tr->dist.rank == 0};
     if (ct->max_steps > 0 && (uint64_t)ct->max_steps < p.total_steps) p.total_steps = ct->max_steps;
     if (ct->max_steps > 0 && (uint64_t)ct->max_steps < p.expected_steps)
         p.expected_steps = ct->max_steps;
@@ -548,18 +583,24 @@ static int train(Trainer *tr, Error *err) {
                           .label_smoothing = (real)ct->label_smoothing,
                           .rng = &tr->dropout_rng};
     tr->start_time = p.window_start = now();
+    bool same;
+    if (dist_identical(&tr->dist, tr->nm.model.params, tr->nm.model.table.total, &same, err))
+        return -1;
+    if (!same) return error_set(err, "the ranks start from different parameters");
     while (!p.stop && st->step < p.total_steps &&
            !(ct->epochs > 0 && st->epoch >= (uint64_t)ct->epochs)) {
         if (run_epoch(tr, &p, &fwd, err)) return -1;
-        if (stop_signal) {
+        if (tr->signal) {
+            if (tr->dist.rank != 0) return 128 + tr->signal;
             if (p.interactive) fprintf(stderr, "\n");
             if (save_last(tr, err)) return -1;
             printf("interrupted by signal %d at step %llu: saved %s; continue with --resume\n",
-                   (int)stop_signal, (unsigned long long)st->step, tr->last_path);
-            return 128 + stop_signal;
+                   tr->signal, (unsigned long long)st->step, tr->last_path);
+            return 128 + tr->signal;
         }
     }
     if (!p.stop && st->step != p.last_validated && validate_window(tr, &p, err)) return -1;
+    if (tr->dist.rank != 0) return 0;
     char elapsed[32];
     format_duration(elapsed, sizeof elapsed, now() - tr->start_time);
     printf("done: %llu steps in %s, best dev BLEU %.2f -> %s\n", (unsigned long long)st->step,
@@ -611,9 +652,12 @@ int main(int argc, char **argv) {
     }
     Config cfg;
     Error err;
-    if (config_load(&cfg, argv[optind], overrides, n_overrides, &err)) {
+    Trainer tr = {.cfg = &cfg};
+    if (dist_init(&tr.dist, &argc, &argv, &err) ||
+        config_load(&cfg, argv[optind], overrides, n_overrides, &err)) {
         fprintf(stderr, "train: %s\n", err.msg);
         free(overrides);
+        dist_finalize(&tr.dist, true);
         return 1;
     }
     free(overrides);
@@ -628,13 +672,16 @@ int main(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    Trainer tr = {.cfg = &cfg};
     int rc = setup(&tr, resume, &err);
     if (rc == 0) rc = train(&tr, &err);
     if (rc < 0) {
         if (isatty(STDERR_FILENO)) fprintf(stderr, "\r\033[K"); /* clear the progress line */
-        fprintf(stderr, "train: %s\n", err.msg);
+        if (tr.dist.size > 1)
+            fprintf(stderr, "train: rank %d of %d: %s\n", tr.dist.rank, tr.dist.size, err.msg);
+        else
+            fprintf(stderr, "train: %s\n", err.msg);
     }
     trainer_free(&tr);
+    dist_finalize(&tr.dist, rc < 0);
     return rc < 0 ? 1 : rc;
 }

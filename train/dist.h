@@ -1,0 +1,62 @@
+/*
+ * dist.h: synchronous data-parallel training across processes (MPI ranks).
+ *
+ * Every rank holds the whole model and runs the same steps on the same batches (the same
+ * EpochPlan); each computes the loss and gradients of a contiguous share of every batch's
+ * sentences, the gradients are summed across ranks, and every rank applies the same Adam
+ * step. Rank 0 alone validates, logs, prints and saves. Built with `make MPI=1` (-DNMT_MPI)
+ * this talks to MPI; otherwise it is a one-process stand-in (size 1) with no MPI in it, so
+ * the trainer has one code path. It holds no state of its own beyond what MPI holds.
+ */
+#ifndef NMT_TRAIN_DIST_H
+#define NMT_TRAIN_DIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/base.h"
+#include "base/rng.h"
+
+typedef struct {
+    int rank;        /* this process, 0 .. size-1; rank 0 validates, logs and saves */
+    int size;        /* processes training together; 1 without MPI */
+    bool mpi_active; /* MPI was initialised here and must be finalised */
+} Dist;
+
+/* One line for --help into buf: whether MPI is built in, and which library. */
+void dist_build_info(char *buf, size_t size);
+
+/* Initialises MPI (when built in) and fills d. Errors on a dead peer are fatal to the whole
+ * job (MPI_ERRORS_ARE_FATAL), so a rank never waits forever for one that has gone. */
+int dist_init(Dist *d, int *argc, char ***argv, Error *err);
+
+/* Finalises MPI. After a failure on this rank (failed) with other ranks running, aborts the
+ * job instead: the others may be waiting in a collective this rank will never join. */
+void dist_finalize(Dist *d, bool failed);
+
+/* This rank's share of n sentences: [*first, *first + *count), contiguous, the shares of
+ * ranks 0..size-1 in order and differing in size by at most one. *first is an offset into the
+ * batch (0-based); a share may be empty when n < size. */
+void dist_share(const Dist *d, size_t n, size_t *first, size_t *count);
+
+/* The dropout stream of this rank for one step: with one rank, shared itself (the masks a
+ * single process draws); with several, a stream split off shared for (step, rank), so ranks
+ * draw independent masks and shared advances the same on every rank. */
+Rng *dist_dropout_stream(const Dist *d, Rng *shared, Rng *local);
+
+/* Combines one step across ranks. In: this rank's mean loss over its n_tokens target tokens
+ * and grads[0..n) = the gradient of that mean (the model normalises by its own tokens), and
+ * the signal this rank has seen (0: none). Out: the global mean loss and token count, grads =
+ * the gradient of the global mean loss (each rank's scaled by n_rank / n_global, then summed),
+ * identical on every rank, and *signal = the largest signal any rank has seen, so all ranks
+ * agree on stopping. With one rank nothing changes. */
+int dist_reduce_step(const Dist *d, real *grads, size_t n, double *loss, long *n_tokens,
+                     int *signal, Error *err);
+
+/* Copies x[0..n) from rank 0 to every rank. */
+int dist_broadcast(const Dist *d, double *x, int n, Error *err);
+
+/* Sets *same when every rank holds bit-identical x[0..n) (compares a 64-bit hash). */
+int dist_identical(const Dist *d, const real *x, size_t n, bool *same, Error *err);
+
+#endif
