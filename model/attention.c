@@ -74,6 +74,20 @@ void attention_forward(real *context, real *alpha, real *energy, real *hidden, c
                                   (int)b, S, A, K));
 }
 
+/* Backward through c = sum_i alpha_i h_i and alpha = softmax(e) for one sentence (h, dh its
+ * L real positions of S): dalpha_i = dc . h_i and dh_i += alpha_i dc, then
+ * de_i = alpha_i (dalpha_i - sum_j alpha_j dalpha_j), 0 at padding. Every score shares it. */
+static void context_softmax_backward(real *de, real *dh, const real *dc, const real *a,
+                                     const real *h, int L, int S, int K) {
+    real weighted = 0; /* sum_i alpha_i dalpha_i */
+    for (int i = 0; i < L; i++) {
+        de[i] = vec_dot(dc, h + (size_t)i * K, (size_t)K);
+        for (int j = 0; j < K; j++) dh[(size_t)i * K + j] += a[i] * dc[j];
+        weighted += a[i] * de[i];
+    }
+    for (int i = 0; i < S; i++) de[i] = i < L ? a[i] * (de[i] - weighted) : 0;
+}
+
 /* Sentence b of attention_backward. */
 static void sentence_backward(real *dquery, real *denergy, real *dkeys, real *denc_h, real *dv,
                               const real *dcontext, const real *alpha, const real *hidden,
@@ -82,24 +96,10 @@ static void sentence_backward(real *dquery, real *denergy, real *dkeys, real *de
     const real *dc = dcontext + (size_t)b * K, *a = alpha + (size_t)b * S;
     real *dq = dquery + (size_t)b * A, *de = denergy + (size_t)b * S, *dv_b = dv + (size_t)b * A;
     int L = src_len[b];
-    /* forward was c = sum_i alpha_i h_i: dalpha_i = dc . h_i, dh_i += alpha_i dc;
-     * de_i stores dalpha_i for now */
-    real weighted = 0; /* sum_i alpha_i dalpha_i */
-    for (int i = 0; i < L; i++) {
-        const real *h = enc_h + ((size_t)b * S + i) * K;
-        real *dh = denc_h + ((size_t)b * S + i) * K;
-        de[i] = vec_dot(dc, h, (size_t)K);
-        for (int j = 0; j < K; j++) dh[j] += a[i] * dc[j];
-        weighted += a[i] * de[i];
-    }
+    context_softmax_backward(de, denc_h + (size_t)b * S * K, dc, a, enc_h + (size_t)b * S * K, L, S,
+                             K);
     memset(dq, 0, sizeof(real) * (size_t)A);
-    for (int i = 0; i < S; i++) {
-        if (i >= L) {
-            de[i] = 0;
-            continue;
-        }
-        /* alpha = softmax(e): de_i = alpha_i (dalpha_i - sum_j alpha_j dalpha_j) */
-        de[i] = a[i] * (de[i] - weighted);
+    for (int i = 0; i < L; i++) {
         /* e_i = v . hidden_i, hidden_i = tanh(q + k_i): dv += de_i hidden_i and
          * d(q + k_i) = de_i * v * (1 - hidden_i^2) */
         const real *hid = hidden + ((size_t)b * S + i) * A;
@@ -170,17 +170,8 @@ static void product_sentence_backward(real *dquery, real *denergy, real *dkeys, 
     real *dq = dquery + (size_t)b * F, *de = denergy + (size_t)b * S;
     real *dk = dkeys + (size_t)b * S * F;
     int L = src_len[b];
-    /* forward was c = sum_i alpha_i h_i: dalpha_i = dc . h_i, dh_i += alpha_i dc */
-    real weighted = 0; /* sum_i alpha_i dalpha_i */
-    for (int i = 0; i < L; i++) {
-        const real *h = enc_h + ((size_t)b * S + i) * K;
-        real *dh = denc_h + ((size_t)b * S + i) * K;
-        de[i] = vec_dot(dc, h, (size_t)K);
-        for (int j = 0; j < K; j++) dh[j] += a[i] * dc[j];
-        weighted += a[i] * de[i];
-    }
-    /* alpha = softmax(e): de_i = alpha_i (dalpha_i - sum_j alpha_j dalpha_j); padding gets 0 */
-    for (int i = 0; i < S; i++) de[i] = i < L ? a[i] * (de[i] - weighted) : 0;
+    context_softmax_backward(de, denc_h + (size_t)b * S * K, dc, a, enc_h + (size_t)b * S * K, L, S,
+                             K);
     /* e_i = scale * q . k_i: dk_i += scale de_i q, then (after q's last read, since dq may be
      * q itself) dq = scale sum_i de_i k_i */
     for (int i = 0; i < L; i++)
