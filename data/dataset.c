@@ -160,59 +160,20 @@ static void sort_windows(size_t *order, const size_t *sorted, uint64_t *keys, co
     }
 }
 
-int epoch_plan_make(EpochPlan *plan, const Dataset *ds, int batch_size, uint64_t seed,
-                    uint64_t epoch, Error *err) {
-    memset(plan, 0, sizeof *plan);
-    size_t n = ds->count, max_batches = (n + (size_t)batch_size - 1) / (size_t)batch_size;
-    plan->order = checked_calloc(n, sizeof(size_t), "epoch order", err);
-    plan->start = checked_calloc(max_batches + 1, sizeof(size_t), "epoch batches", err);
-    uint64_t *keys = checked_calloc(n, sizeof(uint64_t), "epoch sort keys", err);
-    size_t *batch_ids = checked_calloc(max_batches, sizeof(size_t), "epoch batches", err);
-    size_t *sorted = checked_calloc(n, sizeof(size_t), "epoch order", err);
-    if (!plan->order || !plan->start || !keys || !batch_ids || !sorted) {
-        free(keys), free(batch_ids), free(sorted);
-        epoch_plan_free(plan);
-        return -1;
-    }
-    Rng rng;
-    rng_seed(&rng, seed, 1000 + epoch);
-    for (size_t i = 0; i < n; i++) sorted[i] = i;
-    shuffle(sorted, n, &rng);
-    sort_windows(plan->order, sorted, keys, ds, n, (size_t)batch_size * 64, false);
-    /* cut into batches, then shuffle the batch order */
-    for (size_t b = 0; b < max_batches; b++) batch_ids[b] = b;
-    shuffle(batch_ids, max_batches, &rng);
-    size_t pos = 0;
-    for (size_t b = 0; b < max_batches; b++) {
-        size_t first = batch_ids[b] * (size_t)batch_size;
-        size_t count = n - first < (size_t)batch_size ? n - first : (size_t)batch_size;
-        plan->start[b] = pos;
-        memcpy(sorted + pos, plan->order + first, sizeof(size_t) * count);
-        pos += count;
-    }
-    plan->start[max_batches] = pos;
-    memcpy(plan->order, sorted, sizeof(size_t) * n);
-    plan->n_batches = max_batches;
-    free(keys), free(batch_ids), free(sorted);
-    return 0;
-}
-
 /* A pair's share of a token budget: its target with </s>, the positions the loss is taken
  * over (what Acts.n_tokens and the tok/s figures count). */
 static size_t target_tokens(const Dataset *ds, size_t k) {
     return (size_t)ds->tgt_n[k] + 1;
 }
 
-int epoch_plan_make_tokens(EpochPlan *plan, const Dataset *ds, int batch_tokens, uint64_t seed,
-                           uint64_t epoch, Error *err) {
+/* What both kinds of plan share: the pairs shuffled with (seed, epoch); windows of `window`
+ * pairs sorted by length (targets first when target_first); each window cut into batches, of
+ * batch_size pairs, or (batch_size 0) greedily within `budget` target tokens, a pair over the
+ * budget alone; then the batches in shuffled order. */
+static int plan_epoch(EpochPlan *plan, const Dataset *ds, size_t window, bool target_first,
+                      size_t batch_size, size_t budget, uint64_t seed, uint64_t epoch, Error *err) {
     memset(plan, 0, sizeof *plan);
-    size_t n = ds->count, budget = (size_t)batch_tokens, total = 0;
-    for (size_t k = 0; k < n; k++) total += target_tokens(ds, k);
-    /* windows of about 64 batches, as with batch_size: wide enough to find similar lengths,
-     * narrow enough that the order stays random; below 2^32 pairs for the sort key */
-    uint64_t window = total ? (64 * (uint64_t)budget * n + total - 1) / total : 1;
-    if (window < 1) window = 1;
-    if (window > 0xffffffffu) window = 0xffffffffu;
+    size_t n = ds->count;
     /* every pair may end up alone in its batch: n batches at most */
     plan->order = checked_calloc(n, sizeof(size_t), "epoch order", err);
     plan->start = checked_calloc(n + 1, sizeof(size_t), "epoch batches", err);
@@ -229,18 +190,15 @@ int epoch_plan_make_tokens(EpochPlan *plan, const Dataset *ds, int batch_tokens,
     rng_seed(&rng, seed, 1000 + epoch);
     for (size_t i = 0; i < n; i++) sorted[i] = i;
     shuffle(sorted, n, &rng);
-    /* target lengths first, as Marian sorts: the budget and most of a step's work (decoder,
-     * output layer) are on the target side, so that is where padding costs most */
-    sort_windows(plan->order, sorted, keys, ds, n, (size_t)window, true);
-    /* cut each window greedily: a pair joins the open batch while the batch stays within the
-     * budget; a pair over the budget on its own gets a batch of its own. Batches do not cross
-     * windows, so each holds lengths sorted together. */
+    sort_windows(plan->order, sorted, keys, ds, n, window, target_first);
+    /* batches do not cross windows, so each holds lengths sorted together */
     size_t n_batches = 0;
-    for (size_t w = 0; w < n; w += (size_t)window) {
-        size_t end = n - w < (size_t)window ? n : w + (size_t)window, used = 0;
+    for (size_t w = 0; w < n; w += window) {
+        size_t end = n - w < window ? n : w + window, used = 0;
         for (size_t i = w; i < end; i++) {
             size_t cost = target_tokens(ds, plan->order[i]);
-            if (i == w || used + cost > budget) first[n_batches++] = i, used = 0;
+            bool full = batch_size ? (i - w) % batch_size == 0 : used + cost > budget;
+            if (i == w || full) first[n_batches++] = i, used = 0;
             used += cost;
         }
     }
@@ -259,6 +217,27 @@ int epoch_plan_make_tokens(EpochPlan *plan, const Dataset *ds, int batch_tokens,
     plan->n_batches = n_batches;
     free(keys), free(first), free(batch_ids), free(sorted);
     return 0;
+}
+
+int epoch_plan_make(EpochPlan *plan, const Dataset *ds, int batch_size, uint64_t seed,
+                    uint64_t epoch, Error *err) {
+    /* windows of 64 batches: wide enough to find similar lengths, narrow enough that the
+     * order stays random */
+    return plan_epoch(plan, ds, (size_t)batch_size * 64, false, (size_t)batch_size, 0, seed, epoch,
+                      err);
+}
+
+int epoch_plan_make_tokens(EpochPlan *plan, const Dataset *ds, int batch_tokens, uint64_t seed,
+                           uint64_t epoch, Error *err) {
+    size_t n = ds->count, budget = (size_t)batch_tokens, total = 0;
+    for (size_t k = 0; k < n; k++) total += target_tokens(ds, k);
+    /* windows of about 64 batches, as with batch_size; below 2^32 pairs for the sort key */
+    uint64_t window = total ? (64 * (uint64_t)budget * n + total - 1) / total : 1;
+    if (window < 1) window = 1;
+    if (window > 0xffffffffu) window = 0xffffffffu;
+    /* target lengths first, as Marian sorts: the budget and most of a step's work (decoder,
+     * output layer) are on the target side, so that is where padding costs most */
+    return plan_epoch(plan, ds, (size_t)window, true, 0, budget, seed, epoch, err);
 }
 
 int batch_tokens_max_pairs(const Dataset *ds, int batch_tokens) {
