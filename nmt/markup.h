@@ -19,7 +19,8 @@ void xml_write_text(FILE *out, const char *s);
 enum { LABEL_BYTES = 128 };
 
 /* Copies the longest prefix of s that fits max_width terminal columns (CJK takes two) into
- * buf, ending it with "…" when s was cut; returns the columns used. */
+ * buf, ending it with "…" when s was cut; a byte that is not UTF-8 becomes U+FFFD, so the
+ * label is valid UTF-8 whatever s holds. Returns the columns used. */
 int label_fit(char *buf, size_t size, const char *s, int max_width);
 
 /* The error of a stream that failed somewhere during a writer's prints. */
