@@ -63,10 +63,14 @@ void xml_write_text(FILE *out, const char *s) {
             fputs("&apos;", out);
             break;
         default:
-            if (*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r')
+            if (*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r') {
                 fputs("\uFFFD", out);
-            else
+            } else if (p[0] == 0xEF && p[1] == 0xBF && (p[2] == 0xBE || p[2] == 0xBF)) {
+                fputs("\uFFFD", out); /* U+FFFE and U+FFFF are valid UTF-8 but not XML */
+                p += 2;
+            } else {
                 fputc(*p, out);
+            }
         }
     }
 }

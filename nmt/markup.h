@@ -12,7 +12,8 @@
 /* A JSON string: quotes, backslashes and control characters escaped, UTF-8 as it is. */
 void json_write_string(FILE *out, const char *s);
 
-/* XML text: markup characters escaped; the C0 controls XML 1.0 forbids become U+FFFD. */
+/* XML text: markup characters escaped; the C0 controls and the noncharacters U+FFFE and
+ * U+FFFF, which XML 1.0 forbids, become U+FFFD. */
 void xml_write_text(FILE *out, const char *s);
 
 /* Room for a label cut by label_fit. */

@@ -457,6 +457,27 @@ START_TEST(malformed_logs_name_file_and_line) {
 }
 END_TEST
 
+/* U+FFFE and U+FFFF are valid UTF-8, so the input checks let them into tokens, but XML 1.0
+ * forbids them (xmllint: "Char 0xFFFF out of allowed range"): they were written as they were
+ * (found by hand with bin/align --ref); they now become U+FFFD like the C0 controls. */
+START_TEST(svg_noncharacters_become_replacement_characters) {
+    const char *src[] = {"a\xEF\xBF\xBE", "\xEF\xBF\xBF", "</s>"},
+               *tgt[] = {"x\xEF\xBF\xBFy", "</s>"};
+    double e[3 * 2] = {0, 1, 2, 3, 4, 5};
+    Alignment a;
+    make_alignment(&a, "a\xEF\xBF\xBE \xEF\xBF\xBF", "x\xEF\xBF\xBFy", src, 3, tgt, 2, e);
+    size_t size;
+    char *svg = page_of(alignment_write_svg, &a, 1, &size);
+    assert_well_formed(svg, "attention SVG with noncharacters");
+    ck_assert_ptr_null(strstr(svg, "\xEF\xBF\xBE"));
+    ck_assert_ptr_null(strstr(svg, "\xEF\xBF\xBF"));
+    assert_contains(svg, ">x\uFFFDy</text>");
+    ck_assert_ptr_null(utf8_find_error(svg, size, NULL));
+    free(svg);
+    alignment_free(&a);
+}
+END_TEST
+
 /* bin/plot names each run by its folder, and a folder name can hold markup, quotes, a byte
  * that is not UTF-8 and control characters: the curves stay well-formed, valid UTF-8 XML with
  * the names as text. (A byte that is not UTF-8 reached the SVG as it was, which XML parsers
@@ -577,6 +598,7 @@ Suite *pictures_suite(void) {
     tcase_add_test(svg, curves_read_a_log_and_draw_it);
     tcase_add_test(svg, malformed_logs_name_file_and_line);
     tcase_add_test(svg, curves_of_hostile_folder_names_stay_well_formed);
+    tcase_add_test(svg, svg_noncharacters_become_replacement_characters);
     suite_add_tcase(s, svg);
     TCase *programs = tcase_create("programs");
     tcase_set_timeout(programs, 120);
