@@ -9,8 +9,11 @@
  * HTML page keeps its structure whatever the tokens hold: exactly the page's own two
  * <script> elements and its one comment, and in the JSON data block no '<', '>', '&' and no
  * raw U+2028/U+2029 (so no "</script", "<!--" or line end can come from a token). Tokens are
- * made valid UTF-8 without NUL first, as a model's tokens always are. Build and run with
- * `make fuzz`.
+ * made valid UTF-8 without NUL first, as a model's tokens always are (U+FFFE and U+FFFF
+ * included: they are valid UTF-8). The rest of the input then makes training curves whose
+ * runs are named by raw bytes, as folder names can be (train/curves.c): their SVG must be
+ * well-formed too. Every SVG must also be valid UTF-8 of XML characters only. Build and
+ * run with `make fuzz`.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -21,6 +24,7 @@
 
 #include "base/utf8.h"
 #include "nmt/align_write.h"
+#include "train/curves.h"
 
 enum { MAX_SIDE = 12, MAX_TEXT = 64 };
 
@@ -71,8 +75,15 @@ static size_t name_length(const char *p) {
     return strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:.-");
 }
 
-/* NULL when text is one well-formed XML element, else what is wrong (as test_pictures.c). */
+/* NULL when text is one well-formed XML element of valid UTF-8 and XML characters only (no
+ * C0 control but tab and line ends, no U+FFFE or U+FFFF), else what is wrong. The structure
+ * check is test_pictures.c's. */
 static const char *xml_problem(const char *text) {
+    size_t offset;
+    if (utf8_find_error(text, strlen(text), &offset)) return "invalid UTF-8";
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++)
+        if (c[0] == 0xEF && c[1] == 0xBF && (c[2] == 0xBE || c[2] == 0xBF))
+            return "U+FFFE or U+FFFF, which XML forbids";
     enum { DEPTH = 64 };
     const char *open[DEPTH];
     size_t open_len[DEPTH];
@@ -173,6 +184,53 @@ static char *page_of(int (*write)(FILE *, const Alignment *, int, Error *), cons
     return text;
 }
 
+/* A string of up to MAX_TEXT bytes from the input as they are, but for NUL: a folder name. */
+static char *next_raw_text(Reader *r) {
+    size_t len = next_byte(r) % (MAX_TEXT + 1);
+    char *s = calloc(len + 1, 1);
+    if (!s) return NULL;
+    for (size_t i = 0; i < len; i++) {
+        s[i] = (char)next_byte(r);
+        if (s[i] == '\0') s[i] = '/';
+    }
+    return s;
+}
+
+/* Training curves of up to three runs named by raw bytes (bin/plot names a run by its
+ * folder, and a path can hold any byte), points from the input: the SVG must be well-formed. */
+static void check_curves(Reader *r) {
+    CurveRun runs[3] = {{0}};
+    int n = 1 + next_byte(r) % 3;
+    bool ok = true;
+    for (int k = 0; k < n && ok; k++) {
+        int points = 1 + next_byte(r) % 8;
+        runs[k].label = next_raw_text(r);
+        runs[k].points = calloc((size_t)points, sizeof *runs[k].points);
+        ok = runs[k].label && runs[k].points;
+        for (int i = 0; i < points && ok; i++) {
+            uint8_t b = next_byte(r), flags = next_byte(r);
+            runs[k].points[i] = (CurvePoint){.step = 100.0 * (i + 1) + b,
+                                             .loss = b / 16.0,
+                                             .dev_loss = flags & 1 ? NAN : b / 20.0,
+                                             .dev_bleu = flags & 2 ? NAN : b / 2.55,
+                                             .elapsed_s = (i + 1) * (1.0 + (flags >> 2))};
+        }
+        runs[k].n = points;
+    }
+    char *svg = NULL;
+    size_t size = 0;
+    FILE *out = ok ? open_memstream(&svg, &size) : NULL;
+    if (out) {
+        Error err;
+        int status = curves_write_svg(out, runs, n, &err);
+        if (fclose(out) != 0 || status != 0) fail("curves writer failed", err.msg);
+        const char *problem = xml_problem(svg);
+        if (problem) fail(problem, svg);
+    }
+    free(svg);
+    for (int k = 0; k < 3; k++) curve_run_free(&runs[k]);
+}
+
 /* Builds one alignment from the input; false when out of memory (a is then freeable). */
 static bool make_alignment(Alignment *a, Reader *r) {
     memset(a, 0, sizeof *a);
@@ -231,5 +289,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
     }
     for (int k = 0; k < n; k++) alignment_free(&list[k]);
+    check_curves(&r);
     return 0;
 }
