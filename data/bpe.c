@@ -322,9 +322,11 @@ static int count_words(const TokenList *sentences, size_t sentence_count, WordCo
     return 0;
 }
 
-/* Appends the escaped token, cut into characters, to the learner's text as word w. */
+/* Appends the escaped token, cut into characters, to the learner's text as word w: only its
+ * first BPE_LEARN_MAX_CHARS characters when it is longer (all of them then marked as inside
+ * the word, which they are), so that one enormous word cannot make every merge rewrite it. */
 static int load_word(Learner *l, size_t w, const WordCount *word, Error *err) {
-    size_t len = strlen(word->token);
+    size_t len = strlen(word->token), chars = 0;
     char quoted[128];
     if (len == 0) return error_set(err, "bpe: the training corpus holds an empty token");
     if (check_text(word->token, len, err) != 0)
@@ -334,7 +336,7 @@ static int load_word(Learner *l, size_t w, const WordCount *word, Error *err) {
     const char escape[1] = {BPE_ESCAPE};
     l->word_start[w] = l->text_count;
     l->word_freq[w] = (int64_t)word->count;
-    for (size_t at = 0; at < total;) {
+    for (size_t at = 0; at < total && chars++ < BPE_LEARN_MAX_CHARS;) {
         size_t n = at < len ? char_length((unsigned char)word->token[at]) : 1;
         char piece[8]; /* a character and the marker */
         memcpy(piece, at < len ? word->token + at : escape, n);

@@ -42,6 +42,13 @@
 /* Most merges learned or read; symbol ids then fit 32 bits with room to spare. */
 #define BPE_MAX_MERGES ((size_t)1 << 24)
 
+/* Most characters of one word that learning looks at: a longer word (a URL, base64, a line
+ * without spaces) is learned from as its first BPE_LEARN_MAX_CHARS characters, so each merge
+ * costs at most this much per distinct word and one 1 MB "word" cannot make learning take
+ * minutes. Real words are far shorter; such a word is still cut whole by bpe_apply, and the
+ * pair holding it is then mostly dropped by [data] max_len. */
+#define BPE_LEARN_MAX_CHARS 1000
+
 /* A set of distinct symbols (pieces as spelled above) with ids 0..count-1. */
 typedef struct {
     size_t count;
@@ -77,7 +84,8 @@ typedef struct {
  * empty) when max_merges exceeds BPE_MAX_MERGES, a token is empty, not UTF-8 or holds a space
  * or a control character (as the tokenizer's never do), or out of memory. Takes O(length) per
  * merge for each word holding the merged pair, and the pairs' counts are updated, never
- * recounted: a second or so for 20,000 merges over 50,000 distinct words. */
+ * recounted: a second or so for 20,000 merges over 50,000 distinct words. Only the first
+ * BPE_LEARN_MAX_CHARS characters of a longer token are learned from. */
 int bpe_learn(const TokenList *sentences, size_t sentence_count, size_t max_merges, Bpe *out,
               Error *err);
 

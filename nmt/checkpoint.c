@@ -193,6 +193,29 @@ static int take_bpe(Reader *r, Bpe *bpe, const char *which, const char *path, Er
     return 0;
 }
 
+/* With subwords the vocabulary holds pieces (bpe.h's marker rule), and some strings can never
+ * be one: "@@" (a marker without text) and anything ending in '@' but not in "@@" (a final
+ * piece never does: tokens are escaped). Such a token says the vocabulary was not built from
+ * these pieces (a word-level vocabulary under the subwords flag, or damage). Pieces that the
+ * merges cannot produce are fine: a model may keep pieces its merges no longer make. */
+static int check_pieces(const Vocab *v, const char *which, const char *path, Error *err) {
+    char quoted[128];
+    for (size_t id = TOK_SPECIALS; id < v->size; id++) {
+        const char *t = v->tokens[id];
+        size_t n = strlen(t);
+        bool marked = n >= 2 && t[n - 1] == '@' && t[n - 2] == '@';
+        if (n == 2 && marked)
+            return error_set(err, "%s: %s vocabulary token %zu is \"@@\", a marker without text",
+                             path, which, id);
+        if (!marked && n > 0 && t[n - 1] == '@')
+            return error_set(err,
+                             "%s: %s vocabulary token %zu \"%s\" ends in '@', which no BPE piece "
+                             "does (the vocabulary disagrees with the subwords flag)",
+                             path, which, id, text_for_message(quoted, sizeof quoted, t, 80));
+    }
+    return 0;
+}
+
 static int take_vocab(Reader *r, Vocab *v, const char *which, const char *path, Error *err) {
     uint64_t len;
     if (take(r, &len, 8) || len > r->size - r->pos)
@@ -345,6 +368,9 @@ static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, b
     nm->subwords = flags & FLAG_SUBWORDS;
     if (nm->subwords && (take_bpe(r, &nm->src_bpe, "source", path, err) ||
                          take_bpe(r, &nm->tgt_bpe, "target", path, err)))
+        return -1;
+    if (nm->subwords && (check_pieces(&nm->src_vocab, "source", path, err) ||
+                         check_pieces(&nm->tgt_vocab, "target", path, err)))
         return -1;
     if (nm->src_vocab.size != (size_t)dims.src_vocab ||
         nm->tgt_vocab.size != (size_t)dims.tgt_vocab)

@@ -63,10 +63,14 @@ void xml_write_text(FILE *out, const char *s) {
             fputs("&apos;", out);
             break;
         default:
-            if (*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r')
+            if (*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r') {
                 fputs("\uFFFD", out);
-            else
+            } else if (p[0] == 0xEF && p[1] == 0xBF && (p[2] == 0xBE || p[2] == 0xBF)) {
+                fputs("\uFFFD", out); /* U+FFFE and U+FFFF are valid UTF-8 but not XML */
+                p += 2;
+            } else {
                 fputc(*p, out);
+            }
         }
     }
 }
@@ -81,8 +85,8 @@ static int cell_width(uint32_t cp) {
                : 1;
 }
 
-/* Decodes the code point at s (tokens are valid UTF-8: checked when read) and returns its
- * length; a byte that is not (which cannot happen) counts as one column of its own. */
+/* Decodes the code point at s and returns its length; a byte that is not UTF-8 (tokens are
+ * checked when read, but a run's label is a path) is U+FFFD of length 1. */
 static size_t next_code_point(const unsigned char *s, uint32_t *cp) {
     size_t len = utf8_decode(s, strlen((const char *)s), cp, NULL);
     if (len == 0) *cp = 0xFFFD, len = 1;
@@ -101,9 +105,13 @@ int label_fit(char *buf, size_t size, const char *s, int max_width) {
     for (const unsigned char *p = (const unsigned char *)s; *p;) {
         uint32_t cp;
         size_t len = next_code_point(p, &cp);
-        if (width + cell_width(cp) > budget || used + len + 4 > size) break;
-        memcpy(buf + used, p, len);
-        used += len, p += len, width += cell_width(cp);
+        /* a byte that is not UTF-8 (a label may be a path, which can hold any byte) is shown
+         * as U+FFFD, so that the label is always valid UTF-8, as XML must be */
+        const char *shown = len == 1 && cp == 0xFFFD ? "\uFFFD" : (const char *)p;
+        size_t shown_len = shown == (const char *)p ? len : 3;
+        if (width + cell_width(cp) > budget || used + shown_len + 4 > size) break;
+        memcpy(buf + used, shown, shown_len);
+        used += shown_len, p += len, width += cell_width(cp);
     }
     if (total > width && used + 4 <= size) {
         memcpy(buf + used, "\u2026", 3);

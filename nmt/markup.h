@@ -12,14 +12,16 @@
 /* A JSON string: quotes, backslashes and control characters escaped, UTF-8 as it is. */
 void json_write_string(FILE *out, const char *s);
 
-/* XML text: markup characters escaped; the C0 controls XML 1.0 forbids become U+FFFD. */
+/* XML text: markup characters escaped; the C0 controls and the noncharacters U+FFFE and
+ * U+FFFF, which XML 1.0 forbids, become U+FFFD. */
 void xml_write_text(FILE *out, const char *s);
 
 /* Room for a label cut by label_fit. */
 enum { LABEL_BYTES = 128 };
 
 /* Copies the longest prefix of s that fits max_width terminal columns (CJK takes two) into
- * buf, ending it with "…" when s was cut; returns the columns used. */
+ * buf, ending it with "…" when s was cut; a byte that is not UTF-8 becomes U+FFFD, so the
+ * label is valid UTF-8 whatever s holds. Returns the columns used. */
 int label_fit(char *buf, size_t size, const char *s, int max_width);
 
 /* The error of a stream that failed somewhere during a writer's prints. */

@@ -160,7 +160,7 @@ int nmt_translate(nmt_model *m, const char *const *sources, int n, const nmt_opt
     if (n < 0) return fail(err, "nmt_translate: %d sentences", n);
     for (int i = 0; i < n; i++)
         if (!sources[i]) return fail(err, "nmt_translate: source %d is NULL", i);
-    memset(out, 0, sizeof *out * (size_t)n);
+    if (n > 0) memset(out, 0, sizeof *out * (size_t)n); /* out may be NULL when n = 0 */
     SearchOptions opt = search_options(options);
     m->nm.keep_unk = options && options->keep_unk;
     Error e;
@@ -199,7 +199,7 @@ int nmt_score(nmt_model *m, const char *const *sources, const char *const *targe
     if (n < 0) return fail(err, "nmt_score: %d pairs", n);
     for (int i = 0; i < n; i++)
         if (!sources[i] || !targets[i]) return fail(err, "nmt_score: pair %d has a NULL side", i);
-    memset(out, 0, sizeof *out * (size_t)n);
+    if (n > 0) memset(out, 0, sizeof *out * (size_t)n); /* out may be NULL when n = 0 */
     for (int i = 0; i < n; i++) {
         Alignment a;
         Error e;

@@ -86,12 +86,16 @@ typedef struct {
 /* Opens a model file (a checkpoint written by bin/train). NULL on failure. */
 nmt_model *nmt_open(const char *path, nmt_error *err);
 
-/* Closes the handle and frees its memory; NULL is allowed. */
+/* Closes the handle and frees its memory; NULL is allowed. A closed handle is freed memory:
+ * passing it to any function afterwards (closing it twice included) is undefined behaviour
+ * that the library cannot detect, as with free(); set your pointer to NULL after closing. */
 void nmt_close(nmt_model *model);
 
 /* Translates sources[0..n) into out[0..n) (allocated by the caller, freed with
- * nmt_translation_free). Returns -1 only when the call as a whole fails (bad arguments, out
- * of memory); inputs that cannot be translated are marked refused in their own result. */
+ * nmt_translation_free). Returns -1 only when the call as a whole fails (a NULL model, NULL
+ * arrays when n > 0, a NULL source, n < 0, bad options, out of memory); inputs that cannot be
+ * translated are marked refused in their own result. n = 0 does nothing (the arrays may then
+ * be NULL). The free functions accept NULL, n <= 0 and zeroed results. */
 int nmt_translate(nmt_model *model, const char *const *sources, int n, const nmt_options *options,
                   nmt_translation *out, nmt_error *err);
 void nmt_translation_free(nmt_translation *out, int n);

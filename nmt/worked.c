@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- the cursor and its errors ---- */
 
@@ -583,6 +584,14 @@ int worked_read(WorkedFile *wf, const char *path, Error *err) {
     int from_stdin = strcmp(path, "-") == 0;
     FILE *f = from_stdin ? stdin : fopen(path, "rb");
     if (!f) return error_set(err, "%.200s:1:1: cannot open: %s", path, strerror(errno));
+    /* a file known to be too large is refused before any of it is read */
+    struct stat st;
+    if (!from_stdin && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
+        (uintmax_t)st.st_size > WORKED_MAX_FILE) {
+        fclose(f);
+        return error_set(err, "%.200s:1:1: larger than %u bytes: not a hand computation", path,
+                         WORKED_MAX_FILE);
+    }
     char *buf = NULL;
     size_t len = 0, cap = 0;
     int failed = 0;

@@ -526,6 +526,64 @@ START_TEST(attend_program_json) {
 }
 END_TEST
 
+/* Hostile files through bin/attend (issue #16): each one line naming file, line and column,
+ * exit status 2. A 100 MB line is refused from its size before it is read (as a file) or
+ * after at most twice the 16 MiB limit (from stdin), under a 512 MiB address-space limit so
+ * that allocating gigabytes would fail the test; a real executable is binary input. */
+START_TEST(attend_program_rejects_hostile_files) {
+    static const struct {
+        const char *text, *fragment;
+    } cases[] = {
+        {"X = [[1, 2], [3, 4]\n", "bad.txt:1:5: '[' is never closed"},
+        {"X = [[1, 2]]]\n", "bad.txt:1:13: unexpected ']'"},
+        {"X = [[1, 2], [3]]\n", "bad.txt:1:14: ragged matrix"},
+        {"X = [[1, 2], [3, 4]]\nW_Q = [[1, 0, 0]]\nW_K = [[1], [0]]\nW_V = [[1], [0]]\n",
+         "bad.txt:2:1: W_Q has 1 row, but X has 2 columns"},
+        {"X = [[1, NaN]]\n", "bad.txt:1:10: expected a number, found 'NaN'"},
+        {"X = [[Inf]]\n", "bad.txt:1:7: expected a number, found 'Inf'"},
+        {"X = [[1e400]]\n", "bad.txt:1:7: '1e400' is out of the range of a double"},
+        {"X = [[]]\n", "bad.txt:1:6: empty list"},
+        {"X = [[1]]\nX = [[1]]\n", "bad.txt:2:1: X is already given at line 1"},
+    };
+    Scratch s;
+    scratch_make(&s);
+    char path[128];
+    scratch_path(&s, "bad.txt", path, sizeof path);
+    RunResult r;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        scratch_write_text(&s, "bad.txt", cases[k].text);
+        run_program(&r, &s, (const char *const[]){"../bin/attend", path, NULL}, NULL, 30, NULL);
+        assert_one_line_error(&r, "attend", 2, (const char *const[]){cases[k].fragment, NULL});
+    }
+    /* the program itself as input */
+    run_program(&r, &s, (const char *const[]){"../bin/attend", "../bin/attend", NULL}, NULL, 30,
+                NULL);
+    assert_one_line_error(&r, "attend", 2, (const char *const[]){"../bin/attend:1:", NULL});
+
+    /* a 100 MB line, written in 1 MiB blocks */
+    FILE *big = fopen(path, "wb");
+    ck_assert_ptr_nonnull(big);
+    char *block = malloc(1 << 20);
+    ck_assert_ptr_nonnull(block);
+    memset(block, '1', 1 << 20);
+    memcpy(block, "X = [[1", 7);
+    for (int i = 0; i < 100; i++) {
+        ck_assert_uint_eq(fwrite(block, 1, 1 << 20, big), 1 << 20);
+        block[0] = block[1] = block[2] = block[3] = block[4] = block[5] = block[6] = '1';
+    }
+    ck_assert_int_eq(fclose(big), 0);
+    free(block);
+    RunLimits limits = {.address_space = under_address_sanitizer() ? 0 : (rlim_t)512 << 20};
+    run_program(&r, &s, (const char *const[]){"../bin/attend", path, NULL}, NULL, 10, &limits);
+    assert_one_line_error(&r, "attend", 2,
+                          (const char *const[]){"bad.txt:1:1: larger than 16777216 bytes", NULL});
+    run_program(&r, &s, (const char *const[]){"../bin/attend", "-", NULL}, path, 20, &limits);
+    assert_one_line_error(&r, "attend", 2,
+                          (const char *const[]){"<stdin>:1:1: larger than 16777216 bytes", NULL});
+    scratch_free(&s);
+}
+END_TEST
+
 Suite *attend_suite(void) {
     Suite *suite = suite_create("attend");
     TCase *examples = tcase_create("examples");
@@ -550,6 +608,7 @@ Suite *attend_suite(void) {
     TCase *program = tcase_create("program");
     tcase_set_timeout(program, 60);
     tcase_add_test(program, attend_program_json);
+    tcase_add_test(program, attend_program_rejects_hostile_files);
     suite_add_tcase(suite, program);
     return suite;
 }

@@ -492,7 +492,7 @@ START_TEST(test_bpe_long_words) {
     for (int i = 0; i < LENGTH; i++) ab[i] = "ab"[i % 2];
     ab[LENGTH] = '\0';
     /* learned on shorter words, the merges apply ~n times at ~log n ranks; learning on the
-     * long word itself rewrites it once per merge */
+     * long word itself sees its first BPE_LEARN_MAX_CHARS (1000) characters only */
     const char *words[] = {"abababab", "ab", ab};
     TokenList *sentences = sentences_of(words, 3, 2);
     Bpe bpe = learn(sentences, 2, 100);
@@ -502,7 +502,8 @@ START_TEST(test_bpe_long_words) {
     TokenList pieces = {0};
     Error err = {{0}};
     ck_assert_int_eq(bpe_apply(&own, ab, &pieces, &err), 0);
-    ck_assert_uint_lt(pieces.count, 64); /* the doubling merges cover it in a few pieces */
+    /* the doubling merges, learned from the first 1000 characters, make pieces of up to 512 */
+    ck_assert_uint_lt(pieces.count, LENGTH / 256);
     token_list_free(&pieces);
     expect_round_trip(&own, ab);
     bpe_free(&own);
@@ -517,6 +518,59 @@ START_TEST(test_bpe_long_words) {
     bpe_free(&bpe);
     free_sentences(sentences, 3);
     free(ab);
+}
+END_TEST
+
+/* One 1 MiB word without a space among ordinary ones, learned with the default 8000 merges:
+ * before learning looked at only BPE_LEARN_MAX_CHARS characters of a word, every merge
+ * rewrote the whole word (a 200 KB one took minutes); now no merge holds more than the
+ * first 1000 characters, and the word is still cut whole and joined back exactly. */
+START_TEST(test_bpe_enormous_word_is_learned_in_bounded_time) {
+    enum { LENGTH = 1 << 20 };
+    char *word = malloc(LENGTH + 1);
+    ck_assert_ptr_nonnull(word);
+    uint32_t x = 12345;
+    for (int i = 0; i < LENGTH; i++) {
+        x = x * 1664525u + 1013904223u;
+        word[i] = (char)('a' + (x >> 24) % 26);
+    }
+    word[LENGTH] = '\0';
+    const char *words[] = {"the", "cat", "sat", word};
+    TokenList *sentences = sentences_of(words, 4, 2);
+    Bpe bpe = learn(sentences, 4, 8000);
+    ck_assert_uint_gt(bpe.merge_count, 100);
+    for (size_t m = 0; m < bpe.merge_count; m++)
+        ck_assert_uint_le(bpe.symbols.lengths[bpe.merges[m].result], BPE_LEARN_MAX_CHARS + 2);
+    expect_round_trip(&bpe, word);
+    expect_round_trip(&bpe, "cat");
+    bpe_free(&bpe);
+    free_sentences(sentences, 4);
+
+    /* the same with one character repeated: the doubling merges stop at 512 characters */
+    memset(word, 'z', LENGTH);
+    sentences = sentences_of(words, 4, 1);
+    bpe = learn(sentences, 4, 8000);
+    ck_assert_uint_le(bpe.merge_count, 20);
+    expect_round_trip(&bpe, word);
+    bpe_free(&bpe);
+    free_sentences(sentences, 4);
+    free(word);
+}
+END_TEST
+
+/* Characters outside the Basic Multilingual Plane (four UTF-8 bytes) are single symbols:
+ * merges join whole characters, never bytes inside one. */
+START_TEST(test_bpe_characters_beyond_the_bmp) {
+    const char *words[] = {"😀😀😀", "😀😀", "𝄞a𝄞", "𝄞a", "😀@"};
+    TokenList *sentences = sentences_of(words, 5, 3);
+    Bpe bpe = learn(sentences, 5, 100);
+    ck_assert_uint_gt(bpe.merge_count, 0);
+    for (size_t s = 0; s < bpe.symbols.count; s++)
+        ck_assert_ptr_null(utf8_find_error(bpe.symbols.strings[s], bpe.symbols.lengths[s], NULL));
+    for (size_t i = 0; i < 5; i++) expect_round_trip(&bpe, words[i]);
+    expect_round_trip(&bpe, "😀😀😀😀😀𝄞𝄞");
+    bpe_free(&bpe);
+    free_sentences(sentences, 5);
 }
 END_TEST
 
@@ -675,6 +729,8 @@ Suite *bpe_suite(void) {
     tcase_add_test(applying, test_bpe_round_trip_is_exact);
     tcase_add_test(applying, test_bpe_random_tokens);
     tcase_add_test(applying, test_bpe_long_words);
+    tcase_add_test(applying, test_bpe_enormous_word_is_learned_in_bounded_time);
+    tcase_add_test(applying, test_bpe_characters_beyond_the_bmp);
     tcase_add_test(applying, test_bpe_join_accepts_any_pieces);
     tcase_set_timeout(applying,
                       60); /* generous for sanitizer builds; a quadratic cut is far slower */

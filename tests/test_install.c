@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "nmt/nmt.h"
@@ -122,12 +123,89 @@ START_TEST(api_refuses_bad_arguments_and_input) {
 }
 END_TEST
 
+/* The rest of the NULL and zero-count cases of every entry point (issue #16), and a model file
+ * overwritten with garbage, then truncated, while a handle is open: the handle read the file
+ * whole in nmt_open, so it translates exactly as before. (A closed handle cannot be detected:
+ * nmt.h says so.) */
+START_TEST(api_null_arguments_and_a_replaced_model_file) {
+    nmt_error err = {{0}};
+    /* freeing: NULL arrays, zero and negative counts */
+    nmt_translation_free(NULL, 3);
+    nmt_score_free(NULL, 3);
+    nmt_translation unused_t[1] = {{0}};
+    nmt_score_result unused_s[1] = {{0}};
+    nmt_translation_free(unused_t, 0);
+    nmt_translation_free(unused_t, -1);
+    nmt_score_free(unused_s, 0);
+    nmt_score_free(unused_s, -1);
+    nmt_translation_free(unused_t, 1); /* zeroed: nothing to free */
+    nmt_score_free(unused_s, 1);
+
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char model[512];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    nmt_model *m = nmt_open(model, &err);
+    ck_assert_msg(m != NULL, "%s", err.message);
+    const char *one[] = {"the cat"}, *tgt[] = {"le chat"};
+    nmt_translation out[1], again[1];
+    nmt_score_result scored[1];
+    /* NULL arguments: -1 and a message, with or without err */
+    ck_assert_int_eq(nmt_translate(m, one, 1, NULL, NULL, &err), -1);
+    ck_assert_msg(strstr(err.message, "NULL argument"), "%s", err.message);
+    ck_assert_int_eq(nmt_translate(NULL, one, 1, NULL, out, NULL), -1);
+    ck_assert_int_eq(nmt_translate(m, one, -1, NULL, out, &err), -1);
+    ck_assert_msg(strstr(err.message, "-1 sentences"), "%s", err.message);
+    ck_assert_int_eq(nmt_score(NULL, one, tgt, 1, scored, &err), -1);
+    ck_assert_int_eq(nmt_score(m, one, NULL, 1, scored, &err), -1);
+    ck_assert_int_eq(nmt_score(m, one, tgt, 1, NULL, &err), -1);
+    ck_assert_int_eq(nmt_score(m, one, tgt, -2, scored, NULL), -1);
+    const char *null_target[] = {NULL};
+    ck_assert_int_eq(nmt_score(m, one, null_target, 1, scored, &err), -1);
+    ck_assert_msg(strstr(err.message, "pair 0 has a NULL side"), "%s", err.message);
+    /* n = 0: nothing to do, and the arrays may then be NULL */
+    ck_assert_int_eq(nmt_translate(m, NULL, 0, NULL, NULL, &err), 0);
+    ck_assert_int_eq(nmt_score(m, NULL, NULL, 0, NULL, &err), 0);
+
+    ck_assert_msg(nmt_translate(m, one, 1, NULL, out, &err) == 0, "%s", err.message);
+    ck_assert_msg(nmt_score(m, one, tgt, 1, scored, &err) == 0, "%s", err.message);
+    double logprob = scored[0].logprob;
+    nmt_score_free(scored, 1);
+    /* the file replaced by garbage of the same size, then cut to 10 bytes */
+    size_t len;
+    unsigned char *bytes = slurp_file(model, &len);
+    ck_assert_ptr_nonnull(bytes);
+    memset(bytes, 0xA5, len);
+    scratch_write(&s, "run/best.ckpt", bytes, len);
+    free(bytes);
+    for (int round = 0; round < 2; round++) {
+        ck_assert_msg(nmt_translate(m, one, 1, NULL, again, &err) == 0, "%s", err.message);
+        ck_assert(!again[0].refused && again[0].count == 1);
+        ck_assert_str_eq(again[0].hyps[0].text, out[0].hyps[0].text);
+        ck_assert_double_eq(again[0].hyps[0].logprob, out[0].hyps[0].logprob);
+        nmt_translation_free(again, 1);
+        ck_assert_msg(nmt_score(m, one, tgt, 1, scored, &err) == 0, "%s", err.message);
+        ck_assert_double_eq(scored[0].logprob, logprob);
+        nmt_score_free(scored, 1);
+        ck_assert_int_eq(truncate(model, 10), 0);
+    }
+    /* while a new handle on the damaged file is refused */
+    ck_assert_ptr_null(nmt_open(model, &err));
+    ck_assert_msg(strstr(err.message, model), "%s", err.message);
+    nmt_translation_free(out, 1);
+    nmt_close(m);
+    scratch_free(&s);
+}
+END_TEST
+
 Suite *install_suite(void) {
     Suite *s = suite_create("install");
     TCase *tc = tcase_create("install");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, installed_library_builds_the_example);
     tcase_add_test(tc, api_refuses_bad_arguments_and_input);
+    tcase_add_test(tc, api_null_arguments_and_a_replaced_model_file);
     suite_add_tcase(s, tc);
     return s;
 }

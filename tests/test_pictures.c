@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/rng.h"
+#include "base/utf8.h"
 #include "harness.h"
 #include "nmt/align_write.h"
 #include "suites.h"
@@ -456,6 +457,77 @@ START_TEST(malformed_logs_name_file_and_line) {
 }
 END_TEST
 
+/* U+FFFE and U+FFFF are valid UTF-8, so the input checks let them into tokens, but XML 1.0
+ * forbids them (xmllint: "Char 0xFFFF out of allowed range"): they were written as they were
+ * (found by hand with bin/align --ref); they now become U+FFFD like the C0 controls. */
+START_TEST(svg_noncharacters_become_replacement_characters) {
+    const char *src[] = {"a\xEF\xBF\xBE", "\xEF\xBF\xBF", "</s>"},
+               *tgt[] = {"x\xEF\xBF\xBFy", "</s>"};
+    double e[3 * 2] = {0, 1, 2, 3, 4, 5};
+    Alignment a;
+    make_alignment(&a, "a\xEF\xBF\xBE \xEF\xBF\xBF", "x\xEF\xBF\xBFy", src, 3, tgt, 2, e);
+    size_t size;
+    char *svg = page_of(alignment_write_svg, &a, 1, &size);
+    assert_well_formed(svg, "attention SVG with noncharacters");
+    ck_assert_ptr_null(strstr(svg, "\xEF\xBF\xBE"));
+    ck_assert_ptr_null(strstr(svg, "\xEF\xBF\xBF"));
+    assert_contains(svg, ">x\uFFFDy</text>");
+    ck_assert_ptr_null(utf8_find_error(svg, size, NULL));
+    free(svg);
+    alignment_free(&a);
+}
+END_TEST
+
+/* bin/plot names each run by its folder, and a folder name can hold markup, quotes, a byte
+ * that is not UTF-8 and control characters: the curves stay well-formed, valid UTF-8 XML with
+ * the names as text. (A byte that is not UTF-8 reached the SVG as it was, which XML parsers
+ * refuse; label_fit now shows it as U+FFFD.) bin/plot runs in the scratch folder so that
+ * the names are short enough not to be cut from the legend. */
+START_TEST(curves_of_hostile_folder_names_stay_well_formed) {
+    static const char *const folders[] = {"<b>&\"'</script>x", "--><!--javascript:x",
+                                          "\xff\x01\xe2\x80\xa8y&amp"};
+    enum { N = sizeof folders / sizeof folders[0] };
+    Scratch s;
+    scratch_make(&s);
+    char path[256], plot[512], cwd[256];
+    scratch_path(&s, "<b>&\"'<", path, sizeof path); /* "</script>x" is a folder in "<" */
+    ck_assert_int_eq(mkdir(path, 0755), 0);
+    for (int k = 0; k < N; k++) {
+        scratch_path(&s, folders[k], path, sizeof path);
+        ck_assert_int_eq(mkdir(path, 0755), 0);
+        snprintf(path, sizeof path, "%s/train_log.tsv", folders[k]);
+        write_log(&s, path,
+                  "100\t1\t4.5\t0.002\t\t\t\t\t3000.0\t7.5\n"
+                  "200\t1\t3.0\t0.002\t2.5\t12.2\t31.5\t50.1\t3000.0\t15.0\n");
+    }
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    snprintf(plot, sizeof plot, "%s/../bin/plot", cwd);
+    char logs[N][128];
+    for (int k = 0; k < N; k++) snprintf(logs[k], sizeof logs[k], "%s/train_log.tsv", folders[k]);
+    RunResult r;
+    run_program(&r, &s,
+                (const char *const[]){"/bin/sh", "-c", "cd \"$1\" && shift && exec \"$@\"", "sh",
+                                      s.dir, plot, "-o", "out.svg", "--", logs[0], logs[1], logs[2],
+                                      NULL},
+                NULL, 30, NULL);
+    ck_assert_msg(r.status == 0, "%d %s", r.status, r.err);
+    size_t len;
+    scratch_path(&s, "out.svg", path, sizeof path);
+    char *svg = (char *)slurp_file(path, &len);
+    ck_assert_ptr_nonnull(svg);
+    assert_well_formed(svg, "curves of hostile folders");
+    size_t offset;
+    const char *problem = utf8_find_error(svg, len, &offset);
+    ck_assert_msg(problem == NULL, "invalid UTF-8 at byte %zu: %s", offset, problem);
+    assert_contains(svg, ">&lt;b&gt;&amp;&quot;&apos;&lt;/script&gt;x</text>");
+    assert_contains(svg, ">--&gt;&lt;!--javascript:x</text>");
+    assert_contains(svg, ">\uFFFD\uFFFD\u2028y&amp;amp</text>");
+    ck_assert_int_eq(count_of(svg, "<!--"), 0);
+    free(svg);
+    scratch_free(&s);
+}
+END_TEST
+
 /* ---- the programs ---- */
 
 START_TEST(programs_write_curves_and_pages) {
@@ -525,6 +597,8 @@ Suite *pictures_suite(void) {
     tcase_add_test(svg, attention_svg_is_well_formed);
     tcase_add_test(svg, curves_read_a_log_and_draw_it);
     tcase_add_test(svg, malformed_logs_name_file_and_line);
+    tcase_add_test(svg, curves_of_hostile_folder_names_stay_well_formed);
+    tcase_add_test(svg, svg_noncharacters_become_replacement_characters);
     suite_add_tcase(s, svg);
     TCase *programs = tcase_create("programs");
     tcase_set_timeout(programs, 120);

@@ -7,6 +7,7 @@
  * programs run on a BPE model; <unk> replacement and --keep-unk; cased output stays cased.
  * The BPE module itself is tested in test_bpe.c; this is about the way it is wired in.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -639,6 +640,228 @@ START_TEST(test_keep_unk_option) {
 }
 END_TEST
 
+/* ---- hostile tables, vocabularies and corpora (issue #16) --------------------------------- */
+
+/* A copy of the checkpoint bytes[0..len) with section `index` (0 source vocabulary, 1 target
+ * vocabulary, 2 source BPE merges, 3 target BPE merges; each a u64 length and its bytes after
+ * the 64-byte header) replaced by repl[0..repl_len) and the checksum forged to match. */
+static unsigned char *with_section(const unsigned char *bytes, size_t len, int index,
+                                   const void *repl, size_t repl_len, size_t *out_len) {
+    size_t pos = 64;
+    for (int k = 0; k < index; k++) {
+        uint64_t n;
+        memcpy(&n, bytes + pos, 8);
+        pos += 8 + n;
+    }
+    uint64_t old;
+    memcpy(&old, bytes + pos, 8);
+    size_t rest = pos + 8 + old;
+    *out_len = len - old + repl_len;
+    unsigned char *out = malloc(*out_len);
+    ck_assert_ptr_nonnull(out);
+    memcpy(out, bytes, pos);
+    uint64_t n = repl_len;
+    memcpy(out + pos, &n, 8);
+    memcpy(out + pos + 8, repl, repl_len);
+    memcpy(out + pos + 8 + repl_len, bytes + rest, len - rest);
+    uint64_t sum = checkpoint_checksum(out, *out_len - 8);
+    memcpy(out + *out_len - 8, &sum, 8);
+    return out;
+}
+
+/* A serialised merge table: count, then (u32 length, bytes) per symbol, from a string list. */
+static size_t table_bytes(unsigned char *buf, uint32_t count, const char *const *symbols) {
+    size_t at = 0;
+    memcpy(buf, &count, 4);
+    at += 4;
+    for (int i = 0; symbols[i]; i++) {
+        uint32_t n = (uint32_t)strlen(symbols[i]);
+        memcpy(buf + at, &n, 4);
+        memcpy(buf + at + 4, symbols[i], n);
+        at += 4 + n;
+    }
+    return at;
+}
+
+/* The source merge table of a BPE checkpoint replaced by hand-made ones: each broken one is
+ * one line from bin/translate naming the file, the section and the merge; a table without
+ * merges, whose vocabulary then holds pieces the merges can never make, is accepted. */
+START_TEST(test_forged_merge_tables_are_refused) {
+    static const struct {
+        uint32_t count;
+        const char *symbols[9];
+        const char *fragment; /* NULL: accepted */
+    } cases[] = {
+        /* truncated: three merges announced, two present (caught by the size); a table cut
+         * inside its last merge */
+        {3, {"P@@", "a@@", "Pa@@", "r"}, "3 merges cannot fit in 27 bytes"},
+        {2, {"P@@", "a", "xxxxxxxxxxxx@@"}, "truncated at the length of merge 1's right symbol"},
+        /* reordered: merge 0 uses the symbol merge 1 makes */
+        {2, {"Pa@@", "r", "P@@", "a@@"}, "merge 0: the left symbol \"Pa@@\" does not exist"},
+        /* symbols that do not exist */
+        {1, {"P@@", "zzz"}, "merge 0: the right symbol \"zzz\" does not exist"},
+        /* the same merge twice */
+        {2, {"P@@", "a@@", "P@@", "a@@"}, "merge 1 repeats merge 0"},
+        /* a right symbol ending in '@': no escaped token does */
+        {1, {"P@@", "a@"}, "ends a word in '@'"},
+        /* no merges at all: characters only */
+        {0, {NULL}, NULL},
+    };
+    Scratch s;
+    scratch_make(&s);
+    train_bpe_model(&s);
+    char model[512], bad[512];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    scratch_path(&s, "bad.ckpt", bad, sizeof bad);
+    size_t len;
+    unsigned char *bytes = slurp_file(model, &len);
+    ck_assert_ptr_nonnull(bytes);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        unsigned char table[256];
+        size_t table_len = table_bytes(table, cases[k].count, cases[k].symbols), forged_len;
+        unsigned char *forged = with_section(bytes, len, 2, table, table_len, &forged_len);
+        scratch_write(&s, "bad.ckpt", forged, forged_len);
+        free(forged);
+        RunResult r;
+        run_program(&r, &s, (const char *const[]){"../bin/translate", "-m", bad, "Paris", NULL},
+                    NULL, 60, NULL);
+        if (cases[k].fragment)
+            assert_one_line_error(
+                &r, "translate", 1,
+                (const char *const[]){bad, "source BPE merges", cases[k].fragment, NULL});
+        else
+            ck_assert_msg(r.status == 0 && r.out[0] != '\0', "case %zu: %d %s", k, r.status, r.err);
+    }
+    /* a section longer than its table */
+    unsigned char table[64];
+    size_t table_len = table_bytes(table, 1, (const char *const[]){"P@@", "a", NULL}), forged_len;
+    memcpy(table + table_len, "junk", 4);
+    unsigned char *forged = with_section(bytes, len, 2, table, table_len + 4, &forged_len);
+    scratch_write(&s, "bad.ckpt", forged, forged_len);
+    free(forged);
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/translate", "-m", bad, "Paris", NULL}, NULL,
+                60, NULL);
+    assert_one_line_error(
+        &r, "translate", 1,
+        (const char *const[]){bad, "source BPE merges", "the merges end at byte", NULL});
+    free(bytes);
+    scratch_free(&s);
+}
+END_TEST
+
+/* Where needle[0..n) first occurs in hay[0..len), NULL when nowhere (memmem is a GNU
+ * extension). */
+static unsigned char *find_bytes(unsigned char *hay, size_t len, const char *needle, size_t n) {
+    for (size_t i = 0; i + n <= len; i++)
+        if (memcmp(hay + i, needle, n) == 0) return hay + i;
+    return NULL;
+}
+
+/* A vocabulary that disagrees with the subwords flag: under subwords every token is a piece,
+ * and no piece is "@@" or ends in a single '@'. One such token in a forged vocabulary (the
+ * checksum made to match) is refused by name; the word-level vocabulary of the same corpus
+ * holds whole words, which are also pieces, so that mismatch cannot be told apart and is
+ * not refused (documented in docs/reliability.md). */
+START_TEST(test_vocabulary_that_disagrees_with_subwords_is_refused) {
+    Scratch s;
+    scratch_make(&s);
+    train_bpe_model(&s);
+    char model[512], bad[512];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    scratch_path(&s, "bad.ckpt", bad, sizeof bad);
+    NmtModel nm;
+    Error err = {{0}};
+    ck_assert_msg(checkpoint_load(model, &nm, NULL, NULL, &err) == 0, "%s", err.msg);
+    /* a final piece of two or more bytes, spelled nowhere else in the file */
+    size_t len, id = 0;
+    unsigned char *bytes = slurp_file(model, &len);
+    ck_assert_ptr_nonnull(bytes);
+    for (size_t i = 4; i < nm.tgt_vocab.size && !id; i++) {
+        const char *t = nm.tgt_vocab.tokens[i];
+        size_t n = strlen(t);
+        if (n >= 3 && t[n - 1] != '@' && (unsigned char)t[n - 1] < 0x80) id = i;
+    }
+    ck_assert_uint_gt(id, 0);
+    char token[64], message[160];
+    snprintf(token, sizeof token, "%s", nm.tgt_vocab.tokens[id]);
+    nmt_model_free(&nm);
+    size_t pos = 64, n0;
+    memcpy(&n0, bytes + pos, 8);
+    pos += 8 + n0 + 8; /* the target vocabulary's bytes */
+    unsigned char *at = find_bytes(bytes + pos, len - pos, token, strlen(token));
+    ck_assert_ptr_nonnull(at);
+    at[strlen(token) - 1] = '@';
+    uint64_t sum = checkpoint_checksum(bytes, len - 8);
+    memcpy(bytes + len - 8, &sum, 8);
+    scratch_write(&s, "bad.ckpt", bytes, len);
+    token[strlen(token) - 1] = '@';
+    snprintf(message, sizeof message, "target vocabulary token %zu \"%s\" ends in '@'", id, token);
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/translate", "-m", bad, "Paris", NULL}, NULL,
+                60, NULL);
+    assert_one_line_error(
+        &r, "translate", 1,
+        (const char *const[]){bad, message, "disagrees with the subwords flag", NULL});
+    free(bytes);
+    scratch_free(&s);
+}
+END_TEST
+
+/* Corpora a BPE model is trained on, through bin/train with [data] subwords = bpe, each
+ * then used by bin/translate: none may fail, hang or take long. */
+START_TEST(test_hostile_corpora_train_with_subwords) {
+    enum { BIG = 1 << 20 };
+    char *big = malloc(BIG + 256);
+    ck_assert_ptr_nonnull(big);
+    strcpy(big, "the cat\tle chat\nthe dog\tle chien\nx");
+    size_t at = strlen(big);
+    uint32_t x = 7;
+    for (int i = 0; i < BIG; i++, x = x * 1664525u + 1013904223u) big[at++] = 'a' + (x >> 24) % 26;
+    strcpy(big + at, "\tz\n");
+    static const struct {
+        const char *name, *merges, *sentence;
+    } cases[] = {
+        {"one enormous word (1 MiB without a space)", "8000", "the cat"},
+        {"only punctuation", "8000", "!!! ?"},
+        {"one distinct character", "8000", "aaaa aa"},
+        {"characters beyond the BMP", "8000", "😀😀 𝄞"},
+        {"more merges than pairs", "1000000", "the cat"},
+    };
+    const char *corpora[] = {
+        big,
+        "!!! ?\t... !\n?? !\t!! ...\n... ?!\t?! ...\n",
+        "aaaa\taaaa aa\naa aaa\ta aaaaaaaa\naaaaaaa a\taaa\n",
+        "😀😀 𝄞\t𝄞𝄞 😀\n😀 𝄞𝄞𝄞\t😀😀😀 𝄞\n𝄞😀 😀\t😀𝄞\n",
+        "the cat\tle chat\nthe dog\tle chien\na cat\tun chat\n",
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        Scratch s;
+        scratch_make(&s);
+        scratch_write_text(&s, "train.tsv", corpora[k]);
+        scratch_write_text(&s, "dev.tsv", corpora[k == 0 ? 4 : k]);
+        char config[1024], path[512], model[512];
+        snprintf(config, sizeof config, "%.*ssrc_merges = %s\ntgt_merges = %s\n%s",
+                 (int)(strstr(BPE_CONFIG, "src_merges") - BPE_CONFIG), BPE_CONFIG, cases[k].merges,
+                 cases[k].merges, strstr(BPE_CONFIG, "[model]"));
+        scratch_write_text(&s, "bpe.ini", config);
+        scratch_path(&s, "bpe.ini", path, sizeof path);
+        RunResult r;
+        run_program(&r, &s, (const char *const[]){"../bin/train", path, NULL}, NULL, 120, NULL);
+        ck_assert_msg(!r.timed_out && r.status == 0, "%s: training failed (%d): %s", cases[k].name,
+                      r.status, r.err);
+        scratch_path(&s, "run/best.ckpt", model, sizeof model);
+        run_program(&r, &s,
+                    (const char *const[]){"../bin/translate", "-m", model, cases[k].sentence, NULL},
+                    NULL, 60, NULL);
+        ck_assert_msg(r.status == 0, "%s: translate failed (%d): %s", cases[k].name, r.status,
+                      r.err);
+        scratch_free(&s);
+    }
+    free(big);
+}
+END_TEST
+
 Suite *subwords_suite(void) {
     Suite *suite = suite_create("subwords");
     TCase *library = tcase_create("library");
@@ -662,5 +885,11 @@ Suite *subwords_suite(void) {
     tcase_add_test(programs, test_damaged_bpe_table_is_an_error);
     tcase_add_test(programs, test_keep_unk_option);
     suite_add_tcase(suite, programs);
+    TCase *hostile = tcase_create("hostile");
+    tcase_set_timeout(hostile, 600);
+    tcase_add_test(hostile, test_forged_merge_tables_are_refused);
+    tcase_add_test(hostile, test_vocabulary_that_disagrees_with_subwords_is_refused);
+    tcase_add_test(hostile, test_hostile_corpora_train_with_subwords);
+    suite_add_tcase(suite, hostile);
     return suite;
 }

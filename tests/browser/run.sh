@@ -10,7 +10,9 @@
 #   - a page whose data has one weight broken on purpose: the self-test must FAIL, which shows
 #     that it can;
 #   - a screenshot of the page, and the SVG files (attention heatmap, training curves) with
-#     xmllint --noout.
+#     xmllint --noout, among them the hostile texts (and U+FFFE, U+FFFF) as an attention SVG
+#     and curves of runs whose folder names hold markup, comment marks, javascript:, U+2028,
+#     a control character and a byte that is not UTF-8.
 # Nothing is trained for real: a 4-step model of size 4 is made in a scratch folder (and
 # runs/toy/best.ckpt is used for the main page when it exists). Without Chromium, as root it
 # is installed with apt-get; otherwise the test says SKIPPED and how to install it.
@@ -152,10 +154,27 @@ bin/plot "$T/small/run/train_log.tsv" "$T/small/run/train_log.tsv" -o "$T/plot.s
 for svg in "$T/small/run/curves.svg" "$T/plot.svg"; do
     [ "$(grep -c '<polyline class="series"' "$svg")" -ge 6 ] || fail "$svg has no curves"
 done
+# the same hostile texts (and U+FFFE, U+FFFF, which XML forbids) as an SVG, and training
+# curves of runs whose folder names hold markup, quotes, comment marks, javascript:, U+2028,
+# a control character and a byte that is not UTF-8 (bin/plot runs inside $T so that the
+# names are short enough to be drawn whole)
+bin/align -m "$SMALL" --format svg -o "$T/hostile.svg" --ref "$HOSTILE_TARGET"$' \xef\xbf\xbe\xef\xbf\xbf' \
+    "$HOSTILE_SOURCE" || fail "bin/align --format svg --ref (hostile)"
+HOSTILE_DIRS=("$T/<b>&\"'<" "$T/<b>&\"'</script>x" "$T/--><!--javascript:x" "$T/"$'\xff\x01\xe2\x80\xa8y&amp')
+mkdir -p "${HOSTILE_DIRS[@]}" || fail "mkdir (hostile folders)"
+for dir in "${HOSTILE_DIRS[@]:1}"; do cp "$T/small/run/train_log.tsv" "$dir/" || fail "cp"; done
+(cd "$T" && "$OLDPWD/bin/plot" -o hostile-plot.svg -- "<b>&\"'</script>x/train_log.tsv" \
+    "--><!--javascript:x/train_log.tsv" $'\xff\x01\xe2\x80\xa8y&amp/train_log.tsv') ||
+    fail "bin/plot (hostile folder names)"
+grep -qF '&lt;b&gt;&amp;&quot;&apos;&lt;/script&gt;x</text>' "$T/hostile-plot.svg" ||
+    fail "hostile-plot.svg: a folder name is not text"
+grep -q 'href="javascript' "$T/hostile.dom" && fail "hostile: javascript: became a link"
+
 if command -v xmllint >/dev/null 2>&1; then
-    xmllint --noout "$T/attention.svg" "$T/small/run/curves.svg" "$T/plot.svg" ||
+    xmllint --noout "$T/attention.svg" "$T/small/run/curves.svg" "$T/plot.svg" "$T/hostile.svg" \
+        "$T/hostile-plot.svg" ||
         fail "xmllint: an SVG file is not well-formed"
-    say "xmllint: attention.svg, curves.svg (bin/train) and plot.svg (bin/plot) are well-formed"
+    say "xmllint: attention.svg, curves.svg (bin/train), plot.svg (bin/plot) and the hostile hostile.svg and hostile-plot.svg are well-formed"
 else
     say "xmllint is missing (apt-get install -y libxml2-utils): SVG files checked by the unit tests only"
 fi

@@ -5,8 +5,8 @@
  *
  * Besides crashes, it checks what a success promises: every step finite, every published
  * result mapped to a step, and no more differences than published numbers; and that a
- * failure leaves a one-line message naming the file. Not in `make fuzz`'s list (the Makefile
- * belongs to everyone); build and run it with
+ * failure leaves a one-line message naming the file. Build and run with `make fuzz`, or
+ * alone with
  *   make bin/fuzz_worked && bin/fuzz_worked tests/fuzz/corpus/worked
  */
 #include <math.h>
