@@ -562,6 +562,24 @@ static int run_epoch(Trainer *tr, Progress *p, const ForwardOptions *fwd, Error 
     return rc;
 }
 
+/* Whether every rank trains with the same resolved settings (config_print's text, hashed):
+ * ranks started with different configs are stopped at the start, not after hours. */
+static int same_settings(const Trainer *tr, bool *same, Error *err) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    if (!out) return error_set(err, "out of memory comparing the ranks' settings");
+    config_print(tr->cfg, out);
+    int bad = fclose(out) != 0;
+    uint64_t hash = bad ? 0 : fnv1a(FNV1A_START, text, len);
+    free(text);
+    if (bad) return error_set(err, "out of memory comparing the ranks' settings");
+    /* four 16-bit pieces: exact in any real */
+    real pieces[4];
+    for (int k = 0; k < 4; k++) pieces[k] = (real)((hash >> (16 * k)) & 0xffff);
+    return dist_identical(&tr->dist, pieces, 4, same, err);
+}
+
 static int train(Trainer *tr, Error *err) {
     const Config *cfg = tr->cfg;
     const ConfigTrain *ct = &cfg->train;
@@ -584,6 +602,9 @@ static int train(Trainer *tr, Error *err) {
                           .rng = &tr->dropout_rng};
     tr->start_time = p.window_start = now();
     bool same;
+    if (same_settings(tr, &same, err)) return -1;
+    if (!same)
+        return error_set(err, "the ranks were started with different settings (configs or --set)");
     if (dist_identical(&tr->dist, tr->nm.model.params, tr->nm.model.table.total, &same, err))
         return -1;
     if (!same) return error_set(err, "the ranks start from different parameters");

@@ -8,6 +8,8 @@
 #            process it reaches the parameters of an uninterrupted single-process run; and a
 #            single-process checkpoint resumed on 2 ranks does too
 #   killed   kill -9 of one rank makes the job exit with an error within seconds, not hang
+#   settings ranks started with different configs are stopped at the start, with an error
+#   corpus   a rank that cannot read its corpus ends the job with its error, within seconds
 # The single process is the same MPI build run as one rank (the path the default build runs:
 # with one rank no MPI call is made). Needs Open MPI: installs it with apt-get when run as
 # root, otherwise prints the command and reports SKIPPED. Leaves an MPI build in bin/.
@@ -26,7 +28,7 @@ if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
     else
         echo "test-mpi: SKIPPED: Open MPI is not installed; install it with:"
         echo "    sudo apt-get install -y libopenmpi-dev openmpi-bin"
-        echo "test-mpi: 0 passed, 0 failed, 10 skipped"
+        echo "test-mpi: 0 passed, 0 failed, 14 skipped"
         exit 0
     fi
 fi
@@ -47,11 +49,11 @@ cat >"$work/cfg.ini" <<EOF
 train = $data/train.tsv
 dev = $data/dev.tsv
 [model]
-emb_size = 16
-enc_hidden = 16
-dec_hidden = 16
-att_size = 16
-readout_size = 16
+emb_size = 32
+enc_hidden = 32
+dec_hidden = 32
+att_size = 32
+readout_size = 32
 [train]
 batch_size = 33
 epochs = 0
@@ -124,13 +126,15 @@ for real in float double; do
         tail -n 5 "$dir/one.log" "$dir/two.log"
     fi
 
-    # resume: SIGINT to mpirun after step 3 of 150 (mpirun passes it on about 1 s later),
-    # resumed by one process to step 150
+    # resume: SIGINT after step 3 of 150 to mpirun and its ranks at once, as Ctrl-C in a
+    # terminal sends it to the whole foreground group (mpirun alone passes it on a second or
+    # two later, when an idle machine may have finished all 150 steps); resumed by one process
+    # to step 150
     "${MPIRUN[@]}" -np 2 bin/train "$work/cfg.ini" --set train.out_dir="$dir/int" \
         --set train.max_steps=150 --set train.valid_every=1000 >"$dir/int.log" 2>&1 &
     pid=$!
     wait_for_step "$dir/int" 3
-    kill -INT $pid
+    kill -INT $pid $(pgrep -P $pid)
     finish $pid 60
     saved=$(grep -c "interrupted by signal" "$dir/int.log")
     at=$(sed -n 's/.*interrupted by signal [0-9]* at step \([0-9]*\).*/\1/p' "$dir/int.log")
@@ -172,6 +176,30 @@ for real in float double; do
     else
         bad "$real: killed rank '$victim': exit status $status"
         tail -n 5 "$dir/kill.log"
+    fi
+
+    # settings: ranks started with different configs are stopped at the start, with an error
+    "${MPIRUN[@]}" -np 1 bin/train "$work/cfg.ini" --set train.out_dir="$dir/cfgs" --set train.max_steps=20 : \
+        -np 1 bin/train "$work/cfg.ini" --set train.out_dir="$dir/cfgs" --set train.max_steps=20 --set optim.lr=0.5 \
+        >"$dir/cfgs.log" 2>&1 &
+    finish $! 60
+    if [ $status != 999 ] && [ $status -ne 0 ] && grep -q 'different settings' "$dir/cfgs.log"; then
+        ok "$real: ranks with different settings: stopped at the start (status $status)"
+    else
+        bad "$real: ranks with different settings: status $status"
+        tail -n 5 "$dir/cfgs.log"
+    fi
+
+    # corpus: a rank that cannot read its corpus ends the job with its error, within seconds
+    "${MPIRUN[@]}" -np 1 bin/train "$work/cfg.ini" --set train.out_dir="$dir/nodata" --set train.max_steps=20 : \
+        -np 1 bin/train "$work/cfg.ini" --set train.out_dir="$dir/nodata" --set train.max_steps=20 \
+        --set data.train="$dir/missing.tsv" >"$dir/nodata.log" 2>&1 &
+    finish $! 60
+    if [ $status != 999 ] && [ $status -ne 0 ] && grep -q 'missing.tsv' "$dir/nodata.log"; then
+        ok "$real: a rank without its corpus: the job exited with status $status, naming the file"
+    else
+        bad "$real: a rank without its corpus: status $status"
+        tail -n 5 "$dir/nodata.log"
     fi
 done
 
