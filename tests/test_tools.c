@@ -3,7 +3,9 @@
  * binaries in ../bin): the .npy files and the gradient reference dump, and the one-line errors
  * and exit statuses of translate and gradref on bad input.
  */
+#include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,38 +201,53 @@ START_TEST(gradref_writes_the_spec_layout) {
 }
 END_TEST
 
-/* A dump with another attention score: config.json names it, and params/ holds exactly that
- * score's att.* tensors; --score is checked like the config key. */
+/* A dump for every attention score: config.json names it, and params/ and grads/ hold exactly
+ * that score's att.* tensors; --score is checked like the config key. */
 START_TEST(gradref_records_the_score) {
-    char dir[64], path[256], cmd[1024], err_path[128], json[512];
+    char dir[64], path[256], cmd[1024], err_path[128], json[512], root[4096];
     make_temp_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/pairs.tsv", dir);
     FILE *f = fopen(path, "w");
     ck_assert(f);
     fputs("I love cats\tj'aime les chats\nI have a cat\tj'ai un chat\n", f);
     fclose(f);
+    /* dot needs D = K: tiny.ini's sizes with dec_hidden = 2 x enc_hidden */
+    ck_assert(getcwd(root, sizeof root - 4) != NULL); /* tests/: the repository is its parent */
+    strcat(root, "/..");
+    snprintf(path, sizeof path, "%s/dot.ini", dir);
+    f = fopen(path, "w");
+    ck_assert(f);
+    fprintf(f,
+            "[data]\ntrain = %s/data/toy/train.tsv\ndev = %s/data/toy/dev.tsv\n[model]\n"
+            "emb_size = 8\nenc_hidden = 8\ndec_hidden = 16\natt_size = 8\nreadout_size = 8\n"
+            "[train]\nbatch_size = 8\nepochs = 1\n",
+            root, root);
+    fclose(f);
     snprintf(err_path, sizeof err_path, "%s/stderr", dir);
-    snprintf(cmd, sizeof cmd,
-             "../bin/gradref -c ../configs/tiny.ini --score scaled_dot --pairs %s/pairs.tsv -o "
-             "%s/dump",
-             dir, dir);
-    ck_assert_int_eq(run(cmd, err_path), 0);
-    snprintf(path, sizeof path, "%s/dump/config.json", dir);
-    read_text(path, json, sizeof json);
-    ck_assert_msg(strstr(json, "\"score\": \"scaled_dot\"") != NULL, "%s", json);
-    static const char *const present[] = {"att.w_q", "att.w_k"};
-    static const char *const absent[] = {"att.b", "att.v", "att.w_a"};
-    for (int g = 0; g < 2; g++) {
-        for (int k = 0; k < 2; k++) {
-            snprintf(path, sizeof path, "%s/dump/%s/%s.npy", dir, g ? "grads" : "params",
-                     present[k]);
-            ck_assert_msg(access(path, F_OK) == 0, "%s missing", path);
-        }
-        for (int k = 0; k < 3; k++) {
-            snprintf(path, sizeof path, "%s/dump/%s/%s.npy", dir, g ? "grads" : "params",
-                     absent[k]);
-            ck_assert_msg(access(path, F_OK) != 0, "%s written", path);
-        }
+    static const char *const names[] = {"att.w_k", "att.w_q", "att.b", "att.v", "att.w_a"};
+    static const struct {
+        const char *score;
+        unsigned present; /* bit k: names[k] is one of the score's tensors */
+    } cases[] = {{"additive", 0xF}, {"dot", 0}, {"general", 0x10}, {"scaled_dot", 0x3}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *score = cases[c].score;
+        bool dot = strcmp(score, "dot") == 0;
+        snprintf(cmd, sizeof cmd, "../bin/gradref -c %s%s --score %s --pairs %s/pairs.tsv -o %s/%s",
+                 dot ? dir : "../configs/tiny.ini", dot ? "/dot.ini" : "", score, dir, dir, score);
+        ck_assert_msg(run(cmd, err_path) == 0, "%s", cmd);
+        snprintf(path, sizeof path, "%s/%s/config.json", dir, score);
+        read_text(path, json, sizeof json);
+        char expected[64];
+        snprintf(expected, sizeof expected, "\"score\": \"%s\"", score);
+        ck_assert_msg(strstr(json, expected) != NULL, "%s", json);
+        for (int g = 0; g < 2; g++)
+            for (int k = 0; k < 5; k++) {
+                snprintf(path, sizeof path, "%s/%s/%s/%s.npy", dir, score, g ? "grads" : "params",
+                         names[k]);
+                bool wanted = cases[c].present >> k & 1;
+                ck_assert_msg((access(path, F_OK) == 0) == wanted, "%s %s", path,
+                              wanted ? "missing" : "written");
+            }
     }
     char msg[1024];
     snprintf(cmd, sizeof cmd,
