@@ -8,6 +8,7 @@
 #            process it reaches the parameters of an uninterrupted single-process run; and a
 #            single-process checkpoint resumed on 2 ranks does too
 #   killed   kill -9 of one rank makes the job exit with an error within seconds, not hang
+#   writing  killed while rank 0 saves last.ckpt at every step, the checkpoint left is whole
 #   settings ranks started with different configs are stopped at the start, with an error
 #   corpus   a rank that cannot read its corpus ends the job with its error, within seconds
 # The single process is the same MPI build run as one rank (the path the default build runs:
@@ -28,7 +29,7 @@ if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
     else
         echo "test-mpi: SKIPPED: Open MPI is not installed; install it with:"
         echo "    sudo apt-get install -y libopenmpi-dev openmpi-bin"
-        echo "test-mpi: 0 passed, 0 failed, 14 skipped"
+        echo "test-mpi: 0 passed, 0 failed, 16 skipped"
         exit 0
     fi
 fi
@@ -176,6 +177,23 @@ for real in float double; do
     else
         bad "$real: killed rank '$victim': exit status $status"
         tail -n 5 "$dir/kill.log"
+    fi
+
+    # writing: killed (mpirun and its ranks, -9) while rank 0 saves last.ckpt at every step;
+    # the checkpoint left is whole
+    "${MPIRUN[@]}" -np 2 bin/train "$work/cfg.ini" --set train.out_dir="$dir/write" \
+        --set train.max_steps=100000 --set train.valid_every=1 >"$dir/write.log" 2>&1 &
+    pid=$!
+    wait_for_step "$dir/write" 5
+    kill -KILL $pid $(pgrep -P $pid)
+    finish $pid 30
+    # ckpt_diff loads both files (every field and the checksum checked)
+    if [ -f "$dir/write/last.ckpt" ] &&
+        bin/ckpt_diff "$dir/write/last.ckpt" "$dir/write/last.ckpt" 0 >/dev/null; then
+        ok "$real: killed while saving at every step: last.ckpt is whole"
+    else
+        bad "$real: killed while saving: last.ckpt is damaged or missing"
+        tail -n 3 "$dir/write.log"
     fi
 
     # settings: ranks started with different configs are stopped at the start, with an error
