@@ -210,3 +210,24 @@ void test_skip(const char *test, const char *why) {
     }
     fprintf(stderr, "skipped: %s: %s\n", test, why);
 }
+
+void log_column(const char *path, int col, char *out, size_t size) {
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "no %s", path);
+    char line[512];
+    size_t used = 0;
+    out[0] = '\0';
+    while (fgets(line, sizeof line, f)) {
+        char *field = line;
+        for (int c = 0; c < col && field; c++)
+            field = strchr(field, '\t') ? strchr(field, '\t') + 1 : NULL;
+        if (!field) continue;
+        size_t n = strcspn(field, "\t\n");
+        if (used + n + 2 >= size) break;
+        memcpy(out + used, field, n);
+        used += n;
+        out[used++] = ',';
+        out[used] = '\0';
+    }
+    fclose(f);
+}

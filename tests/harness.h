@@ -72,6 +72,9 @@ void assert_contains(const char *text, const char *fragment);
  * that could not run is never mistaken for one that passed. */
 void test_skip(const char *test, const char *why);
 
+/* Column col (0-based) of every line of a TSV file (a training log), comma-joined, into out. */
+void log_column(const char *path, int col, char *out, size_t size);
+
 /* True when the tests run under AddressSanitizer, whose shadow memory cannot live under an
  * address-space limit: tests that set one are skipped then. */
 bool under_address_sanitizer(void);

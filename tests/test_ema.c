@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "harness.h"
 #include "suites.h"
 #include "nmt/checkpoint.h"
 #include "train/adam.h"
@@ -101,28 +102,6 @@ static void unload(Loaded *l) {
 
 static bool same_reals(const real *a, const real *b, size_t n) {
     return memcmp(a, b, sizeof(real) * n) == 0;
-}
-
-/* Column col (0-based) of every line of a TSV file, comma-joined, into out. */
-static void log_column(const char *path, int col, char *out, size_t size) {
-    FILE *f = fopen(path, "r");
-    ck_assert_msg(f != NULL, "no %s", path);
-    char line[512];
-    size_t used = 0;
-    out[0] = '\0';
-    while (fgets(line, sizeof line, f)) {
-        char *field = line;
-        for (int c = 0; c < col && field; c++)
-            field = strchr(field, '\t') ? strchr(field, '\t') + 1 : NULL;
-        if (!field) continue;
-        size_t n = strcspn(field, "\t\n");
-        if (used + n + 2 >= size) break;
-        memcpy(out + used, field, n);
-        used += n;
-        out[used++] = ',';
-        out[used] = '\0';
-    }
-    fclose(f);
 }
 
 static void losses_of(const char *dir, char *out, size_t size) {

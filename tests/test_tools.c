@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness.h"
 #include "suites.h"
 #include "nmt/npy.h"
 #include "nmt/text.h"
@@ -290,28 +291,6 @@ START_TEST(tools_report_bad_input_in_one_line) {
     remove_dir(dir);
 }
 END_TEST
-
-/* Column `col` (0-based) of the TSV log's rows, concatenated. */
-static void log_column(const char *path, int col, char *out, size_t size) {
-    FILE *f = fopen(path, "r");
-    ck_assert_msg(f != NULL, "no %s", path);
-    char line[512];
-    size_t used = 0;
-    out[0] = '\0';
-    while (fgets(line, sizeof line, f)) {
-        char *field = line;
-        for (int c = 0; c < col && field; c++)
-            field = strchr(field, '\t') ? strchr(field, '\t') + 1 : NULL;
-        if (!field) continue;
-        size_t n = strcspn(field, "\t\n");
-        if (used + n + 2 >= size) break;
-        memcpy(out + used, field, n);
-        used += n;
-        out[used++] = ',';
-        out[used] = '\0';
-    }
-    fclose(f);
-}
 
 START_TEST(training_resumes_exactly) {
     /* 40 steps in one go, and 20 + 20 with --resume, give the same losses bit for bit */
