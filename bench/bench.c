@@ -50,6 +50,22 @@ static double now(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* One training step as bin/train takes it: forward, backward, clipping, Adam. */
+static int train_step(Model *m, Acts *acts, Adam *adam, const Batch *batch,
+                      const ForwardOptions *opt) {
+    double loss;
+    Error err;
+    if (model_forward(m, acts, batch, opt, &loss, &err)) {
+        fprintf(stderr, "bench: %s\n", err.msg);
+        return -1;
+    }
+    model_zero_grad(m);
+    model_backward(m, acts);
+    adam_step(adam, m->params, m->grads, clip_scale(grad_norm(m->grads, m->table.total), 1.0),
+              1e-4);
+    return 0;
+}
+
 static int compare_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -112,15 +128,8 @@ static int time_training(const ModelDims *dims, int B, int S, int T, int steps, 
     if (!ms) return -1;
     ForwardOptions opt = {0};
     for (int s = 0; s < warmup + steps; s++) {
-        double t0 = now(), loss;
-        if (model_forward(&m, &acts, &arr.batch, &opt, &loss, &err)) {
-            fprintf(stderr, "bench: %s\n", err.msg);
-            return -1;
-        }
-        model_zero_grad(&m);
-        model_backward(&m, &acts);
-        adam_step(&adam, m.params, m.grads, clip_scale(grad_norm(m.grads, m.table.total), 1.0),
-                  1e-4);
+        double t0 = now();
+        if (train_step(&m, &acts, &adam, &arr.batch, &opt)) return -1;
         if (s >= warmup) ms[s - warmup] = (now() - t0) * 1e3;
     }
     out->ms_per_step = median(ms, steps);
@@ -231,15 +240,7 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
             size_t b = (size_t)(r < 0 ? s : warmup + s) % plan.n_batches;
             const Batch *batch = batch_fill(&bb, &ds, plan.order + plan.start[b],
                                             (int)(plan.start[b + 1] - plan.start[b]));
-            double loss;
-            if (model_forward(&m, &acts, batch, &opt, &loss, &err)) {
-                fprintf(stderr, "bench: %s\n", err.msg);
-                return -1;
-            }
-            model_zero_grad(&m);
-            model_backward(&m, &acts);
-            adam_step(&adam, m.params, m.grads, clip_scale(grad_norm(m.grads, m.table.total), 1.0),
-                      1e-4);
+            if (train_step(&m, &acts, &adam, batch, &opt)) return -1;
             tokens += (size_t)acts.n_tokens, pairs += (size_t)batch->B;
         }
         double elapsed = now() - t0;
