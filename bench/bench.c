@@ -59,10 +59,12 @@ static int train_step(Model *m, Acts *acts, Adam *adam, const Batch *batch,
         fprintf(stderr, "bench: %s\n", err.msg);
         return -1;
     }
-    model_zero_grad(m);
     model_backward(m, acts);
-    adam_step(adam, m->params, m->grads, clip_scale(grad_norm(m->grads, m->table.total), 1.0),
-              1e-4);
+    if (!adam_step(adam, m->params, m->grads, clip_scale(grad_norm(m->grads, m->table.total), 1.0),
+                   1e-4)) {
+        fprintf(stderr, "bench: the Adam update overflowed\n");
+        return -1;
+    }
     return 0;
 }
 

@@ -160,6 +160,17 @@ static void sort_windows(size_t *order, const size_t *sorted, uint64_t *keys, co
     }
 }
 
+/* Copies a batch's `count` pairs from `from` to `to`, longest target first (ties in their
+ * order): the decoder's steps then skip the sentences that have ended, a tail of rows (see
+ * Acts.running in model/seq2seq.h). keys has room for count. */
+static void longest_targets_first(size_t *to, const size_t *from, uint64_t *keys, const Dataset *ds,
+                                  size_t count) {
+    for (size_t i = 0; i < count; i++)
+        keys[i] = (uint64_t)(0xffffffffu - (uint32_t)ds->tgt_n[from[i]]) << 32 | (uint64_t)i;
+    qsort(keys, count, sizeof *keys, compare_keys);
+    for (size_t i = 0; i < count; i++) to[i] = from[keys[i] & 0xffffffffu];
+}
+
 /* A pair's share of a token budget: its target with </s>, the positions the loss is taken
  * over (what Acts.n_tokens and the tok/s figures count). */
 static size_t target_tokens(const Dataset *ds, size_t k) {
@@ -209,7 +220,7 @@ static int plan_epoch(EpochPlan *plan, const Dataset *ds, size_t window, bool ta
         size_t id = batch_ids[b], from = first[id];
         size_t count = (id + 1 < n_batches ? first[id + 1] : n) - from;
         plan->start[b] = pos;
-        memcpy(sorted + pos, plan->order + from, sizeof(size_t) * count);
+        longest_targets_first(sorted + pos, plan->order + from, keys, ds, count);
         pos += count;
     }
     plan->start[n_batches] = pos;

@@ -16,15 +16,21 @@ void softmax_inplace(real *x, int n);
 /* log sum_j exp(x_j), computed stably. */
 real log_sum_exp(const real *x, int n);
 
-/* Adds the loss of each non-padding row to *total (double), in row order, so a caller that
- * goes through its rows in chunks gets the same sum as from one call; stores each row's
- * log-sum-exp in lse [R] for the backward pass. logits [R,V], targets [R]. */
-void xent_forward(real *lse, const real *logits, const int *targets, int rows, int V, real eps,
-                  double *total);
+/* Adds bias [V] (unless NULL) to each row of logits [R,V] in place, then the loss of each
+ * non-padding row to *total (double), in row order, so a caller that goes through its rows in
+ * chunks gets the same sum as from one call; stores each row's log-sum-exp in lse [R].
+ * targets [R]. (The bias is added here rather than after the product that forms the logits:
+ * a batch's logits are tens of MB, and each pass over them from memory shows in a step.) */
+void xent_forward(real *lse, real *logits, const real *bias, const int *targets, int rows, int V,
+                  real eps, double *total);
 
-/* Turns logits into d loss / d logits IN PLACE: scale * (p - (1 - eps) onehot(y) - eps / V)
- * for non-padding rows, 0 for padding rows. scale is 1 / N for the mean loss. */
-void xent_backward(real *logits, const real *lse, const int *targets, int rows, int V, real eps,
-                   real scale);
+/* Training's pass: xent_forward, then the logits turned IN PLACE into d loss / d logits,
+ *   scale * (p - (1 - eps) onehot(y) - eps / V)   (0 for padding rows; scale 1 / N),
+ * a row at a time while the row is in cache. It also adds the bias gradient, the sum of the
+ * rows of d loss / d logits, to db [V]: summed in groups of XENT_GROUP rows into parts
+ * [ceil(R / XENT_GROUP), V], then the groups in order. nll [R] is scratch. */
+enum { XENT_GROUP = 16 };
+void xent_train(real *logits, const real *bias, real *lse, const int *targets, int rows, int V,
+                real eps, real scale, double *total, real *db, real *parts, double *nll);
 
 #endif

@@ -121,6 +121,7 @@ static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
         {&a->readout, T * B * O},
         {&a->readout_drop, T * B * O},
         {&a->o_keep, T * B * O},
+        {&a->out_in, T * B * O},
         {&a->lse, T * B},
         {&a->d_readout, T * B * O},
         {&a->scratch, 2 * B * 3 * N}, /* one half per encoder direction */
@@ -131,6 +132,9 @@ static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
      * d_out_b to the gradients, and the backward pass's scratch, used only after that. */
     const Slab output[] = {
         {&a->logits, L * V},
+        {&a->d_out_in, L * O},
+        {&a->xent_parts, (L + XENT_GROUP - 1) / XENT_GROUP * V},
+        {&a->xent_nll, L * sizeof(double) / sizeof(real)},
         {&a->d_out_w, V * O},
         {&a->d_out_b, V},
     };
@@ -146,12 +150,13 @@ static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
     return end_output > end_backward ? end_output : end_backward;
 }
 
-/* What ACTS_AUTO picks. Logits per chunk: about 16 MB of them, in whole blocks of 256 rows
- * (the fewer the chunks, the fewer times the products read out.w and its gradient). Attention's
- * hidden layer is kept up to 8 MB: recomputing it costs a tanh per element, which shows in a
- * small model's step, while a large model's step saves as much by not streaming the array
- * through memory. */
-enum { LOGIT_BYTES = 16 << 20, LOGIT_ROW_BLOCK = 256, KEEP_ATTENTION_BYTES = 8 << 20 };
+/* What ACTS_AUTO picks. Logits per chunk: about 64 MB of them, in whole blocks of 256 rows
+ * (the fewer the chunks, the fewer times the products read out.w and its gradient: a batch
+ * of 64 short pairs, about 600 rows with Vt = 16,004, then takes one chunk, which measured
+ * 5 ms a step faster than three chunks of 16 MB). Attention's hidden layer is kept up to
+ * 8 MB: recomputing it costs a tanh per element, which shows in a small model's step, while a
+ * large model's step saves as much by not streaming the array through memory. */
+enum { LOGIT_BYTES = 64 << 20, LOGIT_ROW_BLOCK = 256, KEEP_ATTENTION_BYTES = 8 << 20 };
 
 /* The plan's sizes without allocating anything. */
 static void acts_plan(Acts *a, const ModelDims *dims, int max_B, int max_S, int max_T,
@@ -163,6 +168,7 @@ static void acts_plan(Acts *a, const ModelDims *dims, int max_B, int max_S, int 
         if (chunk < LOGIT_ROW_BLOCK) chunk = LOGIT_ROW_BLOCK;
     }
     a->max_B = max_B, a->max_S = max_S, a->max_T = max_T;
+    a->every_row = plan && plan->logit_rows == ACTS_ALL_ROWS;
     a->logit_rows = (int)(chunk < rows ? chunk : rows);
     int attention = plan ? plan->attention : ACTS_AUTO;
     double hidden_bytes = (double)sizeof(real) * max_T * max_B * max_S * dims->att;
@@ -173,7 +179,7 @@ static void acts_plan(Acts *a, const ModelDims *dims, int max_B, int max_S, int 
 double acts_bytes(const ModelDims *dims, int max_B, int max_S, int max_T, const ActsPlan *plan) {
     Acts a = {0};
     acts_plan(&a, dims, max_B, max_S, max_T, plan);
-    size_t ints = (size_t)max_S * max_B + 2 * (size_t)max_T * max_B + (size_t)max_B;
+    size_t ints = (size_t)max_S * max_B + 4 * (size_t)max_T * max_B + (size_t)max_B + max_T;
     return (double)sizeof(real) * (double)(acts_layout(&a, dims, NULL) + 16) +
            (double)sizeof(int) * (double)ints;
 }
@@ -189,7 +195,7 @@ int acts_init_plan(Acts *a, const ModelDims *dims, int max_B, int max_S, int max
         return error_set(err, "invalid batch plan %d x %d x %d", max_B, max_S, max_T);
     acts_plan(a, dims, max_B, max_S, max_T, plan);
     size_t total = acts_layout(a, dims, NULL);
-    size_t ints = (size_t)max_S * max_B + 2 * (size_t)max_T * max_B + (size_t)max_B;
+    size_t ints = (size_t)max_S * max_B + 4 * (size_t)max_T * max_B + (size_t)max_B + max_T;
     a->block = checked_calloc(total + 16, sizeof(real), "activations", err);
     a->int_block = checked_calloc(ints, sizeof(int), "activation ids", err);
     if (!a->block || !a->int_block) {
@@ -203,6 +209,9 @@ int acts_init_plan(Acts *a, const ModelDims *dims, int max_B, int max_S, int max
     a->tgt_in = a->src_ids + (size_t)max_S * max_B;
     a->tgt_out = a->tgt_in + (size_t)max_T * max_B;
     a->src_len = a->tgt_out + (size_t)max_T * max_B;
+    a->out_row = a->src_len + max_B;
+    a->out_tgt = a->out_row + (size_t)max_T * max_B;
+    a->running = a->out_tgt + (size_t)max_T * max_B;
     return 0;
 }
 
@@ -219,10 +228,10 @@ static void share_rows(int B, int part, int parts, int *first, int *count) {
     *count = end - *first;
 }
 
-/* The batch rows of the calling thread. Sentences are independent, so in the recurrences each
- * thread carries its own rows through every time step and the threads never wait for each
- * other inside the time loop; products over all rows and steps (input projections, weight
- * gradients) stay outside, parallel over their own tiles. */
+/* The calling thread's share of rows [0, B). Sentences are independent, so the decoder's time
+ * loop shares out each step's running rows (Acts.running) and the threads meet once a step,
+ * as sentences end and the shares shrink; products over all rows and steps (input
+ * projections, weight gradients) stay outside, parallel over their own tiles. */
 static void thread_rows(int B, int *first, int *count) {
     share_rows(B, omp_get_thread_num(), omp_get_num_threads(), first, count);
 }
@@ -480,49 +489,87 @@ static void decoder_step_forward(const Model *m, const DecoderStep *st, const re
                      w->dec_gru.b_hh, NULL, 0, B, D);
 }
 
+/* Rows [running, B) have ended before step t (see Acts.running). Their step-t arrays are
+ * set so that every later product over all T*B rows reads defined values: in the forward
+ * pass zero s_t and c_t; in the backward pass zero dgi, dgh and dquery, so that the weight
+ * gradients get nothing from them. */
+static void ended_rows_forward(Acts *a, const ModelDims *d, int t, int running) {
+    int ended = a->B - running;
+    if (ended == 0) return;
+    DecoderStep st = decoder_step(a, d, t, running);
+    memset(st.s, 0, sizeof(real) * (size_t)ended * d->dec_hidden);
+    memset(st.context, 0, sizeof(real) * (size_t)ended * dims_enc_state(d));
+    memset(st.alpha, 0, sizeof(real) * (size_t)ended * a->S);
+}
+
+static void ended_rows_backward(Acts *a, const ModelDims *d, int t, int running) {
+    int ended = a->B - running, D = d->dec_hidden;
+    if (ended == 0) return;
+    DecoderStep st = decoder_step(a, d, t, running);
+    size_t row = (size_t)(t - 1) * a->B + running;
+    memset(st.gi, 0, sizeof(real) * (size_t)ended * 3 * D);
+    memset(a->d_gh + row * 3 * D, 0, sizeof(real) * (size_t)ended * 3 * D);
+    memset(st.query, 0, sizeof(real) * (size_t)ended * dims_att_features(d));
+}
+
 /* ---- output layer and loss, a chunk of rows at a time ----------------------------------- */
 
-/* The output layer's input: o_t after dropout. */
-static const real *output_input(const Acts *a) {
-    return a->dropout > 0 ? a->readout_drop : a->readout;
+/* The output layer's input rows, packed: o_t after dropout at each row of out_row. Padding
+ * rows have no loss, so their z_t would only be computed to be zeroed (a quarter of the rows
+ * of a batch of short sentences, and the output layer is most of a step's work). */
+static void output_rows(Acts *a, int O) {
+    const real *o = a->dropout > 0 ? a->readout_drop : a->readout;
+    a->n_out = 0;
+    for (int r = 0; r < a->T * a->B; r++)
+        if (a->every_row || a->tgt_out[r] != TOK_PAD) {
+            a->out_row[a->n_out] = r, a->out_tgt[a->n_out] = a->tgt_out[r];
+            memcpy(a->out_in + (size_t)a->n_out * O, o + (size_t)r * O, sizeof(real) * (size_t)O);
+            a->n_out++;
+        }
 }
 
-/* z_t = W_out o_t + b_out for rows [r0, r0 + n), into the chunk buffer a->logits. */
+/* W_out o_t for packed rows [r0, r0 + n), into the chunk buffer a->logits; the loss's pass
+ * over them (xent_forward or xent_train) adds b_out to complete z_t. */
 static void logits_forward(const Model *m, Acts *a, int r0, int n) {
     int O = m->dims.readout, V = m->dims.tgt_vocab;
-    linear_forward(a->logits, output_input(a) + (size_t)r0 * O, O, m->w.out_w, O, m->w.out_b, n, O,
-                   V);
+    gemm(AS_STORED, TRANSPOSE, n, V, O, a->out_in + (size_t)r0 * O, O, m->w.out_w, O, 0, a->logits,
+         V);
 }
 
-/* The gradients of rows [r0, r0 + n), whose z_t are in a->logits and log-sum-exps in a->lse.
- * loss = mean cross-entropy: the logits become d loss / d z. z = W_out o + b_out: the rows'
- * d loss / d o are written into d_readout, and dW_out += dz^T o, db_out += sum_r dz_r go to
- * d_out_w and d_out_b (zeroed before the first chunk). */
-static void logits_backward(const Model *m, Acts *a, int r0, int n) {
+/* The loss and gradients of packed rows [r0, r0 + n), whose z_t are in a->logits. loss = mean
+ * cross-entropy: the logits become d loss / d z (and d_out_b += their sum). z = W_out o +
+ * b_out: the rows' d loss / d o go to their places in d_readout (zero at padding), and
+ * dW_out = dz^T o goes to d_out_w, added from the second chunk on. */
+static void logits_backward(const Model *m, Acts *a, int r0, int n, double *loss_sum) {
     int O = m->dims.readout, V = m->dims.tgt_vocab;
-    xent_backward(a->logits, a->lse + r0, a->tgt_out + r0, n, V, a->label_smoothing,
-                  (real)1 / a->n_tokens);
-    real *d_o = a->d_readout + (size_t)r0 * O;
-    memset(d_o, 0, sizeof(real) * (size_t)n * O);
-    linear_backward(d_o, a->d_out_w, a->d_out_b, a->logits, output_input(a) + (size_t)r0 * O, O,
-                    m->w.out_w, O, n, O, V);
+    double unused = 0;
+    xent_train(a->logits, m->w.out_b, a->lse + r0, a->out_tgt + r0, n, V, a->label_smoothing,
+               (real)1 / a->n_tokens, loss_sum ? loss_sum : &unused, a->d_out_b, a->xent_parts,
+               (double *)a->xent_nll);
+    gemm(AS_STORED, AS_STORED, n, O, V, a->logits, V, m->w.out_w, O, 0, a->d_out_in, O);
+    gemm(TRANSPOSE, AS_STORED, V, O, n, a->logits, V, a->out_in + (size_t)r0 * O, O, r0 > 0,
+         a->d_out_w, O);
+    for (int i = 0; i < n; i++)
+        memcpy(a->d_readout + (size_t)a->out_row[r0 + i] * O, a->d_out_in + (size_t)i * O,
+               sizeof(real) * (size_t)O);
 }
 
-/* Every chunk of the T*B rows: z_t, then the loss added to *loss_sum (unless NULL), then the
- * gradients (when grads). Chunks go in row order, so the loss is summed in row order. */
+/* Every chunk of the packed rows: z_t, then the loss added to *loss_sum (unless NULL), then
+ * the gradients (when grads). Chunks go in row order, so the loss is summed in row order. */
 static void output_layer(const Model *m, Acts *a, double *loss_sum, int grads) {
-    int rows = a->T * a->B, V = m->dims.tgt_vocab;
+    int rows = a->n_out, V = m->dims.tgt_vocab;
     if (grads) {
-        memset(a->d_out_w, 0, sizeof(real) * (size_t)V * m->dims.readout);
         memset(a->d_out_b, 0, sizeof(real) * (size_t)V);
+        memset(a->d_readout, 0, sizeof(real) * (size_t)a->T * a->B * m->dims.readout);
     }
     for (int r0 = 0; r0 < rows; r0 += a->logit_rows) {
         int n = rows - r0 < a->logit_rows ? rows - r0 : a->logit_rows;
         logits_forward(m, a, r0, n);
-        if (loss_sum)
-            xent_forward(a->lse + r0, a->logits, a->tgt_out + r0, n, V, a->label_smoothing,
-                         loss_sum);
-        if (grads) logits_backward(m, a, r0, n);
+        if (grads)
+            logits_backward(m, a, r0, n, loss_sum);
+        else if (loss_sum)
+            xent_forward(a->lse + r0, a->logits, m->w.out_b, a->out_tgt + r0, n, V,
+                         a->label_smoothing, loss_sum);
     }
     a->out_grads_ready = grads;
 }
@@ -554,6 +601,11 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
             a->tgt_out[(size_t)t * B + b] = batch->tgt_out[(size_t)b * T + t];
             a->n_tokens += batch->tgt_out[(size_t)b * T + t] != TOK_PAD;
         }
+    for (int t = 0; t < T; t++) {
+        a->running[t] = 0;
+        for (int b = 0; b < B; b++)
+            if (a->tgt_out[(size_t)t * B + b] != TOK_PAD) a->running[t] = b + 1;
+    }
     a->out_grads_ready = 0;
     if (a->n_tokens == 0) return error_set(err, "batch has no target tokens");
     if (a->dropout > 0) {
@@ -572,15 +624,18 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
     linear_forward(a->dec_gi, u, R, dg->w_ih, E + K, dg->b_ih, T * B, E, 3 * D);
 
 #pragma omp parallel
-    {
-        int b0, nb;
-        thread_rows(B, &b0, &nb);
-        for (int t = 1; t <= T && nb > 0; t++) {
+    for (int t = 1; t <= T; t++) {
+        int b0, nb, running = a->running[t - 1];
+        thread_rows(running, &b0, &nb);
+        if (nb > 0) {
             DecoderStep st = decoder_step(a, d, t, b0);
             decoder_step_forward(m, &st, a->keys + (size_t)b0 * S * F,
                                  a->enc_h + (size_t)b0 * S * K, a->src_len + b0,
                                  a->scratch + (size_t)b0 * 3 * D, nb, S);
         }
+        if (omp_get_thread_num() == 0) ended_rows_forward(a, d, t, running);
+            /* the next step shares out fewer rows: a row may change threads */
+#pragma omp barrier
     }
 
     /* o_t = tanh(W_o [s_t ; c_t ; u_t] + b_o), all steps at once */
@@ -599,6 +654,7 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
     /* z_t = W_out o_t + b_out and the loss, a chunk of rows at a time; for training each
      * chunk's gradients at once, while its logits are at hand (see output_layer) */
     double sum = 0;
+    output_rows(a, O);
     output_layer(m, a, &sum, !opt->forward_only);
     *loss = sum / a->n_tokens;
     return 0;
@@ -634,6 +690,48 @@ static void attention_step_backward(const Model *m, Acts *a, const DecoderStep *
     for (size_t j = 0; j < (size_t)nb * D; j++) carry[j] += st->query[j];
 }
 
+/* Step t's backward for rows [b0, b0 + nb), the mirror of decoder_step_forward: given the
+ * carry d loss / d s_t from step t+1 and d_readout_in, leaves d loss / d s_{t-1} in the carry,
+ * dgi in place of gi, dgh in d_gh, dquery in query, and adds attention's gradients into
+ * d_keys, d_enc_h and d_att_v. */
+static void decoder_step_backward(Model *m, Acts *a, int t, int b0, int nb) {
+    const ModelDims *d = &m->dims;
+    const Weights *w = &m->w;
+    const GruWeights *dg = &w->dec_gru;
+    int B = a->B, S = a->S, E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att,
+        R = D + K + E;
+    real *carry = a->carry + (size_t)b0 * D, *d_state = a->d_state + (size_t)b0 * D;
+    real *d_context = a->d_context + (size_t)b0 * K;
+    DecoderStep st = decoder_step(a, d, t, b0);
+    size_t row = (size_t)(t - 1) * B + b0;
+    const real *d_row = a->d_readout_in + row * R;
+    real *dgi = st.gi, *dgh = a->d_gh + row * 3 * D;
+    for (int b = 0; b < nb; b++)
+        for (int j = 0; j < D; j++)
+            d_state[(size_t)b * D + j] = carry[(size_t)b * D + j] + d_row[(size_t)b * R + j];
+    gru_step_backward(carry, dgi, dgh, d_state, st.cache, st.s_prev, dg->w_hh, NULL, 0, nb, D);
+    /* c_t feeds the readout and the GRU input: dc = d_readout[c] + dgi W_ih[:, E:] */
+    for (int b = 0; b < nb; b++)
+        memcpy(d_context + (size_t)b * K, d_row + (size_t)b * R + D, sizeof(real) * (size_t)K);
+    gemm(AS_STORED, AS_STORED, nb, K, 3 * D, dgi, 3 * D, dg->w_ih + E, E + K, 1, d_context, K);
+    if (d->score != SCORE_ADDITIVE) {
+        attention_step_backward(m, a, &st, carry, d_context, b0, nb);
+        return;
+    }
+    /* attention's hidden layer tanh(W_q s_{t-1} + k_i), unless kept: again (query still holds
+     * W_q s_{t-1}; backward overwrites it with dquery), then its backward, which also adds each
+     * sentence's de_ti hidden_ti to its row of d_att_v */
+    if (!a->keep_attention)
+        attention_hidden(st.hidden, st.query, a->keys + (size_t)b0 * S * A, a->src_len + b0, nb, S,
+                         A);
+    attention_backward(st.query, st.energy, a->d_keys + (size_t)b0 * S * A,
+                       a->d_enc_h + (size_t)b0 * S * K, a->d_att_v + (size_t)b0 * A, d_context,
+                       st.alpha, st.hidden, a->enc_h + (size_t)b0 * S * K, a->src_len + b0,
+                       w->att_v, nb, S, A, K);
+    /* query = W_q s_{t-1} */
+    gemm(AS_STORED, AS_STORED, nb, D, A, st.query, A, w->att_w_q, D, 1, carry, D);
+}
+
 void model_backward(Model *m, Acts *a) {
     const ModelDims *d = &m->dims;
     const Weights *w = &m->w;
@@ -663,45 +761,13 @@ void model_backward(Model *m, Acts *a) {
     memset(a->d_att_v, 0, sizeof(real) * (size_t)B * A);
     memset(a->carry, 0, sizeof(real) * (size_t)B * D);
 #pragma omp parallel
-    {
-        int b0, nb;
-        thread_rows(B, &b0, &nb);
-        real *carry = a->carry + (size_t)b0 * D, *d_state = a->d_state + (size_t)b0 * D;
-        real *d_context = a->d_context + (size_t)b0 * K;
-        for (int t = T; t >= 1 && nb > 0; t--) {
-            DecoderStep st = decoder_step(a, d, t, b0);
-            size_t row = (size_t)(t - 1) * B + b0;
-            const real *d_row = a->d_readout_in + row * R;
-            real *dgi = st.gi, *dgh = a->d_gh + row * 3 * D;
-            for (int b = 0; b < nb; b++)
-                for (int j = 0; j < D; j++)
-                    d_state[(size_t)b * D + j] =
-                        carry[(size_t)b * D + j] + d_row[(size_t)b * R + j];
-            gru_step_backward(carry, dgi, dgh, d_state, st.cache, st.s_prev, dg->w_hh, NULL, 0, nb,
-                              D);
-            /* c_t feeds the readout and the GRU input: dc = d_readout[c] + dgi W_ih[:, E:] */
-            for (int b = 0; b < nb; b++)
-                memcpy(d_context + (size_t)b * K, d_row + (size_t)b * R + D,
-                       sizeof(real) * (size_t)K);
-            gemm(AS_STORED, AS_STORED, nb, K, 3 * D, dgi, 3 * D, dg->w_ih + E, E + K, 1, d_context,
-                 K);
-            if (d->score != SCORE_ADDITIVE) {
-                attention_step_backward(m, a, &st, carry, d_context, b0, nb);
-                continue;
-            }
-            /* attention's hidden layer tanh(W_q s_{t-1} + k_i), unless kept: again (query
-             * still holds W_q s_{t-1}; backward overwrites it with dquery), then its backward,
-             * which also adds each sentence's de_ti hidden_ti to its row of d_att_v */
-            if (!a->keep_attention)
-                attention_hidden(st.hidden, st.query, a->keys + (size_t)b0 * S * A, a->src_len + b0,
-                                 nb, S, A);
-            attention_backward(st.query, st.energy, a->d_keys + (size_t)b0 * S * A,
-                               a->d_enc_h + (size_t)b0 * S * K, a->d_att_v + (size_t)b0 * A,
-                               d_context, st.alpha, st.hidden, a->enc_h + (size_t)b0 * S * K,
-                               a->src_len + b0, w->att_v, nb, S, A, K);
-            /* query = W_q s_{t-1} */
-            gemm(AS_STORED, AS_STORED, nb, D, A, st.query, A, w->att_w_q, D, 1, carry, D);
-        }
+    for (int t = T; t >= 1; t--) {
+        int b0, nb, running = a->running[t - 1];
+        thread_rows(running, &b0, &nb);
+        if (nb > 0) decoder_step_backward(m, a, t, b0, nb);
+        if (omp_get_thread_num() == 0) ended_rows_backward(a, d, t, running);
+            /* the previous step shares out more rows: a row may change threads */
+#pragma omp barrier
     }
 
     /* weight gradients of all decoder steps at once (dgi, dgh, dquery and de are stored per

@@ -64,9 +64,10 @@ typedef struct {
 enum { ACTS_AUTO = 0, ACTS_KEEP = 1, ACTS_RECOMPUTE = 2, ACTS_ALL_ROWS = 0x7fffffff };
 typedef struct {
     int logit_rows; /* rows of the output layer computed at a time, the height of
-                       Acts.logits: ACTS_AUTO picks about 16 MB of logits (at least 256 rows,
-                       all of them when fewer); ACTS_ALL_ROWS (or any count >= T*B) keeps a
-                       forward_only pass's z_t of every row */
+                       Acts.logits: ACTS_AUTO picks about 64 MB of logits (at least 256 rows,
+                       all of them when fewer). Only the rows of real target tokens are
+                       computed, except with ACTS_ALL_ROWS: every row, padding included, all
+                       in one chunk, so that a forward_only pass keeps every z_t */
     int attention;  /* attention's hidden layer tanh(W_q s_{t-1} + k_i) [T, B, S, A]:
                        ACTS_KEEP keeps every step's (backward reads it), ACTS_RECOMPUTE only
                        the current step's (backward recomputes it, one more tanh per element),
@@ -78,6 +79,7 @@ typedef struct {
 typedef struct {
     int max_B, max_S, max_T; /* the plan */
     int logit_rows;          /* the plan's chunk of output rows (<= max_T * max_B) */
+    int every_row;           /* the output layer computes padding rows too (ACTS_ALL_ROWS) */
     int keep_attention;      /* att_hidden holds every step's (the plan's attention, resolved) */
     int out_grads_ready;     /* the last forward pass formed d_readout, d_out_w and d_out_b */
     int B, S, T;             /* the shape of the last forward pass */
@@ -88,6 +90,12 @@ typedef struct {
     int *tgt_in;  /* [T*B] */
     int *tgt_out; /* [T*B] */
     int *src_len; /* [B] */
+    int *out_row; /* [T*B] the rows the output layer computes, in order (n_out of them) */
+    int *out_tgt; /* [T*B] their targets */
+    int n_out;
+    int *running; /* [T] rows of step t (1..T) at running[t-1]: every row from it on has
+                     ended (its target is padding from there), so the decoder steps skip
+                     them; batches with the longest targets first skip the most */
     /* encoder */
     real *x;            /* [S*B, E] source embeddings (after dropout) */
     real *x_keep;       /* [S*B, E] dropout scales */
@@ -116,16 +124,20 @@ typedef struct {
     real *readout;      /* [T*B, O] o_t (before dropout) */
     real *readout_drop; /* [T*B, O] o_t after dropout (== readout when off) */
     real *o_keep;       /* [T*B, O] */
-    real *lse;          /* [T*B] log-sum-exp of each row */
+    real *out_in;       /* [T*B, O] the output layer's input rows out_row[], packed */
+    real *lse;          /* [T*B] log-sum-exp of each packed row */
     real *d_readout;    /* [T*B, O] d loss / d o_t (after dropout), formed with the logits */
     /* the output layer's chunk buffers: they share their memory with the backward scratch
      * below, so they hold their values from the forward pass until model_backward starts */
-    real *logits;  /* [logit_rows, Vt] z_t of a chunk of rows, then its d loss / d z_t;
-                      after a forward_only pass, z_t of the last chunk (of every row when
-                      logit_rows >= T*B) */
-    real *d_out_w; /* [Vt, O] d loss / d out.w of the last forward pass (unless
-                      forward_only), added to the model's gradients by backward */
-    real *d_out_b; /* [Vt] likewise d loss / d out.b */
+    real *logits;     /* [logit_rows, Vt] z_t of a chunk of packed rows, then its d loss / d z_t;
+                         after a forward_only pass, z_t of the last chunk (of every row, in row
+                         order, with ACTS_ALL_ROWS) */
+    real *d_out_in;   /* [logit_rows, O] d loss / d o of a chunk of packed rows */
+    real *xent_parts; /* [ceil(logit_rows / XENT_GROUP), Vt] and [logit_rows] doubles: */
+    real *xent_nll;   /* xent_train's scratch */
+    real *d_out_w;    /* [Vt, O] d loss / d out.w of the last forward pass (unless
+                         forward_only), added to the model's gradients by backward */
+    real *d_out_b;    /* [Vt] likewise d loss / d out.b */
     /* backward scratch */
     real *d_readout_in; /* [T*B, D+K+E] */
     real *d_enc_h;      /* [B*S, K] */

@@ -387,45 +387,60 @@ START_TEST(softmax_and_loss_stay_finite_for_huge_logits) {
 
     real logits[6] = {1e4, -1e4, 5e3, -3e3, 2e3, 1e4};
     const int targets[2] = {2, 0}; /* second row is padding */
-    real lse[2];
-    double loss = 0; /* the padding row adds nothing */
-    xent_forward(lse, logits, targets, 2, 3, 0.1f, &loss);
+    real lse[2], db[3] = {0}, parts[3];
+    double loss = 0, nll[2]; /* the padding row adds nothing */
+    real again[6];
+    memcpy(again, logits, sizeof logits);
+    xent_forward(lse, again, NULL, targets, 2, 3, 0.1f, &loss);
     ck_assert(isfinite(loss));
     /* -log p[2] = 1e4 - 5e3 = 5e3; smoothing: 0.9 * 5e3 + 0.1 * (1e4 - mean(z)) */
     ck_assert_double_eq_tol(loss, 0.9 * 5e3 + 0.1 * (1e4 - (1e4 - 1e4 + 5e3) / 3.0), 1);
-    xent_backward(logits, lse, targets, 2, 3, 0.1f, 1);
+    double train_loss = 0;
+    xent_train(logits, NULL, lse, targets, 2, 3, 0.1f, 1, &train_loss, db, parts, nll);
+    ck_assert(train_loss == loss);
     for (int i = 0; i < 6; i++) ck_assert(isfinite(logits[i]));
     for (int i = 3; i < 6; i++) ck_assert(logits[i] == 0); /* padding row: no gradient */
+    for (int j = 0; j < 3; j++) ck_assert(db[j] == logits[j]);
 }
 END_TEST
 
 typedef struct {
-    real *logits, *work, *lse;
+    real *logits, *work, *lse, *bias;
     const int *targets;
     int rows, V;
     real eps;
 } LossCase;
 
+/* The mean loss of the logits plus the bias (3 non-padding rows), from a copy: xent_forward
+ * adds the bias in place. */
 static double loss_objective(void *p) {
     LossCase *c = p;
     double sum = 0;
-    xent_forward(c->lse, c->logits, c->targets, c->rows, c->V, c->eps, &sum);
-    return sum / 3; /* 3 non-padding rows */
+    memcpy(c->work, c->logits, sizeof(real) * (size_t)c->rows * c->V);
+    xent_forward(c->lse, c->work, c->bias, c->targets, c->rows, c->V, c->eps, &sum);
+    return sum / 3;
 }
 
+/* xent_train against finite differences of xent_forward, with the bias: d loss / d z and
+ * d loss / d b (the column sums, over more rows than one group). */
 START_TEST(loss_backward_matches_finite_differences) {
-    enum { R = 4, V = 6 };
-    const int targets[R] = {3, 0, 5, 1};
+    enum { R = XENT_GROUP + 4, V = 6 };
+    int targets[R] = {0}; /* 3 non-padding rows, one of them in the second group */
+    targets[1] = 3, targets[2] = 5, targets[R - 1] = 1;
     Rng rng;
     rng_seed(&rng, 2, 0);
     for (int smoothing = 0; smoothing < 2; smoothing++) {
-        real logits[R * V], grad[R * V], lse[R];
+        real logits[R * V], work[R * V], grad[R * V], lse[R], bias[V], db[V] = {0};
+        real parts[2 * V];
+        double nll[R], loss = 0;
         fill_random(logits, R * V, &rng, 2);
-        LossCase c = {logits, NULL, lse, targets, R, V, smoothing ? 0.1f : 0};
-        loss_objective(&c);
+        fill_random(bias, V, &rng, 1);
+        LossCase c = {logits, work, lse, bias, targets, R, V, smoothing ? 0.1f : 0};
         memcpy(grad, logits, sizeof grad);
-        xent_backward(grad, lse, targets, R, V, c.eps, (real)1 / 3); /* 3 non-padding rows */
+        xent_train(grad, bias, lse, targets, R, V, c.eps, (real)1 / 3, &loss, db, parts, nll);
+        ck_assert(loss / 3 == loss_objective(&c)); /* the same sum as the forward pass */
         check_fd("logits", logits, grad, R * V, loss_objective, &c);
+        check_fd("bias", bias, db, V, loss_objective, &c);
     }
 }
 END_TEST

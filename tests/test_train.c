@@ -275,14 +275,15 @@ START_TEST(adam_two_steps_by_hand) {
     Error err;
     ck_assert(adam_init(&adam, 2, 0.9, 0.999, 1e-8, &err) == 0);
     real p[2] = {0, 0}, g1[2] = {3, 4}, g2[2] = {0.3f, -0.4f};
-    adam_step(&adam, p, g1, clip_scale(grad_norm(g1, 2), 1.0), 0.1);
+    ck_assert(adam_step(&adam, p, g1, clip_scale(grad_norm(g1, 2), 1.0), 0.1));
+    ck_assert(g1[0] == 0 && g1[1] == 0); /* consumed: ready for the next backward pass */
     ck_assert_double_eq_tol(adam.m[0], 0.06, 1e-7);
     ck_assert_double_eq_tol(adam.m[1], 0.08, 1e-7);
     ck_assert_double_eq_tol(adam.v[0], 0.00036, 1e-8); /* float: 1 - beta2 rounds */
     ck_assert_double_eq_tol(adam.v[1], 0.00064, 1e-8);
     ck_assert_double_eq_tol(p[0], -0.1, 1e-6);
     ck_assert_double_eq_tol(p[1], -0.1, 1e-6);
-    adam_step(&adam, p, g2, clip_scale(grad_norm(g2, 2), 1.0), 0.1);
+    ck_assert(adam_step(&adam, p, g2, clip_scale(grad_norm(g2, 2), 1.0), 0.1));
     ck_assert_uint_eq(adam.t, 2);
     ck_assert_double_eq_tol(adam.m[0], 0.084, 1e-7);
     ck_assert_double_eq_tol(adam.m[1], 0.032, 1e-7);
@@ -290,6 +291,24 @@ START_TEST(adam_two_steps_by_hand) {
     double tol = sizeof(real) == 8 ? 1e-9 : 1e-5;
     ck_assert_double_eq_tol(p[0], -0.193217960, tol);
     ck_assert_double_eq_tol(p[1], -0.126633702, tol);
+    adam_free(&adam);
+}
+END_TEST
+
+/* An update that overflows a parameter is reported (the trainer stops on it), and the
+ * gradients are still consumed. */
+START_TEST(adam_reports_an_overflow) {
+    Adam adam;
+    Error err;
+    ck_assert(adam_init(&adam, 2, 0.9, 0.999, 1e-8, &err) == 0);
+    /* near the top of the range: big + big / 10 overflows */
+    real big = sizeof(real) == 8 ? (real)1.7e308 : (real)3.3e38;
+    real p[2] = {big, 0}, g[2] = {-1, 1};
+    /* the first update moves each parameter by lr against its gradient's sign (m / sqrt(v)
+     * is 1 after bias correction): p[0] = big + lr overflows, p[1] = -lr does not */
+    ck_assert(!adam_step(&adam, p, g, 1, (double)big / 10));
+    ck_assert(isinf(p[0]) && isfinite(p[1]));
+    ck_assert(g[0] == 0 && g[1] == 0);
     adam_free(&adam);
 }
 END_TEST
@@ -360,6 +379,7 @@ Suite *train_suite(void) {
     tcase_add_test(tc, checkpoint_damage_is_detected);
     tcase_add_test(tc, clipping_bounds_the_norm);
     tcase_add_test(tc, adam_two_steps_by_hand);
+    tcase_add_test(tc, adam_reports_an_overflow);
     tcase_add_test(tc, learning_rate_schedules);
     tcase_add_test(tc, ranks_share_each_batch);
     suite_add_tcase(s, tc);

@@ -27,16 +27,40 @@ void adam_free(Adam *adam) {
     memset(adam, 0, sizeof *adam);
 }
 
-void adam_step(Adam *adam, real *params, const real *grads, real grad_scale, double lr) {
+/* The update of parameters [first, end); returns whether one came out non-finite. */
+static int adam_range(const Adam *adam, real *params, real *grads, real grad_scale, real step,
+                      real inv_c2, size_t first, size_t end) {
+    real b1 = (real)adam->beta1, b2 = (real)adam->beta2, eps = (real)adam->eps;
+    real *m = adam->m, *v = adam->v;
+    int bad = 0;
+#pragma omp simd reduction(| : bad)
+    for (size_t i = first; i < end; i++) {
+        real g = grads[i] * grad_scale;
+        grads[i] = 0;
+        m[i] = b1 * m[i] + (1 - b1) * g;
+        v[i] = b2 * v[i] + (1 - b2) * g * g;
+        params[i] -= step * m[i] / (sqrt(v[i] * inv_c2) + eps);
+        bad |= !isfinite(params[i]);
+    }
+    return bad;
+}
+
+bool adam_step(Adam *adam, real *params, real *grads, real grad_scale, double lr) {
     adam->t++;
     double c1 = 1 - pow(adam->beta1, (double)adam->t), c2 = 1 - pow(adam->beta2, (double)adam->t);
-    real b1 = (real)adam->beta1, b2 = (real)adam->beta2, eps = (real)adam->eps;
     real step = (real)(lr / c1), inv_c2 = (real)(1 / c2);
-    real *m = adam->m, *v = adam->v;
-    long n = (long)adam->n;
-    PARALLEL_FOR(i, n, (double)n, 100000, real g = grads[i] * grad_scale;
-                 m[i] = b1 * m[i] + (1 - b1) * g; v[i] = b2 * v[i] + (1 - b2) * g * g;
-                 params[i] -= step * m[i] / (sqrt(v[i] * inv_c2) + eps));
+    /* one pass over the four arrays also zeroes the gradients and checks the parameters: the
+     * step of a short batch is short, and each extra pass over every parameter shows in it */
+    enum { CHUNKS = 64 };
+    int bad[CHUNKS];
+    size_t n = adam->n, per = (n + CHUNKS - 1) / CHUNKS;
+    PARALLEL_FOR(c, CHUNKS, (double)n, 100000, size_t first = (size_t)c * per;
+                 size_t end = first + per < n ? first + per : n;
+                 bad[c] = first < n &&
+                          adam_range(adam, params, grads, grad_scale, step, inv_c2, first, end));
+    for (int c = 0; c < CHUNKS; c++)
+        if (bad[c]) return false;
+    return true;
 }
 
 /* sum of x[i]^2 over n values, in double, in order */

@@ -9,6 +9,7 @@
 #ifndef NMT_ADAM_H
 #define NMT_ADAM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/base.h"
@@ -25,8 +26,11 @@ typedef struct {
 int adam_init(Adam *adam, size_t n, double beta1, double beta2, double eps, Error *err);
 void adam_free(Adam *adam);
 /* One Adam update with the gradients multiplied by grad_scale as they are read (clipping: see
- * clip_scale), which spares a pass that would scale them in place first. */
-void adam_step(Adam *adam, real *params, const real *grads, real grad_scale, double lr);
+ * clip_scale), which spares a pass that would scale them in place first. It consumes the
+ * gradients: each is zeroed once read, so the next backward pass accumulates into zeros
+ * without a pass of its own. Returns false when an updated parameter is not finite (finite
+ * gradients can still overflow one, e.g. from damaged moments). */
+bool adam_step(Adam *adam, real *params, real *grads, real grad_scale, double lr);
 
 /* The L2 norm of all gradients (accumulated in double, in a fixed order). */
 double grad_norm(const real *grads, size_t n);

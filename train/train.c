@@ -74,14 +74,6 @@ static void format_duration(char *buf, size_t size, double seconds) {
         snprintf(buf, size, "%ld:%02ld", s / 60, s % 60);
 }
 
-/* True when every x[0..n) is finite. Written without an early exit so it vectorises: it runs
- * over the parameters after every step. */
-static bool all_finite(const real *x, size_t n) {
-    int bad = 0;
-    for (size_t i = 0; i < n; i++) bad |= !isfinite(x[i]);
-    return !bad;
-}
-
 /* Writes into buf where the first non-finite value is: a parameter ("parameter out.w[12] =
  * inf"), else a gradient, else that there is none. */
 static void describe_non_finite(const Model *m, char *buf, size_t size) {
@@ -439,8 +431,8 @@ static int train_step(Trainer *tr, const Batch *batch, const ForwardOptions *fwd
     opt.rng = dist_dropout_stream(&tr->dist, fwd->rng, &rank_rng);
     long n_tokens = 0;
     *loss = 0;
+    /* the gradients are zero here: the model starts with them so and Adam zeroes them */
     if (batch->B > 0 && model_forward(m, &tr->acts, batch, &opt, loss, err)) return -1;
-    model_zero_grad(m);
     if (batch->B > 0) model_backward(m, &tr->acts), n_tokens = tr->acts.n_tokens;
     tr->signal = stop_signal;
     if (dist_reduce_step(&tr->dist, m->grads, m->table.total, loss, &n_tokens, &tr->signal, err))
@@ -453,9 +445,8 @@ static int train_step(Trainer *tr, const Batch *batch, const ForwardOptions *fwd
         return diverged(tr, what, err);
     }
     p->lr = schedule_lr(&tr->cfg->optim, tr->state.step, tr->state.lr_scale);
-    adam_step(&tr->adam, m->params, m->grads, clip_scale(norm, tr->cfg->optim.clip_norm), p->lr);
-    /* finite gradients can still overflow a parameter (e.g. from damaged moments) */
-    if (!all_finite(m->params, m->table.total))
+    if (!adam_step(&tr->adam, m->params, m->grads, clip_scale(norm, tr->cfg->optim.clip_norm),
+                   p->lr))
         return diverged(tr, "the Adam update overflowed", err);
     tr->state.step++;
     p->window_loss += *loss * (double)n_tokens;
