@@ -875,6 +875,36 @@ static void part_blocked(const Isa *isa, const Problem *p, int m0, int m1, int n
     }
 }
 
+/* part_blocked for when every K block of op(B)'s columns [n0, n1) fits the B buffer at once
+ * (few columns, K of a few hundred: the weight gradients, above all the output layer's, where C
+ * is Vt x O and K the batch's tokens). op(B) is packed first, whole, and the K loop goes inside
+ * the row loop: each block of C rows then stays in cache across the K blocks instead of going
+ * to memory and back once per K block. Every sum is the same, in the same order. */
+static void part_blocked_k_inside(const Isa *isa, const Problem *p, int m0, int m1, int n0,
+                                  int n1, real *ws) {
+    int MR = isa->mr, NR = isa->nr, mc_max = MC - MC % MR, n = n1 - n0;
+    ptrdiff_t padded = (n + NR - 1) / NR * NR;
+    real *abuf = ws + WS_B_ELEMS;
+    for (int pc = 0; pc < p->K; pc += KC)
+        pack_panels(isa, p->tb, imin(KC, p->K - pc), n, at_b(p, pc, n0), p->ldb, NR,
+                    ws + pc * padded);
+    for (int ic = m0; ic < m1; ic += mc_max) {
+        int mc = imin(mc_max, m1 - ic);
+        for (int pc = 0; pc < p->K; pc += KC) {
+            int kc = imin(KC, p->K - pc), add = p->add || pc > 0;
+            const real *bblock = ws + pc * padded;
+            pack_panels(isa, !p->ta, kc, mc, at_a(p, ic, pc), p->lda, MR, abuf);
+            for (int ir = 0; ir < mc; ir += MR) {
+                const real *a = abuf + (ptrdiff_t)ir * kc;
+                real *c = p->C + (ic + ir) * p->ldc + n0;
+                for (int jr = 0; jr < n; jr += NR)
+                    isa->kernel(kc, a, bblock + (ptrdiff_t)jr * kc, NR, c + jr, p->ldc,
+                                imin(MR, mc - ir), imin(NR, n - jr), add);
+            }
+        }
+    }
+}
+
 /* C^T = op(B)^T op(A)^T, for B transposed and at most SWAP_MAX_M rows: rows [m0, m1) x
  * columns [n0, n1). op(A)^T is packed (it is small); the rows of B are read in place. */
 static void part_swapped(const Isa *isa, const Problem *p, int m0, int m1, int n0, int n1,
@@ -917,6 +947,9 @@ static void blocked_share(const Isa *isa, const Problem *p, int M, int N, int t,
         part_fallback(isa, p, m0, m1, n0, n1);
     else if (swapped)
         part_swapped(isa, p, m0, m1, n0, n1, ws);
+    else if (p->K > KC && m1 - m0 > isa->in_place_m &&
+             (double)(n1 - n0 + isa->nr - 1) / isa->nr * isa->nr * p->K <= (double)WS_B_ELEMS)
+        part_blocked_k_inside(isa, p, m0, m1, n0, n1, ws);
     else
         part_blocked(isa, p, m0, m1, n0, n1, ws);
 }
