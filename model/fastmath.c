@@ -79,17 +79,35 @@ VECTOR_CLONES void vec_exp(real *y, const real *x, size_t n, real shift, real sc
     for (size_t i = 0; i < n; i++) y[i] = scale * exp_poly(x[i] - shift);
 }
 
-VECTOR_CLONES real vec_sum_exp(const real *x, size_t n, real shift) {
-    /* 16 partial sums in a fixed pattern: vectorises, and the order never changes */
+/* The sum of exp(x - shift) as 16 partial sums in a fixed pattern (vectorises, and the order
+ * never changes), storing each exp(x - shift) in y unless y is NULL: a constant at each call
+ * below, so neither loop tests it. */
+static inline float sum_exp_into(float *y, const float *x, size_t n, float shift) {
     float part[16] = {0};
     size_t i = 0;
     for (; i + 16 <= n; i += 16)
 #pragma omp simd
-        for (int j = 0; j < 16; j++) part[j] += exp_poly(x[i + j] - shift);
-    for (int j = 0; i < n; i++, j++) part[j] += exp_poly(x[i] - shift);
+        for (int j = 0; j < 16; j++) {
+            float e = exp_poly(x[i + j] - shift);
+            if (y) y[i + j] = e;
+            part[j] += e;
+        }
+    for (int j = 0; i < n; i++, j++) {
+        float e = exp_poly(x[i] - shift);
+        if (y) y[i] = e;
+        part[j] += e;
+    }
     float sum = 0;
     for (int j = 0; j < 16; j++) sum += part[j];
     return sum;
+}
+
+VECTOR_CLONES real vec_sum_exp(const real *x, size_t n, real shift) {
+    return sum_exp_into(NULL, x, n, shift);
+}
+
+VECTOR_CLONES real vec_exp_sum(real *y, const real *x, size_t n, real shift) {
+    return sum_exp_into(y, x, n, shift);
 }
 
 VECTOR_CLONES real vec_max(const real *x, size_t n) {
@@ -150,6 +168,15 @@ real vec_max(const real *x, size_t n) {
 real vec_sum_exp(const real *x, size_t n, real shift) {
     real sum = 0;
     for (size_t i = 0; i < n; i++) sum += exp(x[i] - shift);
+    return sum;
+}
+
+real vec_exp_sum(real *y, const real *x, size_t n, real shift) {
+    real sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        y[i] = exp(x[i] - shift);
+        sum += y[i];
+    }
     return sum;
 }
 

@@ -26,6 +26,8 @@ void vec_sigmoid(real *x, size_t n);
 void vec_exp(real *y, const real *x, size_t n, real shift, real scale);
 /* sum of exp(x - shift), accumulated in a fixed order. */
 real vec_sum_exp(const real *x, size_t n, real shift);
+/* y = exp(x - shift), and their sum: vec_sum_exp's, bit for bit; y may be x. */
+real vec_exp_sum(real *y, const real *x, size_t n, real shift);
 /* sum of x[i] * y[i], accumulated in a fixed order. */
 real vec_dot(const real *x, const real *y, size_t n);
 /* The largest of n >= 1 values (NaNs are passed over unless x[0] is one). */

@@ -23,16 +23,18 @@ real log_sum_exp(const real *x, int n) {
     return max + log(vec_sum_exp(x, (size_t)n, max));
 }
 
-/* The loss of one row with target y > 0, in double: lse - z_y, smoothed. */
-static double row_nll(const real *z, real lse, int target, int V, real eps) {
-    double nll = (double)lse - z[target];
-    if (eps > 0) {
-        double mean_z = 0;
-        for (int j = 0; j < V; j++) mean_z += z[j];
-        mean_z /= V;
-        nll = (1 - (double)eps) * nll + (double)eps * ((double)lse - mean_z);
-    }
-    return nll;
+/* The mean of a row, in double (label smoothing's term). */
+static double row_mean(const real *z, int V) {
+    double sum = 0;
+    for (int j = 0; j < V; j++) sum += z[j];
+    return sum / V;
+}
+
+/* The loss of a row with target y > 0 from lse, z_y and (with smoothing) the row's mean, in
+ * double: lse - z_y, smoothed. */
+static double row_nll(real lse, real z_target, double mean_z, real eps) {
+    double nll = (double)lse - z_target;
+    return eps > 0 ? (1 - (double)eps) * nll + (double)eps * ((double)lse - mean_z) : nll;
 }
 
 /* z += b over a row (the output layer's bias, added here while the row is in cache) */
@@ -48,34 +50,36 @@ void xent_forward(real *lse, real *logits, const real *bias, const int *targets,
     PARALLEL_FOR(r, rows, (double)rows * V, 65536, add_bias(logits + (size_t)r * V, bias, V);
                  lse[r] = log_sum_exp(logits + (size_t)r * V, V));
     for (int r = 0; r < rows; r++)
-        if (targets[r] != 0) *total += row_nll(logits + (size_t)r * V, lse[r], targets[r], V, eps);
-}
-
-/* A row's gradient in place: d l / d z_j = p_j - (1 - eps) [j == y] - eps / V, times scale. */
-static void xent_backward_row(real *z, real lse, int target, int V, real eps, real scale) {
-    if (target == 0) {
-        for (int j = 0; j < V; j++) z[j] = 0;
-        return;
-    }
-    vec_exp(z, z, (size_t)V, lse, scale);
-    if (eps > 0) {
-        real smooth = scale * eps / V;
-        for (int j = 0; j < V; j++) z[j] -= smooth;
-    }
-    z[target] -= scale * (1 - eps);
+        if (targets[r] != 0) {
+            const real *z = logits + (size_t)r * V;
+            *total += row_nll(lse[r], z[targets[r]], eps > 0 ? row_mean(z, V) : 0, eps);
+        }
 }
 
 /* xent_train's rows [r0, r1), one bias-gradient group: each row's loss into nll, its logits
- * turned into gradients, and their sum into part [V]. */
+ * turned into gradients, and their sum into part [V]. With p = e / sum, e = exp(z - max) kept
+ * from the log-sum-exp (one exp per logit, not two): d l / d z_j = scale * (p_j - (1 - eps)
+ * [j == y] - eps / V). */
 static void xent_train_group(real *logits, const real *bias, real *lse, const int *targets, int r0,
                              int r1, int V, real eps, real scale, double *nll, real *part) {
     for (int j = 0; j < V; j++) part[j] = 0;
     for (int r = r0; r < r1; r++) {
         real *z = logits + (size_t)r * V;
+        int y = targets[r];
         add_bias(z, bias, V);
-        lse[r] = log_sum_exp(z, V);
-        nll[r] = targets[r] != 0 ? row_nll(z, lse[r], targets[r], V, eps) : 0;
-        xent_backward_row(z, lse[r], targets[r], V, eps, scale);
+        /* the loss's parts before z turns into e, then log_sum_exp's arithmetic exactly */
+        real z_target = y != 0 ? z[y] : 0, max = vec_max(z, (size_t)V);
+        double mean_z = y != 0 && eps > 0 ? row_mean(z, V) : 0;
+        real sum = vec_exp_sum(z, z, (size_t)V, max);
+        lse[r] = max + log(sum);
+        nll[r] = y != 0 ? row_nll(lse[r], z_target, mean_z, eps) : 0;
+        if (y == 0) { /* padding: no loss, no gradient */
+            for (int j = 0; j < V; j++) z[j] = 0;
+            continue;
+        }
+        real p_scale = scale / sum, smooth = scale * eps / V;
+        for (int j = 0; j < V; j++) z[j] = z[j] * p_scale - smooth;
+        z[y] -= scale * (1 - eps);
         for (int j = 0; j < V; j++) part[j] += z[j];
     }
 }
