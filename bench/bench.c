@@ -234,9 +234,11 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
     ForwardOptions opt = {0};
     RealFigures runs[ROUNDS];
     int warmup = 2;
+    double timed = 0;
     for (int r = -1; r < rounds; r++) { /* round -1: the warm-up */
         size_t tokens = 0, pairs = 0;
         int n = r < 0 ? warmup : steps;
+        if (r == 0) memset(acts.phase_seconds, 0, sizeof acts.phase_seconds);
         double t0 = now();
         for (int s = 0; s < n; s++) {
             size_t b = (size_t)(r < 0 ? s : warmup + s) % plan.n_batches;
@@ -247,6 +249,7 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
         }
         double elapsed = now() - t0;
         if (r >= 0) runs[r] = (RealFigures){tokens / elapsed, pairs / elapsed, elapsed / n * 1e3};
+        if (r >= 0) timed += elapsed;
     }
     char each[128] = "";
     for (int r = 0; r < rounds && rounds > 1; r++)
@@ -266,6 +269,16 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
     printf("BENCH name=real-%s threads=%d tok_per_s=%.0f pairs_per_s=%.1f ms_per_step=%.2f "
            "padding=%.3f rss_mb=%.0f\n",
            name, omp_get_max_threads(), f.tok_per_s, f.pairs_per_s, f.ms_per_step, pad / 100, rss);
+    /* where a step goes: the model's phases over every timed step; the rest is Adam, the
+     * gradient norm and filling the batch */
+    double steps_timed = (double)steps * rounds, in_phases = 0;
+    printf("  %-10s ms/step:", "");
+    for (int p = 0; p < PHASE_COUNT; p++) {
+        printf("%s %s %.1f", p ? "," : "", phase_name((Phase)p),
+               1e3 * acts.phase_seconds[p] / steps_timed);
+        in_phases += acts.phase_seconds[p];
+    }
+    printf(", the rest (Adam, norm, batch) %.1f\n", 1e3 * (timed - in_phases) / steps_timed);
     adam_free(&adam);
     model_free(&m);
     acts_free(&acts);

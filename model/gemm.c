@@ -880,8 +880,8 @@ static void part_blocked(const Isa *isa, const Problem *p, int m0, int m1, int n
  * is Vt x O and K the batch's tokens). op(B) is packed first, whole, and the K loop goes inside
  * the row loop: each block of C rows then stays in cache across the K blocks instead of going
  * to memory and back once per K block. Every sum is the same, in the same order. */
-static void part_blocked_k_inside(const Isa *isa, const Problem *p, int m0, int m1, int n0,
-                                  int n1, real *ws) {
+static void part_blocked_k_inside(const Isa *isa, const Problem *p, int m0, int m1, int n0, int n1,
+                                  real *ws) {
     int MR = isa->mr, NR = isa->nr, mc_max = MC - MC % MR, n = n1 - n0;
     ptrdiff_t padded = (n + NR - 1) / NR * NR;
     real *abuf = ws + WS_B_ELEMS;

@@ -69,6 +69,25 @@ int batch_validate(const Batch *b, const ModelDims *d, Error *err) {
     return 0;
 }
 
+/* ---- phase timers ------------------------------------------------------------------- */
+
+const char *phase_name(Phase phase) {
+    static const char *const names[PHASE_COUNT] = {
+        "encoder",          "decoder steps",      "readout",
+        "W_out o",          "softmax and loss",   "output gradients",
+        "readout backward", "decoder steps back", "decoder weight grads",
+        "encoder backward",
+    };
+    return phase >= 0 && phase < PHASE_COUNT ? names[phase] : "?";
+}
+
+/* Ends phase p: the time since the last mark goes to it. */
+static void phase_end(Acts *a, Phase p) {
+    double now = omp_get_wtime();
+    a->phase_seconds[p] += now - a->phase_mark;
+    a->phase_mark = now;
+}
+
 /* ---- activation plan ---------------------------------------------------------------- */
 
 typedef struct {
@@ -546,12 +565,14 @@ static void logits_backward(const Model *m, Acts *a, int r0, int n, double *loss
     xent_train(a->logits, m->w.out_b, a->lse + r0, a->out_tgt + r0, n, V, a->label_smoothing,
                (real)1 / a->n_tokens, loss_sum ? loss_sum : &unused, a->d_out_b, a->xent_parts,
                (double *)a->xent_nll);
+    phase_end(a, PHASE_SOFTMAX);
     gemm(AS_STORED, AS_STORED, n, O, V, a->logits, V, m->w.out_w, O, 0, a->d_out_in, O);
     gemm(TRANSPOSE, AS_STORED, V, O, n, a->logits, V, a->out_in + (size_t)r0 * O, O, r0 > 0,
          a->d_out_w, O);
     for (int i = 0; i < n; i++)
         memcpy(a->d_readout + (size_t)a->out_row[r0 + i] * O, a->d_out_in + (size_t)i * O,
                sizeof(real) * (size_t)O);
+    phase_end(a, PHASE_LOGITS_GRAD);
 }
 
 /* Every chunk of the packed rows: z_t, then the loss added to *loss_sum (unless NULL), then
@@ -565,11 +586,13 @@ static void output_layer(const Model *m, Acts *a, double *loss_sum, int grads) {
     for (int r0 = 0; r0 < rows; r0 += a->logit_rows) {
         int n = rows - r0 < a->logit_rows ? rows - r0 : a->logit_rows;
         logits_forward(m, a, r0, n);
+        phase_end(a, PHASE_LOGITS);
         if (grads)
             logits_backward(m, a, r0, n, loss_sum);
         else if (loss_sum)
             xent_forward(a->lse + r0, a->logits, m->w.out_b, a->out_tgt + r0, n, V,
                          a->label_smoothing, loss_sum);
+        phase_end(a, PHASE_SOFTMAX);
     }
     a->out_grads_ready = grads;
 }
@@ -614,7 +637,9 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
         dropout_mask(a->o_keep, (size_t)T * B * O, a->dropout, opt->rng);
     }
 
+    a->phase_mark = omp_get_wtime();
     encoder_forward(m, a, B, S);
+    phase_end(a, PHASE_ENCODER);
 
     /* u_t = tgt_emb[y_{t-1}], written straight into its place in [s_t ; c_t ; u_t]; its part
      * of the decoder input projection, W_ih[:, :E] u_t + b_ih, for all steps at once */
@@ -638,6 +663,8 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
 #pragma omp barrier
     }
 
+    phase_end(a, PHASE_DECODER);
+
     /* o_t = tanh(W_o [s_t ; c_t ; u_t] + b_o), all steps at once */
     for (int r = 0; r < T * B; r++) {
         real *row = a->readout_in + (size_t)r * R;
@@ -655,6 +682,7 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
      * chunk's gradients at once, while its logits are at hand (see output_layer) */
     double sum = 0;
     output_rows(a, O);
+    phase_end(a, PHASE_READOUT);
     output_layer(m, a, &sum, !opt->forward_only);
     *loss = sum / a->n_tokens;
     return 0;
@@ -744,6 +772,7 @@ void model_backward(Model *m, Acts *a) {
 
     /* loss and z = W_out o + b_out: the forward pass formed d loss / d o in d_readout and the
      * out.w, out.b gradients (unless it was forward_only: then they are formed now) */
+    a->phase_mark = omp_get_wtime();
     if (!a->out_grads_ready) output_layer(m, a, NULL, 1);
     a->out_grads_ready = 0;
     add_into(g->out_w, a->d_out_w, (size_t)V * O);
@@ -754,6 +783,8 @@ void model_backward(Model *m, Acts *a) {
     memset(a->d_readout_in, 0, sizeof(real) * (size_t)T * B * R);
     linear_backward(a->d_readout_in, g->out_w_o, g->out_b_o, a->d_readout, a->readout_in, R,
                     w->out_w_o, R, T * B, R, O);
+
+    phase_end(a, PHASE_READOUT_GRAD);
 
     /* back through time; the carry is d loss / d s_t flowing from step t+1 */
     memset(a->d_enc_h, 0, sizeof(real) * (size_t)B * S * K);
@@ -769,6 +800,8 @@ void model_backward(Model *m, Acts *a) {
             /* the previous step shares out more rows: a row may change threads */
 #pragma omp barrier
     }
+
+    phase_end(a, PHASE_DECODER_GRAD);
 
     /* weight gradients of all decoder steps at once (dgi, dgh, dquery and de are stored per
      * step; s_{t-1} of every step is the slab s_0 .. s_{T-1}) */
@@ -789,5 +822,7 @@ void model_backward(Model *m, Acts *a) {
             for (int j = 0; j < A; j++) g->att_v[j] += a->d_att_v[(size_t)b * A + j];
     embedding_backward(g->tgt_emb, du, R, a->tgt_in, a->dropout > 0 ? a->u_keep : NULL, T * B, E);
 
+    phase_end(a, PHASE_DECODER_WEIGHTS);
     encoder_backward(m, a);
+    phase_end(a, PHASE_ENCODER_GRAD);
 }

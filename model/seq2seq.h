@@ -74,6 +74,24 @@ typedef struct {
                        ACTS_AUTO keeps it when it takes at most 8 MB */
 } ActsPlan;
 
+/* The phases of a training step, timed by model_forward and model_backward into
+ * Acts.phase_seconds (a clock read between phases: nothing measurable) so that a benchmark can
+ * show where a step's time goes. */
+typedef enum {
+    PHASE_ENCODER,         /* embeddings, both directions, keys, s_0 */
+    PHASE_DECODER,         /* the decoder's steps: attention and GRU */
+    PHASE_READOUT,         /* o_t for every step */
+    PHASE_LOGITS,          /* the output layer's product W_out o_t */
+    PHASE_SOFTMAX,         /* bias, log-sum-exp, loss and d loss / d z */
+    PHASE_LOGITS_GRAD,     /* d loss / d o_t and d loss / d W_out: two products */
+    PHASE_READOUT_GRAD,    /* back through the readout */
+    PHASE_DECODER_GRAD,    /* back through the decoder's steps */
+    PHASE_DECODER_WEIGHTS, /* the decoder's weight gradients, all steps at once */
+    PHASE_ENCODER_GRAD,    /* back through the encoder */
+    PHASE_COUNT
+} Phase;
+const char *phase_name(Phase phase);
+
 /* Activations of one forward pass, kept for the backward pass, plus backward scratch.
  * Shapes are given for the current batch (B, S, T <= the planned maximum). */
 typedef struct {
@@ -85,6 +103,8 @@ typedef struct {
     int B, S, T;             /* the shape of the last forward pass */
     int n_tokens;            /* N, the non-padding target tokens of the last forward pass */
     real dropout, label_smoothing;
+    double phase_seconds[PHASE_COUNT]; /* time spent in each phase, summed over calls */
+    double phase_mark;                 /* when the current phase began (omp_get_wtime) */
     /* ids, time-major */
     int *src_ids; /* [S*B] */
     int *tgt_in;  /* [T*B] */

@@ -283,6 +283,26 @@ START_TEST(default_plan_is_smaller) {
 }
 END_TEST
 
+/* The phase timers share out a step's time: each phase's is >= 0, they add up to no more
+ * than the wall time of the step, and each has its own name. */
+START_TEST(phase_timers_share_out_a_step) {
+    Fixture f;
+    fixture_make(&f, &TINY, 5, 7, 6, 4);
+    double t0 = omp_get_wtime();
+    forward_backward(&f, &f.rb.batch);
+    double wall = omp_get_wtime() - t0, sum = 0;
+    for (int p = 0; p < PHASE_COUNT; p++) {
+        ck_assert(f.acts.phase_seconds[p] >= 0);
+        sum += f.acts.phase_seconds[p];
+        ck_assert_str_ne(phase_name((Phase)p), "?");
+        for (int q = 0; q < p; q++) ck_assert_str_ne(phase_name((Phase)p), phase_name((Phase)q));
+    }
+    ck_assert(sum > 0 && sum <= wall);
+    ck_assert_str_eq(phase_name(PHASE_COUNT), "?");
+    fixture_free(&f);
+}
+END_TEST
+
 START_TEST(attention_rows_sum_to_one_and_skip_padding) {
     enum { B = 5, S = 7, T = 6 };
     Fixture f;
@@ -544,6 +564,7 @@ Suite *model_suite(void) {
     tcase_add_test(tc, output_layer_chunks_change_nothing);
     tcase_add_test(tc, default_plan_is_smaller);
     tcase_add_test(tc, attention_rows_sum_to_one_and_skip_padding);
+    tcase_add_test(tc, phase_timers_share_out_a_step);
     tcase_add_test(tc, initialisation_is_seeded);
     tcase_add_test(tc, thread_count_changes_results_only_by_round_off);
     tcase_add_loop_test(tc, search_agrees_across_threads_batches_and_forcing, 0, SCORE_COUNT);
