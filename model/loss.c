@@ -56,27 +56,29 @@ void xent_forward(real *lse, real *logits, const real *bias, const int *targets,
         }
 }
 
-/* xent_train's rows [r0, r1), one bias-gradient group: each row's loss into nll, its logits
- * turned into gradients, and their sum into part [V]. With p = e / sum, e = exp(z - max) kept
- * from the log-sum-exp (one exp per logit, not two): d l / d z_j = scale * (p_j - (1 - eps)
- * [j == y] - eps / V). */
-static void xent_train_group(real *logits, const real *bias, real *lse, const int *targets, int r0,
-                             int r1, int V, real eps, real scale, double *nll, real *part) {
+/* Bias-gradient group g of xent_train: rows [g * XENT_GROUP, + XENT_GROUP) of the `rows`, each
+ * row's loss into nll, its logits turned into gradients, and their sum into part [V]. With
+ * p = e / sum, e = exp(z - max) kept from the log-sum-exp (one exp per logit, not two):
+ * d l / d z_j = scale * (p_j - (1 - eps) [j == y] - eps / V). */
+static void xent_train_group(real *logits, const real *bias, real *lse, const int *targets, int g,
+                             int rows, int V, real eps, real scale, double *nll, real *part) {
+    int r0 = g * XENT_GROUP, r1 = r0 + XENT_GROUP < rows ? r0 + XENT_GROUP : rows;
     for (int j = 0; j < V; j++) part[j] = 0;
     for (int r = r0; r < r1; r++) {
         real *z = logits + (size_t)r * V;
         int y = targets[r];
-        add_bias(z, bias, V);
-        /* the loss's parts before z turns into e, then log_sum_exp's arithmetic exactly */
-        real z_target = y != 0 ? z[y] : 0, max = vec_max(z, (size_t)V);
-        double mean_z = y != 0 && eps > 0 ? row_mean(z, V) : 0;
-        real sum = vec_exp_sum(z, z, (size_t)V, max);
-        lse[r] = max + log(sum);
-        nll[r] = y != 0 ? row_nll(lse[r], z_target, mean_z, eps) : 0;
         if (y == 0) { /* padding: no loss, no gradient */
             for (int j = 0; j < V; j++) z[j] = 0;
+            lse[r] = 0, nll[r] = 0;
             continue;
         }
+        add_bias(z, bias, V);
+        /* the loss's parts before z turns into e, then log_sum_exp's arithmetic exactly */
+        real z_target = z[y], max = vec_max(z, (size_t)V);
+        double mean_z = eps > 0 ? row_mean(z, V) : 0;
+        real sum = vec_exp_sum(z, z, (size_t)V, max);
+        lse[r] = max + log(sum);
+        nll[r] = row_nll(lse[r], z_target, mean_z, eps);
         real p_scale = scale / sum, smooth = scale * eps / V;
         for (int j = 0; j < V; j++) z[j] = z[j] * p_scale - smooth;
         z[y] -= scale * (1 - eps);
@@ -88,11 +90,8 @@ void xent_train(real *logits, const real *bias, real *lse, const int *targets, i
                 real eps, real scale, double *total, real *db, real *parts, double *nll) {
     int groups = (rows + XENT_GROUP - 1) / XENT_GROUP;
     PARALLEL_FOR(g, groups, (double)rows * V, 65536,
-                 xent_train_group(logits, bias, lse, targets, (int)g * XENT_GROUP,
-                                  (int)g * XENT_GROUP + XENT_GROUP < rows
-                                      ? (int)g * XENT_GROUP + XENT_GROUP
-                                      : rows,
-                                  V, eps, scale, nll, parts + (size_t)g * V));
+                 xent_train_group(logits, bias, lse, targets, (int)g, rows, V, eps, scale, nll,
+                                  parts + (size_t)g * V));
     /* the loss in row order (xent_forward's sum), db in group order: neither depends on the
      * number of threads */
     for (int r = 0; r < rows; r++)

@@ -186,6 +186,23 @@ START_TEST(test_tiny_config) {
 }
 END_TEST
 
+/* base.ini, the recommended settings for a real corpus, loads and says what its comments say. */
+START_TEST(test_base_config) {
+    Config cfg;
+    Error err = {""};
+    ck_assert_msg(config_load(&cfg, "../configs/base.ini", NULL, 0, &err) == 0, "%s", err.msg);
+    ck_assert(cfg.data.subwords == SUBWORDS_BPE && !cfg.data.lowercase);
+    ck_assert_int_eq(cfg.data.src_merges, 8000);
+    ck_assert_int_eq(cfg.data.tgt_merges, 8000);
+    ck_assert_int_eq(cfg.model.emb_size, 256);
+    ck_assert_int_eq(cfg.model.dec_hidden, 512);
+    ck_assert_int_eq(cfg.train.batch_tokens, 1000);
+    ck_assert_double_eq(cfg.optim.lr, 0.002);
+    ck_assert_double_eq(cfg.train.ema, 0.9999);
+    ck_assert_str_eq(cfg.train.out_dir, "../configs/../runs/base");
+}
+END_TEST
+
 /* toy.ini is meant to show every key: it must set exactly the keys --help lists. */
 START_TEST(test_toy_config_lists_every_key) {
     char *help = NULL;
@@ -506,9 +523,12 @@ START_TEST(test_training_must_stop) {
     const char *never_stops = REQUIRED_KEYS "[train]\nepochs = 0\nmax_steps = 0\n";
     ck_assert_int_eq(load_text(&scratch, never_stops, &cfg, &err), -1);
     assert_mentions(err.msg, scratch.ini);
-    assert_mentions(err.msg, "epochs = 0 and max_steps = 0");
+    assert_mentions(err.msg, "epochs = 0, max_steps = 0 and max_minutes = 0");
 
-    /* Either limit alone is enough. */
+    /* Any limit alone is enough. */
+    const char *time_only = REQUIRED_KEYS "[train]\nepochs = 0\nmax_minutes = 20\n";
+    ck_assert_msg(load_text(&scratch, time_only, &cfg, &err) == 0, "%s", err.msg);
+    ck_assert_double_eq(cfg.train.max_minutes, 20);
     const char *steps_only = REQUIRED_KEYS "[train]\nepochs = 0\nmax_steps = 100\n";
     ck_assert_msg(load_text(&scratch, steps_only, &cfg, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(cfg.train.epochs, 0);
@@ -704,6 +724,7 @@ Suite *config_suite(void) {
     tcase_add_test(valid, test_defaults);
     tcase_add_test(valid, test_toy_config);
     tcase_add_test(valid, test_tiny_config);
+    tcase_add_test(valid, test_base_config);
     tcase_add_test(valid, test_toy_config_lists_every_key);
     tcase_add_test(valid, test_help_describes_keys);
     tcase_add_test(valid, test_paths_resolved_against_config_folder);

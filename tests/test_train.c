@@ -360,10 +360,11 @@ START_TEST(ranks_share_each_batch) {
     real g[3] = {1, -2, 3};
     double loss = 2.5;
     long tokens = 7;
-    int signal = 0;
+    int stop[STOP_REASONS] = {[STOP_SIGNAL] = 0, [STOP_TIME] = 1};
     Error err;
-    ck_assert(dist_reduce_step(&one, g, 3, &loss, &tokens, &signal, &err) == 0);
-    ck_assert(g[0] == 1 && g[1] == -2 && g[2] == 3 && loss == 2.5 && tokens == 7 && signal == 0);
+    ck_assert(dist_reduce_step(&one, g, 3, &loss, &tokens, stop, &err) == 0);
+    ck_assert(g[0] == 1 && g[1] == -2 && g[2] == 3 && loss == 2.5 && tokens == 7);
+    ck_assert(stop[STOP_SIGNAL] == 0 && stop[STOP_TIME] == 1);
     Rng shared, local;
     rng_seed(&shared, 1, 2);
     ck_assert(dist_dropout_stream(&one, &shared, &local) == &shared);

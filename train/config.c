@@ -148,6 +148,11 @@ static const ConfigKey config_keys[] = {
      "passes over the training data; 0 = no limit (then max_steps must be set)", NULL},
     {"train", "max_steps", KEY_INT, "0", 0, INFINITY, CLOSED, offsetof(Config, train.max_steps),
      "stop after this many optimizer steps; 0 = no limit", NULL},
+    {"train", "max_minutes", KEY_REAL, "0", 0, INFINITY, CLOSED,
+     offsetof(Config, train.max_minutes),
+     "stop after this many minutes of training, then validate and score the test set as at the "
+     "end; 0 = no limit",
+     NULL},
     {"train", "dropout", KEY_REAL, "0", 0, 1, OPEN_MAX, offsetof(Config, train.dropout),
      "inverted-dropout probability on embeddings and readout; 0 = off", NULL},
     {"train", "label_smoothing", KEY_REAL, "0", 0, 1, OPEN_MAX,
@@ -518,10 +523,10 @@ int config_load(Config *cfg, const char *path, const char *const *overrides, int
         if (config_keys[i].default_text == REQUIRED && !state.is_set[i])
             return error_set(err, "%s: missing required key [%s] %s", path, config_keys[i].section,
                              config_keys[i].key);
-    if (cfg->train.epochs == 0 && cfg->train.max_steps == 0)
+    if (cfg->train.epochs == 0 && cfg->train.max_steps == 0 && cfg->train.max_minutes == 0)
         return error_set(err,
-                         "%s: [train] epochs = 0 and max_steps = 0 would train forever "
-                         "(set at least one of them above 0)",
+                         "%s: [train] epochs = 0, max_steps = 0 and max_minutes = 0 would train "
+                         "forever (set at least one of them above 0)",
                          path);
     const ConfigModel *model = &cfg->model;
     int K = model->bidirectional ? 2 * model->enc_hidden : model->enc_hidden;

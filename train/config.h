@@ -77,6 +77,7 @@ typedef struct {
     int batch_tokens;       /* target tokens per step instead of batch_size pairs; 0 = off */
     int epochs;             /* passes over the training data; 0 = no limit */
     int max_steps;          /* optimizer steps; 0 = no limit */
+    double max_minutes;     /* wall time of the training loop; 0 = no limit */
     double dropout;         /* inverted-dropout probability; 0 = off */
     double label_smoothing; /* label-smoothing epsilon; 0 = off */
     double ema;             /* decay of the parameters' moving average; 0 = off */

@@ -44,14 +44,18 @@ void dist_share(const Dist *d, size_t n, size_t *first, size_t *count);
  * draw independent masks and shared advances the same on every rank. */
 Rng *dist_dropout_stream(const Dist *d, Rng *shared, Rng *local);
 
+/* Why training stops after a step: the signal a rank has seen (0: none), and whether its
+ * time budget ([train] max_minutes) is spent (0 or 1). */
+enum { STOP_SIGNAL, STOP_TIME, STOP_REASONS };
+
 /* Combines one step across ranks. In: this rank's mean loss over its n_tokens target tokens
  * and grads[0..n) = the gradient of that mean (the model normalises by its own tokens), and
- * the signal this rank has seen (0: none). Out: the global mean loss and token count, grads =
- * the gradient of the global mean loss (each rank's scaled by n_rank / n_global, then summed),
- * identical on every rank, and *signal = the largest signal any rank has seen, so all ranks
- * agree on stopping. With one rank nothing changes. */
+ * this rank's stop reasons. Out: the global mean loss and token count, grads = the gradient of
+ * the global mean loss (each rank's scaled by n_rank / n_global, then summed), identical on
+ * every rank, and each stop reason the largest any rank has, so all ranks agree on stopping.
+ * With one rank nothing changes. */
 int dist_reduce_step(const Dist *d, real *grads, size_t n, double *loss, long *n_tokens,
-                     int *signal, Error *err);
+                     int stop[STOP_REASONS], Error *err);
 
 /* Copies x[0..n) from rank 0 to every rank. */
 int dist_broadcast(const Dist *d, double *x, int n, Error *err);

@@ -95,8 +95,9 @@ static void describe_non_finite(const Model *m, char *buf, size_t size) {
 
 typedef struct {
     const Config *cfg;
-    Dist dist;  /* this rank among the processes training together (1 without MPI) */
-    int signal; /* the stop signal all ranks agreed on at the last step (0: none) */
+    Dist dist;        /* this rank among the processes training together (1 without MPI) */
+    int signal;       /* the stop signal all ranks agreed on at the last step (0: none) */
+    bool out_of_time; /* all ranks agreed the time budget ([train] max_minutes) is spent */
     NmtModel nm;
     Adam adam;
     Ema ema; /* the parameters' moving average; .avg NULL when [train] ema = 0 */
@@ -422,6 +423,12 @@ typedef struct {
 
 /* One optimiser step on one batch: forward, backward, clipping, Adam. A non-finite loss,
  * gradient or parameter stops training (diverged). */
+/* Whether [train] max_minutes of training have passed (never when it is 0). */
+static bool time_is_up(const Trainer *tr) {
+    double budget = tr->cfg->train.max_minutes;
+    return budget > 0 && now() - tr->start_time >= 60 * budget;
+}
+
 static int train_step(Trainer *tr, const Batch *batch, const ForwardOptions *fwd, Progress *p,
                       double *loss, Error *err) {
     Model *m = &tr->nm.model;
@@ -434,9 +441,10 @@ static int train_step(Trainer *tr, const Batch *batch, const ForwardOptions *fwd
     /* the gradients are zero here: the model starts with them so and Adam zeroes them */
     if (batch->B > 0 && model_forward(m, &tr->acts, batch, &opt, loss, err)) return -1;
     if (batch->B > 0) model_backward(m, &tr->acts), n_tokens = tr->acts.n_tokens;
-    tr->signal = stop_signal;
-    if (dist_reduce_step(&tr->dist, m->grads, m->table.total, loss, &n_tokens, &tr->signal, err))
+    int stop[STOP_REASONS] = {[STOP_SIGNAL] = stop_signal, [STOP_TIME] = time_is_up(tr)};
+    if (dist_reduce_step(&tr->dist, m->grads, m->table.total, loss, &n_tokens, stop, err))
         return -1;
+    tr->signal = stop[STOP_SIGNAL], tr->out_of_time = stop[STOP_TIME];
     double norm = grad_norm(m->grads, m->table.total);
     if (!isfinite(*loss) || !isfinite(norm)) {
         char what[64];
@@ -530,8 +538,9 @@ static int run_epoch(Trainer *tr, Progress *p, const ForwardOptions *fwd, Error 
     if (training_plan(&plan, &tr->train, &tr->cfg->train, st->epoch, err)) return -1;
     int rc = 0;
     for (size_t b = st->batch_in_epoch; b < plan.n_batches && rc == 0; b++) {
-        if (tr->dist.size == 1) tr->signal = stop_signal; /* alone, it need not wait for a step */
-        if (p->stop || tr->signal || st->step >= p->total_steps) break;
+        if (tr->dist.size == 1) /* alone, it need not wait for a step */
+            tr->signal = stop_signal, tr->out_of_time = time_is_up(tr);
+        if (p->stop || tr->signal || tr->out_of_time || st->step >= p->total_steps) break;
         size_t first, count; /* this rank's share of the batch: all of it in one process */
         dist_share(&tr->dist, plan.start[b + 1] - plan.start[b], &first, &count);
         const Batch *batch =
@@ -599,7 +608,7 @@ static int train(Trainer *tr, Error *err) {
     if (dist_identical(&tr->dist, tr->nm.model.params, tr->nm.model.table.total, &same, err))
         return -1;
     if (!same) return error_set(err, "the ranks start from different parameters");
-    while (!p.stop && st->step < p.total_steps &&
+    while (!p.stop && !tr->out_of_time && st->step < p.total_steps &&
            !(ct->epochs > 0 && st->epoch >= (uint64_t)ct->epochs)) {
         if (run_epoch(tr, &p, &fwd, err)) return -1;
         if (tr->signal) {
@@ -615,6 +624,7 @@ static int train(Trainer *tr, Error *err) {
     if (tr->dist.rank != 0) return 0;
     char elapsed[32];
     format_duration(elapsed, sizeof elapsed, now() - tr->start_time);
+    if (tr->out_of_time) printf("time budget of %g minutes spent\n", ct->max_minutes);
     printf("done: %llu steps in %s, best dev BLEU %.2f -> %s\n", (unsigned long long)st->step,
            elapsed, st->best_bleu, tr->best_path);
     fflush(stdout);
