@@ -248,8 +248,9 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
             tokens += (size_t)acts.n_tokens, pairs += (size_t)batch->B;
         }
         double elapsed = now() - t0;
-        if (r >= 0) runs[r] = (RealFigures){tokens / elapsed, pairs / elapsed, elapsed / n * 1e3};
-        if (r >= 0) timed += elapsed;
+        if (r < 0) continue;
+        runs[r] = (RealFigures){tokens / elapsed, pairs / elapsed, elapsed / n * 1e3};
+        timed += elapsed;
     }
     char each[128] = "";
     for (int r = 0; r < rounds && rounds > 1; r++)

@@ -948,7 +948,7 @@ static void blocked_share(const Isa *isa, const Problem *p, int M, int N, int t,
     else if (swapped)
         part_swapped(isa, p, m0, m1, n0, n1, ws);
     else if (p->K > KC && m1 - m0 > isa->in_place_m &&
-             (double)(n1 - n0 + isa->nr - 1) / isa->nr * isa->nr * p->K <= (double)WS_B_ELEMS)
+             (size_t)((n1 - n0 + isa->nr - 1) / isa->nr * isa->nr) * (size_t)p->K <= WS_B_ELEMS)
         part_blocked_k_inside(isa, p, m0, m1, n0, n1, ws);
     else
         part_blocked(isa, p, m0, m1, n0, n1, ws);

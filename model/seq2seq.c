@@ -618,17 +618,14 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
     load_ids(a, batch->src, batch->src_len, B, S);
     a->T = T;
     a->n_tokens = 0;
+    memset(a->running, 0, sizeof(int) * (size_t)T);
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
+            int out = batch->tgt_out[(size_t)b * T + t];
             a->tgt_in[(size_t)t * B + b] = batch->tgt_in[(size_t)b * T + t];
-            a->tgt_out[(size_t)t * B + b] = batch->tgt_out[(size_t)b * T + t];
-            a->n_tokens += batch->tgt_out[(size_t)b * T + t] != TOK_PAD;
+            a->tgt_out[(size_t)t * B + b] = out;
+            if (out != TOK_PAD) a->n_tokens++, a->running[t] = b + 1;
         }
-    for (int t = 0; t < T; t++) {
-        a->running[t] = 0;
-        for (int b = 0; b < B; b++)
-            if (a->tgt_out[(size_t)t * B + b] != TOK_PAD) a->running[t] = b + 1;
-    }
     a->out_grads_ready = 0;
     if (a->n_tokens == 0) return error_set(err, "batch has no target tokens");
     if (a->dropout > 0) {
@@ -658,8 +655,9 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
                                  a->enc_h + (size_t)b0 * S * K, a->src_len + b0,
                                  a->scratch + (size_t)b0 * 3 * D, nb, S);
         }
+        /* then the threads meet: the next step shares out fewer rows, so a row may change
+         * threads */
         if (omp_get_thread_num() == 0) ended_rows_forward(a, d, t, running);
-            /* the next step shares out fewer rows: a row may change threads */
 #pragma omp barrier
     }
 
@@ -796,8 +794,9 @@ void model_backward(Model *m, Acts *a) {
         int b0, nb, running = a->running[t - 1];
         thread_rows(running, &b0, &nb);
         if (nb > 0) decoder_step_backward(m, a, t, b0, nb);
+        /* then the threads meet: the previous step shares out more rows, so a row may change
+         * threads */
         if (omp_get_thread_num() == 0) ended_rows_backward(a, d, t, running);
-            /* the previous step shares out more rows: a row may change threads */
 #pragma omp barrier
     }
 

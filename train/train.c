@@ -421,14 +421,14 @@ typedef struct {
     int stop;                /* early stopping */
 } Progress;
 
-/* One optimiser step on one batch: forward, backward, clipping, Adam. A non-finite loss,
- * gradient or parameter stops training (diverged). */
 /* Whether [train] max_minutes of training have passed (never when it is 0). */
 static bool time_is_up(const Trainer *tr) {
     double budget = tr->cfg->train.max_minutes;
     return budget > 0 && now() - tr->start_time >= 60 * budget;
 }
 
+/* One optimiser step on one batch: forward, backward, clipping, Adam. A non-finite loss,
+ * gradient or parameter stops training (diverged). */
 static int train_step(Trainer *tr, const Batch *batch, const ForwardOptions *fwd, Progress *p,
                       double *loss, Error *err) {
     Model *m = &tr->nm.model;
