@@ -127,21 +127,24 @@ for real in float double; do
         tail -n 5 "$dir/one.log" "$dir/two.log"
     fi
 
-    # resume: SIGINT after step 3 of 150 to mpirun and its ranks at once, as Ctrl-C in a
-    # terminal sends it to the whole foreground group (mpirun alone passes it on a second or
-    # two later, when an idle machine may have finished all 150 steps); resumed by one process
-    # to step 150
+    # resume: SIGINT after step 3 of $resume_steps to mpirun and its ranks at once, as Ctrl-C
+    # in a terminal sends it to the whole foreground group (mpirun alone passes it on a second
+    # or two later, when an idle machine may have finished all the steps); resumed by one
+    # process to the last step. Enough steps that the float run (~200 steps a second here) is
+    # still training when the signal comes: 150 were once finished before it.
+    resume_steps=600
     "${MPIRUN[@]}" -np 2 bin/train "$work/cfg.ini" --set train.out_dir="$dir/int" \
-        --set train.max_steps=150 --set train.valid_every=1000 >"$dir/int.log" 2>&1 &
+        --set train.max_steps=$resume_steps --set train.valid_every=1000 >"$dir/int.log" 2>&1 &
     pid=$!
     wait_for_step "$dir/int" 3
     kill -INT $pid $(pgrep -P $pid)
     finish $pid 60
     saved=$(grep -c "interrupted by signal" "$dir/int.log")
     at=$(sed -n 's/.*interrupted by signal [0-9]* at step \([0-9]*\).*/\1/p' "$dir/int.log")
-    train 1 "$dir/full" 150 --set train.valid_every=1000 || bad "$real: single-process run"
-    if [ "$saved" = 1 ] && [ -n "$at" ] && [ "$at" -lt 150 ] && [ $status -ne 0 ] &&
-        train 1 "$dir/int" 150 --resume --set train.valid_every=1000 &&
+    train 1 "$dir/full" $resume_steps --set train.valid_every=1000 ||
+        bad "$real: single-process run"
+    if [ "$saved" = 1 ] && [ -n "$at" ] && [ "$at" -lt $resume_steps ] && [ $status -ne 0 ] &&
+        train 1 "$dir/int" $resume_steps --resume --set train.valid_every=1000 &&
         bin/ckpt_diff "$dir/int/last.ckpt" "$dir/full/last.ckpt" $tol; then
         ok "$real: interrupted at step $at on 2 ranks (exit $status), resumed in one process"
     else
@@ -149,11 +152,11 @@ for real in float double; do
         tail -n 5 "$dir/int.log"
     fi
 
-    # and the other way round: 30 steps in one process, resumed on 2 ranks to step 150
+    # and the other way round: 30 steps in one process, resumed on 2 ranks to the last step
     if train 1 "$dir/back" 30 --set train.valid_every=1000 &&
-        train 2 "$dir/back" 150 --resume --set train.valid_every=1000 &&
+        train 2 "$dir/back" $resume_steps --resume --set train.valid_every=1000 &&
         bin/ckpt_diff "$dir/back/last.ckpt" "$dir/full/last.ckpt" $tol; then
-        ok "$real: 30 steps in one process, resumed on 2 ranks to step 150"
+        ok "$real: 30 steps in one process, resumed on 2 ranks to step $resume_steps"
     else
         bad "$real: a single-process checkpoint resumed on 2 ranks"
         tail -n 5 "$dir/back.log"
