@@ -246,7 +246,7 @@ START_TEST(test_help_describes_keys) {
     assert_mentions(help, "default 0.001, in (0, 10]");
     assert_mentions(help, "default 50, in [1, 1000]");
     assert_mentions(help, "default 1.0, >= 0");
-    assert_mentions(help, "one of constant|warmup_decay|plateau");
+    assert_mentions(help, "one of constant|warmup_decay|plateau|budget");
     assert_mentions(help, "base learning rate of Adam");
     free(help);
 }
@@ -413,7 +413,7 @@ START_TEST(test_value_of_wrong_type) {
     expect_failure(REQUIRED_KEYS "max_len = 0x10\n", 4, "[data] max_len = '0x10': not an integer");
     expect_failure(REQUIRED_KEYS "[optim]\nschedule = linear\n", 5,
                    "[optim] schedule = 'linear': not one of the choices "
-                   "(expected one of constant|warmup_decay|plateau)");
+                   "(expected one of constant|warmup_decay|plateau|budget)");
     expect_failure(REQUIRED_KEYS "[train]\nseed = -1\n", 5, "[train] seed = '-1': not an integer");
     expect_failure(REQUIRED_KEYS "[train]\nseed = 18446744073709551616\n", 5,
                    "[train] seed = '18446744073709551616': out of range");
@@ -533,6 +533,18 @@ START_TEST(test_training_must_stop) {
     ck_assert_msg(load_text(&scratch, steps_only, &cfg, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(cfg.train.epochs, 0);
     ck_assert_int_eq(cfg.train.max_steps, 100);
+
+    /* The budget schedule decays over max_steps or max_minutes: epochs alone are refused. */
+    const char *budget_by_epochs =
+        REQUIRED_KEYS "[optim]\nschedule = budget\ndecay_share = 0.3\n[train]\nepochs = 5\n";
+    ck_assert_int_eq(load_text(&scratch, budget_by_epochs, &cfg, &err), -1);
+    assert_mentions(err.msg, scratch.ini);
+    assert_mentions(err.msg, "schedule = budget decays over the training budget");
+    const char *budget_by_time = REQUIRED_KEYS
+        "[optim]\nschedule = budget\ndecay_share = 0.3\n[train]\nepochs = 5\nmax_minutes = 9\n";
+    ck_assert_msg(load_text(&scratch, budget_by_time, &cfg, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(cfg.optim.schedule, LR_SCHEDULE_BUDGET);
+    ck_assert_double_eq(cfg.optim.decay_share, 0.3);
 
     /* An override can rescue the file, since the check runs after overrides. */
     const char *const rescue[] = {"train.epochs=3"};

@@ -219,6 +219,74 @@ START_TEST(time_budget_stops_and_validates) {
 }
 END_TEST
 
+/* Runs a shell command that must succeed and returns its output (stdout and stderr). */
+static void run_ok(const char *cmd, const char *out_path, char *text, size_t size) {
+    char full[2048];
+    snprintf(full, sizeof full, "%s >%s 2>&1", cmd, out_path);
+    int status = system(full);
+    FILE *f = fopen(out_path, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(text, 1, size - 1, f);
+    text[n] = 0;
+    fclose(f);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: %s", cmd, text);
+}
+
+START_TEST(budget_schedule_and_resumed_time) {
+    /* schedule = budget over max_steps = 40, decaying over the last half: the logged rate is
+     * lr until step 20, then falls linearly (its value at step s is the one step s used, from
+     * the share (s - 1) / 40 spent). The time trained is saved, and a resumed run counts it
+     * against its time budget: with that budget already spent it stops before any step. */
+    char dir[64] = "/tmp/nmt-budget-XXXXXX", out[128], cmd[1024], text[4096];
+    ck_assert(mkdtemp(dir) != NULL);
+    snprintf(out, sizeof out, "%s/run", dir);
+    snprintf(cmd, sizeof cmd,
+             "../bin/train ../configs/tiny.ini --set train.out_dir=%s --set train.epochs=0 "
+             "--set train.max_steps=40 --set train.log_every=10 --set optim.schedule=budget "
+             "--set optim.decay_share=0.5 --set optim.min_lr=0 --set optim.lr=0.01",
+             out);
+    char out_file[160];
+    snprintf(out_file, sizeof out_file, "%s.out", out);
+    run_ok(cmd, out_file, text, sizeof text);
+    char log_path[160];
+    snprintf(log_path, sizeof log_path, "%s/train_log.tsv", out);
+    FILE *f = fopen(log_path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[512];
+    double lr_at[5] = {0};
+    while (fgets(line, sizeof line, f)) {
+        unsigned step, epoch;
+        double loss, lr;
+        if (sscanf(line, "%u\t%u\t%lf\t%lf", &step, &epoch, &loss, &lr) == 4 && step % 10 == 0 &&
+            step <= 40)
+            lr_at[step / 10] = lr;
+    }
+    fclose(f);
+    ck_assert_double_eq_tol(lr_at[1], 0.01, 1e-9);
+    ck_assert_double_eq_tol(lr_at[2], 0.01, 1e-9);                     /* 19/40 spent */
+    ck_assert_double_eq_tol(lr_at[3], 0.01 * (11.0 / 40) / 0.5, 1e-7); /* 29/40 */
+    ck_assert_double_eq_tol(lr_at[4], 0.01 * (1.0 / 40) / 0.5, 1e-7);  /* 39/40 */
+
+    Loaded last;
+    load(&last, out, "last.ckpt");
+    ck_assert(last.has_state && last.st.step == 40);
+    double seconds = last.st.seconds;
+    ck_assert_msg(seconds > 0 && seconds < 600, "%g", seconds);
+    unload(&last);
+    snprintf(cmd, sizeof cmd,
+             "../bin/train ../configs/tiny.ini --resume --set train.out_dir=%s --set "
+             "train.epochs=0 --set train.max_steps=1000 --set train.max_minutes=%.9g",
+             out, seconds / 60 / 2);
+    run_ok(cmd, out_file, text, sizeof text);
+    ck_assert_msg(strstr(text, "minutes spent") != NULL, "%s", text);
+    load(&last, out, "last.ckpt");
+    ck_assert_uint_eq(last.st.step, 40);
+    unload(&last);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert(system(cmd) == 0);
+}
+END_TEST
+
 /* Writes data[0..n) with a fresh checksum appended to path. */
 static void write_with_checksum(const char *path, const unsigned char *data, size_t n) {
     uint64_t sum = checkpoint_checksum(data, n);
@@ -250,7 +318,7 @@ static void expect_refused(const char *path, const char *fragment) {
 
 START_TEST(ema_checkpoint_section) {
     /* a model saved with and without an average: both load; the average comes back exactly;
-     * without one the file is laid out as before the average existed; damage is refused */
+     * the two files differ only by it and its flag; damage is refused */
     char dir[64] = "/tmp/nmt-ema-XXXXXX", plain[128], avg_path[128], bad[128], cmd[128];
     ck_assert(mkdtemp(dir) != NULL);
     snprintf(plain, sizeof plain, "%s/plain.ckpt", dir);
@@ -283,10 +351,10 @@ START_TEST(ema_checkpoint_section) {
     size_t n_plain, n_avg;
     unsigned char *data_plain = read_all(plain, &n_plain), *data_avg = read_all(avg_path, &n_avg);
     uint32_t flags;
-    memcpy(&flags, data_plain + 48, 4); /* after magic, version, real size and 8 sizes */
-    ck_assert_uint_eq(flags, 2 | 1);    /* training state, lowercase: as before */
+    memcpy(&flags, data_plain + 48, 4);   /* after magic, version, real size and 8 sizes */
+    ck_assert_uint_eq(flags, 16 | 2 | 1); /* training time, training state, lowercase */
     memcpy(&flags, data_avg + 48, 4);
-    ck_assert_uint_eq(flags, 8 | 2 | 1); /* bit 3: the average */
+    ck_assert_uint_eq(flags, 16 | 8 | 2 | 1); /* bit 3: the average */
     ck_assert_uint_eq(n_avg, n_plain + 8 + sizeof(real) * n);
     /* the two files agree up to the average, flags aside */
     ck_assert(memcmp(data_plain + 52, data_avg + 52, n_plain - 8 - 52) == 0);
@@ -308,7 +376,7 @@ START_TEST(ema_checkpoint_section) {
     write_with_checksum(bad, data_avg, n_avg - 8 - 4);
     expect_refused(bad, "truncated parameter average");
     /* an average flagged without a training state */
-    memcpy(data_plain + 48, &(uint32_t){8 | 1}, 4);
+    memcpy(data_plain + 48, &(uint32_t){16 | 8 | 1}, 4);
     write_with_checksum(bad, data_plain, n_plain - 8);
     expect_refused(bad, "without a training state");
     /* a non-finite average */
@@ -317,6 +385,79 @@ START_TEST(ema_checkpoint_section) {
     expect_refused(bad, "averaged parameter");
 
     free(data_plain), free(data_avg), free(m), free(v), free(avg);
+    nmt_model_free(&nm);
+    tokenized_corpus_free(&tokens);
+    corpus_free(&corpus);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert(system(cmd) == 0);
+}
+END_TEST
+
+START_TEST(training_time_in_checkpoint) {
+    /* the time trained (flag bit 4) comes back exactly; a file from before it loads with none;
+     * a damaged one is refused */
+    char dir[64] = "/tmp/nmt-seconds-XXXXXX", path[128], bad[128], cmd[128];
+    ck_assert(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/run.ckpt", dir);
+    snprintf(bad, sizeof bad, "%s/bad.ckpt", dir);
+    Config cfg;
+    Corpus corpus;
+    TokenizedCorpus tokens;
+    NmtModel nm;
+    Error err;
+    ck_assert(config_load(&cfg, "../configs/tiny.ini", NULL, 0, &err) == 0);
+    ck_assert(corpus_load(cfg.data.dev, true, &corpus, &tokens, &err) == 0);
+    ck_assert(nmt_model_from_config(&nm, &cfg, &tokens, 11, &err) == 0);
+    size_t n = nm.model.table.total;
+    real *m = calloc(n, sizeof(real)), *v = calloc(n, sizeof(real));
+    ck_assert(m && v);
+    TrainState st = {.step = 3,
+                     .lr_scale = 1,
+                     .best_bleu = -1,
+                     .best_dev_loss = 1,
+                     .dropout_rng = {1, 2, 3, 4},
+                     .seconds = 754.25,
+                     .adam_t = 3,
+                     .adam_m = m,
+                     .adam_v = v};
+    ck_assert(checkpoint_save(path, &nm, &st, &err) == 0);
+    Loaded l;
+    load(&l, dir, "run.ckpt");
+    ck_assert(l.has_state);
+    ck_assert_double_eq(l.st.seconds, 754.25);
+    unload(&l);
+
+    size_t size;
+    unsigned char *data = read_all(path, &size);
+    /* the time sits right before the two moments, which end the file before its checksum */
+    size_t at = size - 8 - 2 * sizeof(real) * n - 8;
+    double stored;
+    memcpy(&stored, data + at, 8);
+    ck_assert_double_eq(stored, 754.25);
+    /* as written before the time was kept: no bit 4, no 8 bytes */
+    unsigned char *old = malloc(size);
+    ck_assert_ptr_nonnull(old);
+    memcpy(old, data, at);
+    memcpy(old + at, data + at + 8, size - 8 - at - 8);
+    memcpy(old + 48, &(uint32_t){2 | 1}, 4);
+    write_with_checksum(bad, old, size - 16);
+    load(&l, dir, "bad.ckpt");
+    ck_assert(l.has_state && l.st.step == 3);
+    ck_assert_double_eq(l.st.seconds, 0);
+    unload(&l);
+    /* a negative and a non-finite time */
+    memcpy(data + at, &(double){-1}, 8);
+    write_with_checksum(bad, data, size - 8);
+    expect_refused(bad, "training time -1 s is not a number >= 0");
+    memcpy(data + at, &(double){NAN}, 8);
+    write_with_checksum(bad, data, size - 8);
+    expect_refused(bad, "training time nan s");
+    /* a time flagged without a training state */
+    memcpy(data + 48, &(uint32_t){16 | 1}, 4);
+    write_with_checksum(bad, data, size - 8);
+    expect_refused(bad, "a training time without a training state");
+
+    free(data), free(old), free(m), free(v);
     nmt_model_free(&nm);
     tokenized_corpus_free(&tokens);
     corpus_free(&corpus);
@@ -334,6 +475,8 @@ Suite *ema_suite(void) {
     tcase_add_test(tc, ema_resumes_exactly);
     tcase_add_test(tc, ema_leaves_training_alone_and_fills_best);
     tcase_add_test(tc, time_budget_stops_and_validates);
+    tcase_add_test(tc, training_time_in_checkpoint);
+    tcase_add_test(tc, budget_schedule_and_resumed_time);
     suite_add_tcase(s, tc);
     return s;
 }

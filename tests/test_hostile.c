@@ -649,7 +649,7 @@ START_TEST(hostile_checkpoint_non_finite_values) {
     expect_translate_refuses(&s, data, size, "parameter src_emb[3] is nan");
     free(data);
     data = slurp_file(path, &size);
-    size_t second_moments = params + 2 * sizeof(real) * count + 96; /* params, state, m */
+    size_t second_moments = params + 2 * sizeof(real) * count + 104; /* params, state, m */
     memcpy(data + second_moments, &negative, sizeof negative);
     fix_checksum(data, size);
     Error err;

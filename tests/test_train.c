@@ -316,24 +316,35 @@ END_TEST
 /* Each schedule at the steps where it changes: warm-up, decay, plateau factor, the floor. */
 START_TEST(learning_rate_schedules) {
     ConfigOptim o = {.lr = 0.01, .schedule = LR_SCHEDULE_CONSTANT, .min_lr = 0};
-    ck_assert_double_eq(schedule_lr(&o, 0, 1), 0.01);
-    ck_assert_double_eq(schedule_lr(&o, 100000, 0.5), 0.01); /* lr_scale is plateau's */
-    o.warmup_steps = 4;                                      /* (step + 1) / 4 up to 1 */
-    ck_assert_double_eq_tol(schedule_lr(&o, 0, 1), 0.0025, 1e-15);
-    ck_assert_double_eq_tol(schedule_lr(&o, 2, 1), 0.0075, 1e-15);
-    ck_assert_double_eq_tol(schedule_lr(&o, 3, 1), 0.01, 1e-15);
-    ck_assert_double_eq_tol(schedule_lr(&o, 50, 1), 0.01, 1e-15);
+    ck_assert_double_eq(schedule_lr(&o, 0, 1, 0), 0.01);
+    ck_assert_double_eq(schedule_lr(&o, 100000, 0.5, 0), 0.01); /* lr_scale is plateau's */
+    o.warmup_steps = 4;                                         /* (step + 1) / 4 up to 1 */
+    ck_assert_double_eq_tol(schedule_lr(&o, 0, 1, 0), 0.0025, 1e-15);
+    ck_assert_double_eq_tol(schedule_lr(&o, 2, 1, 0), 0.0075, 1e-15);
+    ck_assert_double_eq_tol(schedule_lr(&o, 3, 1, 0), 0.01, 1e-15);
+    ck_assert_double_eq_tol(schedule_lr(&o, 50, 1, 0), 0.01, 1e-15);
     o.schedule = LR_SCHEDULE_WARMUP_DECAY, o.decay_rate = 0.5, o.decay_steps = 10;
-    ck_assert_double_eq_tol(schedule_lr(&o, 4, 1), 0.01 * pow(0.5, 0.0), 1e-15);
-    ck_assert_double_eq_tol(schedule_lr(&o, 14, 1), 0.005, 1e-15);  /* one decay period */
-    ck_assert_double_eq_tol(schedule_lr(&o, 24, 1), 0.0025, 1e-15); /* two */
-    ck_assert_double_eq_tol(schedule_lr(&o, 9, 1), 0.01 * pow(0.5, 0.5), 1e-15);
+    ck_assert_double_eq_tol(schedule_lr(&o, 4, 1, 0), 0.01 * pow(0.5, 0.0), 1e-15);
+    ck_assert_double_eq_tol(schedule_lr(&o, 14, 1, 0), 0.005, 1e-15);  /* one decay period */
+    ck_assert_double_eq_tol(schedule_lr(&o, 24, 1, 0), 0.0025, 1e-15); /* two */
+    ck_assert_double_eq_tol(schedule_lr(&o, 9, 1, 0), 0.01 * pow(0.5, 0.5), 1e-15);
     o.min_lr = 0.004; /* the floor */
-    ck_assert_double_eq_tol(schedule_lr(&o, 24, 1), 0.004, 1e-15);
+    ck_assert_double_eq_tol(schedule_lr(&o, 24, 1, 0), 0.004, 1e-15);
     o.schedule = LR_SCHEDULE_PLATEAU, o.min_lr = 0, o.warmup_steps = 0;
-    ck_assert_double_eq_tol(schedule_lr(&o, 1000, 0.25), 0.0025, 1e-15);
+    ck_assert_double_eq_tol(schedule_lr(&o, 1000, 0.25, 0), 0.0025, 1e-15);
     o.min_lr = 0.003;
-    ck_assert_double_eq_tol(schedule_lr(&o, 1000, 0.25), 0.003, 1e-15);
+    ck_assert_double_eq_tol(schedule_lr(&o, 1000, 0.25, 0), 0.003, 1e-15);
+    /* budget, decaying over its last 40%: full rate up to 60% spent, then linear to 0 */
+    o.schedule = LR_SCHEDULE_BUDGET, o.decay_share = 0.4, o.min_lr = 0;
+    ck_assert_double_eq_tol(schedule_lr(&o, 7, 0.25, 0.0), 0.01, 1e-15);
+    ck_assert_double_eq_tol(schedule_lr(&o, 7, 1, 0.6), 0.01, 1e-15);
+    ck_assert_double_eq_tol(schedule_lr(&o, 7, 1, 0.7), 0.0075, 1e-15);
+    ck_assert_double_eq_tol(schedule_lr(&o, 7, 1, 0.9), 0.0025, 1e-15);
+    ck_assert_double_eq_tol(schedule_lr(&o, 7, 1, 1.0), 0, 1e-15);
+    ck_assert_double_eq_tol(schedule_lr(&o, 7, 1, 1.2), 0, 1e-15); /* past the end: no less */
+    o.min_lr = 1e-4, o.warmup_steps = 4;
+    ck_assert_double_eq_tol(schedule_lr(&o, 1, 1, 0.95), 0.5 * 0.00125, 1e-15);
+    ck_assert_double_eq_tol(schedule_lr(&o, 9, 1, 1.0), 1e-4, 1e-15);
 }
 END_TEST
 
@@ -362,9 +373,10 @@ START_TEST(ranks_share_each_batch) {
     long tokens = 7;
     int stop[STOP_REASONS] = {[STOP_SIGNAL] = 0, [STOP_TIME] = 1};
     Error err;
-    ck_assert(dist_reduce_step(&one, g, 3, &loss, &tokens, stop, &err) == 0);
+    double used = 0.25;
+    ck_assert(dist_reduce_step(&one, g, 3, &loss, &tokens, stop, &used, &err) == 0);
     ck_assert(g[0] == 1 && g[1] == -2 && g[2] == 3 && loss == 2.5 && tokens == 7);
-    ck_assert(stop[STOP_SIGNAL] == 0 && stop[STOP_TIME] == 1);
+    ck_assert(stop[STOP_SIGNAL] == 0 && stop[STOP_TIME] == 1 && used == 0.25);
     Rng shared, local;
     rng_seed(&shared, 1, 2);
     ck_assert(dist_dropout_stream(&one, &shared, &local) == &shared);

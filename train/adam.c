@@ -88,12 +88,14 @@ real clip_scale(double norm, double max_norm) {
     return max_norm > 0 && norm > max_norm ? (real)(max_norm / (norm + 1e-12)) : 1;
 }
 
-double schedule_lr(const ConfigOptim *o, uint64_t step, double lr_scale) {
+double schedule_lr(const ConfigOptim *o, uint64_t step, double lr_scale, double budget_used) {
     double warm = o->warmup_steps > 0 ? fmin(1.0, (double)(step + 1) / o->warmup_steps) : 1;
     double factor = 1;
     if (o->schedule == LR_SCHEDULE_WARMUP_DECAY && step > (uint64_t)o->warmup_steps)
         factor = pow(o->decay_rate, (double)(step - o->warmup_steps) / o->decay_steps);
     else if (o->schedule == LR_SCHEDULE_PLATEAU)
         factor = lr_scale;
+    else if (o->schedule == LR_SCHEDULE_BUDGET) /* 1 until the decay starts, 0 at the end */
+        factor = fmin(1.0, fmax(0.0, 1 - budget_used) / o->decay_share);
     return fmax(o->min_lr, o->lr * factor) * warm;
 }

@@ -39,8 +39,9 @@ double grad_norm(const real *grads, size_t n);
 real clip_scale(double norm, double max_norm);
 
 /* The learning rate of the step after `step` steps: the schedule's factor (lr_scale is the
- * plateau schedule's current one), never below min_lr, times the linear warm-up
+ * plateau schedule's current one; budget_used, from 0 to 1, the share of the training budget
+ * spent, which the budget schedule reads), never below min_lr, times the linear warm-up
  * (step + 1) / warmup_steps while it lasts. */
-double schedule_lr(const ConfigOptim *o, uint64_t step, double lr_scale);
+double schedule_lr(const ConfigOptim *o, uint64_t step, double lr_scale, double budget_used);
 
 #endif

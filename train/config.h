@@ -31,6 +31,7 @@ typedef enum {
     LR_SCHEDULE_CONSTANT,     /* stays at lr */
     LR_SCHEDULE_WARMUP_DECAY, /* lr * decay_rate^((step - warmup_steps) / decay_steps) */
     LR_SCHEDULE_PLATEAU,      /* times plateau_factor after plateau_patience bad validations */
+    LR_SCHEDULE_BUDGET,       /* falls linearly to min_lr over the last decay_share of the budget */
 } LrSchedule;
 
 typedef struct {
@@ -69,6 +70,7 @@ typedef struct {
     int decay_steps;       /* warmup_decay: steps per decay_rate factor */
     double plateau_factor; /* plateau: lr is multiplied by this when dev BLEU stalls */
     int plateau_patience;  /* plateau: validations without improvement before reducing */
+    double decay_share;    /* budget: the last share of max_steps / max_minutes that decays */
     double min_lr;         /* no schedule goes below this learning rate */
 } ConfigOptim;
 

@@ -106,13 +106,15 @@ static int sum_reals(real *x, size_t n, Error *err) {
 }
 
 int dist_reduce_step(const Dist *d, real *grads, size_t n, double *loss, long *n_tokens,
-                     int stop[STOP_REASONS], Error *err) {
+                     int stop[STOP_REASONS], double *budget_used, Error *err) {
     if (d->size == 1) return 0;
     /* token counts are exact in a double (far below 2^53) */
     double totals[2] = {*loss * (double)*n_tokens, (double)*n_tokens};
     int rc = MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     if (rc == MPI_SUCCESS)
         rc = MPI_Allreduce(MPI_IN_PLACE, stop, STOP_REASONS, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (rc == MPI_SUCCESS) /* the ranks' clocks differ a little: the first to run out counts */
+        rc = MPI_Allreduce(MPI_IN_PLACE, budget_used, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (rc != MPI_SUCCESS) return mpi_failed(rc, "MPI_Allreduce of the step's loss", err);
     if (totals[1] <= 0) return error_set(err, "a batch with no target token on any rank");
     /* this rank's gradient is of its own mean, (1/n_rank) sum over its tokens; times
@@ -160,8 +162,9 @@ void dist_finalize(Dist *d, bool failed) {
 }
 
 int dist_reduce_step(const Dist *d, real *grads, size_t n, double *loss, long *n_tokens,
-                     int stop[STOP_REASONS], Error *err) {
-    (void)d, (void)grads, (void)n, (void)loss, (void)n_tokens, (void)stop, (void)err;
+                     int stop[STOP_REASONS], double *budget_used, Error *err) {
+    (void)d, (void)grads, (void)n, (void)loss, (void)n_tokens, (void)stop, (void)budget_used;
+    (void)err;
     return 0;
 }
 

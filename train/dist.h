@@ -50,12 +50,13 @@ enum { STOP_SIGNAL, STOP_TIME, STOP_REASONS };
 
 /* Combines one step across ranks. In: this rank's mean loss over its n_tokens target tokens
  * and grads[0..n) = the gradient of that mean (the model normalises by its own tokens), and
- * this rank's stop reasons. Out: the global mean loss and token count, grads = the gradient of
- * the global mean loss (each rank's scaled by n_rank / n_global, then summed), identical on
- * every rank, and each stop reason the largest any rank has, so all ranks agree on stopping.
+ * this rank's stop reasons and share of the training budget spent. Out: the global mean loss
+ * and token count, grads = the gradient of the global mean loss (each rank's scaled by
+ * n_rank / n_global, then summed), identical on every rank, and each stop reason and the budget
+ * share the largest any rank has, so all ranks agree on stopping and on the learning rate.
  * With one rank nothing changes. */
 int dist_reduce_step(const Dist *d, real *grads, size_t n, double *loss, long *n_tokens,
-                     int stop[STOP_REASONS], Error *err);
+                     int stop[STOP_REASONS], double *budget_used, Error *err);
 
 /* Copies x[0..n) from rank 0 to every rank. */
 int dist_broadcast(const Dist *d, double *x, int n, Error *err);

@@ -117,12 +117,19 @@ typedef struct {
     double start_time;
 } Trainer;
 
+/* Wall time spent in the training loop: this run's and that of the runs it resumes. */
+static double seconds_trained(const Trainer *tr) {
+    return tr->state.seconds + (now() - tr->start_time);
+}
+
 static int save_last(Trainer *tr, Error *err) {
     TrainState *st = &tr->state;
     memcpy(st->dropout_rng, tr->dropout_rng.s, sizeof st->dropout_rng);
     st->adam_t = tr->adam.t, st->adam_m = tr->adam.m, st->adam_v = tr->adam.v;
     st->ema_updates = tr->ema.updates, st->ema = tr->ema.avg;
-    if (checkpoint_save(tr->last_path, &tr->nm, st, err)) return -1;
+    TrainState saved = *st; /* st->seconds stays the time before this run */
+    saved.seconds = seconds_trained(tr);
+    if (checkpoint_save(tr->last_path, &tr->nm, &saved, err)) return -1;
     snprintf(tr->good_path, sizeof tr->good_path, "%s", tr->last_path);
     tr->good_step = tr->state.step;
     return 0;
@@ -424,7 +431,17 @@ typedef struct {
 /* Whether [train] max_minutes of training have passed (never when it is 0). */
 static bool time_is_up(const Trainer *tr) {
     double budget = tr->cfg->train.max_minutes;
-    return budget > 0 && now() - tr->start_time >= 60 * budget;
+    return budget > 0 && seconds_trained(tr) >= 60 * budget;
+}
+
+/* The share of the training budget spent: of max_steps or of max_minutes, whichever is
+ * further along (0 when neither is set). */
+static double budget_used(const Trainer *tr) {
+    const ConfigTrain *ct = &tr->cfg->train;
+    double used = 0;
+    if (ct->max_steps > 0) used = (double)tr->state.step / ct->max_steps;
+    if (ct->max_minutes > 0) used = fmax(used, seconds_trained(tr) / (60 * ct->max_minutes));
+    return used;
 }
 
 /* One optimiser step on one batch: forward, backward, clipping, Adam. A non-finite loss,
@@ -442,7 +459,8 @@ static int train_step(Trainer *tr, const Batch *batch, const ForwardOptions *fwd
     if (batch->B > 0 && model_forward(m, &tr->acts, batch, &opt, loss, err)) return -1;
     if (batch->B > 0) model_backward(m, &tr->acts), n_tokens = tr->acts.n_tokens;
     int stop[STOP_REASONS] = {[STOP_SIGNAL] = stop_signal, [STOP_TIME] = time_is_up(tr)};
-    if (dist_reduce_step(&tr->dist, m->grads, m->table.total, loss, &n_tokens, stop, err))
+    double used = budget_used(tr);
+    if (dist_reduce_step(&tr->dist, m->grads, m->table.total, loss, &n_tokens, stop, &used, err))
         return -1;
     tr->signal = stop[STOP_SIGNAL], tr->out_of_time = stop[STOP_TIME];
     double norm = grad_norm(m->grads, m->table.total);
@@ -452,7 +470,7 @@ static int train_step(Trainer *tr, const Batch *batch, const ForwardOptions *fwd
                  isfinite(*loss) ? norm : *loss);
         return diverged(tr, what, err);
     }
-    p->lr = schedule_lr(&tr->cfg->optim, tr->state.step, tr->state.lr_scale);
+    p->lr = schedule_lr(&tr->cfg->optim, tr->state.step, tr->state.lr_scale, used);
     if (!adam_step(&tr->adam, m->params, m->grads, clip_scale(norm, tr->cfg->optim.clip_norm),
                    p->lr))
         return diverged(tr, "the Adam update overflowed", err);
