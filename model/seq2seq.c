@@ -140,7 +140,6 @@ static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
         {&a->readout, T * B * O},
         {&a->readout_drop, T * B * O},
         {&a->o_keep, T * B * O},
-        {&a->out_in, T * B * O},
         {&a->lse, T * B},
         {&a->d_readout, T * B * O},
         {&a->scratch, 2 * B * 3 * N}, /* one half per encoder direction */
@@ -151,7 +150,6 @@ static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
      * d_out_b to the gradients, and the backward pass's scratch, used only after that. */
     const Slab output[] = {
         {&a->logits, L * V},
-        {&a->d_out_in, L * O},
         {&a->xent_parts, (L + XENT_GROUP - 1) / XENT_GROUP * V},
         {&a->xent_nll, L * sizeof(double) / sizeof(real)},
         {&a->d_out_w, V * O},
@@ -533,31 +531,55 @@ static void ended_rows_backward(Acts *a, const ModelDims *d, int t, int running)
 
 /* ---- output layer and loss, a chunk of rows at a time ----------------------------------- */
 
+/* Moves rows[0..n) of x (row stride ld, width values each) to rows 0..n-1, in order. rows[]
+ * rises, so every row moves down or stays, and none is overwritten before it has moved. */
+static void pack_rows(real *x, int ld, int width, const int *rows, int n) {
+    for (int i = 0; i < n; i++)
+        if (rows[i] != i)
+            memmove(x + (size_t)i * ld, x + (size_t)rows[i] * ld, sizeof(real) * (size_t)width);
+}
+
+/* The inverse for whole rows: row i of x (n packed rows of width values) goes back to row
+ * rows[i], from the last down, and the rows of [0, total) not in rows[] become zero. */
+static void unpack_rows(real *x, int width, const int *rows, int n, int total) {
+    int next = total; /* rows from here on are done */
+    for (int i = n - 1; i >= 0; i--) {
+        int r = rows[i];
+        memset(x + (size_t)(r + 1) * width, 0, sizeof(real) * (size_t)(next - r - 1) * width);
+        if (r != i) memmove(x + (size_t)r * width, x + (size_t)i * width, sizeof(real) * width);
+        next = r;
+    }
+    memset(x, 0, sizeof(real) * (size_t)next * width);
+}
+
 /* The output layer's input rows, packed: o_t after dropout at each row of out_row. Padding
  * rows have no loss, so their z_t would only be computed to be zeroed (a quarter of the rows
  * of a batch of short sentences, and the output layer is most of a step's work). */
-static void output_rows(Acts *a, int O) {
-    const real *o = a->dropout > 0 ? a->readout_drop : a->readout;
+static void output_rows(Acts *a) {
     a->n_out = 0;
     for (int r = 0; r < a->T * a->B; r++)
         if (a->every_row || a->tgt_out[r] != TOK_PAD) {
             a->out_row[a->n_out] = r, a->out_tgt[a->n_out] = a->tgt_out[r];
-            memcpy(a->out_in + (size_t)a->n_out * O, o + (size_t)r * O, sizeof(real) * (size_t)O);
             a->n_out++;
         }
+}
+
+/* The output layer's input, o_t after dropout, packed like out_row. */
+static const real *output_input(const Acts *a) {
+    return a->dropout > 0 ? a->readout_drop : a->readout;
 }
 
 /* W_out o_t for packed rows [r0, r0 + n), into the chunk buffer a->logits; the loss's pass
  * over them (xent_forward or xent_train) adds b_out to complete z_t. */
 static void logits_forward(const Model *m, Acts *a, int r0, int n) {
     int O = m->dims.readout, V = m->dims.tgt_vocab;
-    gemm(AS_STORED, TRANSPOSE, n, V, O, a->out_in + (size_t)r0 * O, O, m->w.out_w, O, 0, a->logits,
-         V);
+    gemm(AS_STORED, TRANSPOSE, n, V, O, output_input(a) + (size_t)r0 * O, O, m->w.out_w, O, 0,
+         a->logits, V);
 }
 
 /* The loss and gradients of packed rows [r0, r0 + n), whose z_t are in a->logits. loss = mean
  * cross-entropy: the logits become d loss / d z (and d_out_b += their sum). z = W_out o +
- * b_out: the rows' d loss / d o go to their places in d_readout (zero at padding), and
+ * b_out: the rows' d loss / d o go to the same rows of d_readout (packed alike), and
  * dW_out = dz^T o goes to d_out_w, added from the second chunk on. */
 static void logits_backward(const Model *m, Acts *a, int r0, int n, double *loss_sum) {
     int O = m->dims.readout, V = m->dims.tgt_vocab;
@@ -566,12 +588,10 @@ static void logits_backward(const Model *m, Acts *a, int r0, int n, double *loss
                (real)1 / a->n_tokens, loss_sum ? loss_sum : &unused, a->d_out_b, a->xent_parts,
                (double *)a->xent_nll);
     phase_end(a, PHASE_SOFTMAX);
-    gemm(AS_STORED, AS_STORED, n, O, V, a->logits, V, m->w.out_w, O, 0, a->d_out_in, O);
-    gemm(TRANSPOSE, AS_STORED, V, O, n, a->logits, V, a->out_in + (size_t)r0 * O, O, r0 > 0,
+    gemm(AS_STORED, AS_STORED, n, O, V, a->logits, V, m->w.out_w, O, 0,
+         a->d_readout + (size_t)r0 * O, O);
+    gemm(TRANSPOSE, AS_STORED, V, O, n, a->logits, V, output_input(a) + (size_t)r0 * O, O, r0 > 0,
          a->d_out_w, O);
-    for (int i = 0; i < n; i++)
-        memcpy(a->d_readout + (size_t)a->out_row[r0 + i] * O, a->d_out_in + (size_t)i * O,
-               sizeof(real) * (size_t)O);
     phase_end(a, PHASE_LOGITS_GRAD);
 }
 
@@ -579,10 +599,7 @@ static void logits_backward(const Model *m, Acts *a, int r0, int n, double *loss
  * the gradients (when grads). Chunks go in row order, so the loss is summed in row order. */
 static void output_layer(const Model *m, Acts *a, double *loss_sum, int grads) {
     int rows = a->n_out, V = m->dims.tgt_vocab;
-    if (grads) {
-        memset(a->d_out_b, 0, sizeof(real) * (size_t)V);
-        memset(a->d_readout, 0, sizeof(real) * (size_t)a->T * a->B * m->dims.readout);
-    }
+    if (grads) memset(a->d_out_b, 0, sizeof(real) * (size_t)V);
     for (int r0 = 0; r0 < rows; r0 += a->logit_rows) {
         int n = rows - r0 < a->logit_rows ? rows - r0 : a->logit_rows;
         logits_forward(m, a, r0, n);
@@ -639,11 +656,15 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
     phase_end(a, PHASE_ENCODER);
 
     /* u_t = tgt_emb[y_{t-1}], written straight into its place in [s_t ; c_t ; u_t]; its part
-     * of the decoder input projection, W_ih[:, :E] u_t + b_ih, for all steps at once */
+     * of the decoder input projection, W_ih[:, :E] u_t + b_ih, for each step's running rows
+     * (one product a step: the rows of ended sentences are never read) */
     const GruWeights *dg = &w->dec_gru;
     real *u = a->readout_in + D + K;
     embedding_forward(u, R, a->tgt_in, a->dropout > 0 ? a->u_keep : NULL, w->tgt_emb, T * B, E);
-    linear_forward(a->dec_gi, u, R, dg->w_ih, E + K, dg->b_ih, T * B, E, 3 * D);
+    for (int t = 0; t < T; t++)
+        if (a->running[t] > 0)
+            linear_forward(a->dec_gi + (size_t)t * B * 3 * D, u + (size_t)t * B * R, R, dg->w_ih,
+                           E + K, dg->b_ih, a->running[t], E, 3 * D);
 
 #pragma omp parallel
     for (int t = 1; t <= T; t++) {
@@ -663,23 +684,30 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
 
     phase_end(a, PHASE_DECODER);
 
-    /* o_t = tanh(W_o [s_t ; c_t ; u_t] + b_o), all steps at once */
-    for (int r = 0; r < T * B; r++) {
-        real *row = a->readout_in + (size_t)r * R;
+    /* o_t = tanh(W_o [s_t ; c_t ; u_t] + b_o), all steps at once, for the output rows only
+     * (padding has no loss): row i of readout_in becomes out_row[i]'s (its u_t moves down,
+     * see pack_rows), and readout, readout_drop and the output layer are packed alike */
+    output_rows(a);
+    int n = a->n_out;
+    for (int i = 0; i < n; i++) {
+        int r = a->out_row[i];
+        real *row = a->readout_in + (size_t)i * R;
+        if (r != i)
+            memmove(row + D + K, a->readout_in + (size_t)r * R + D + K, sizeof(real) * (size_t)E);
         memcpy(row, a->dec_state + (size_t)(r + B) * D, sizeof(real) * (size_t)D);
         memcpy(row + D, a->context + (size_t)r * K, sizeof(real) * (size_t)K);
     }
-    linear_forward(a->readout, a->readout_in, R, w->out_w_o, R, w->out_b_o, T * B, R, O);
-    tanh_forward(a->readout, (size_t)T * B * O);
-    if (a->dropout > 0) {
-        memcpy(a->readout_drop, a->readout, sizeof(real) * (size_t)T * B * O);
-        dropout_apply(a->readout_drop, a->o_keep, (size_t)T * B * O);
-    }
+    linear_forward(a->readout, a->readout_in, R, w->out_w_o, R, w->out_b_o, n, R, O);
+    tanh_forward(a->readout, (size_t)n * O);
+    if (a->dropout > 0)
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < O; j++)
+                a->readout_drop[(size_t)i * O + j] =
+                    a->readout[(size_t)i * O + j] * a->o_keep[(size_t)a->out_row[i] * O + j];
 
     /* z_t = W_out o_t + b_out and the loss, a chunk of rows at a time; for training each
      * chunk's gradients at once, while its logits are at hand (see output_layer) */
     double sum = 0;
-    output_rows(a, O);
     phase_end(a, PHASE_READOUT);
     output_layer(m, a, &sum, !opt->forward_only);
     *loss = sum / a->n_tokens;
@@ -775,12 +803,18 @@ void model_backward(Model *m, Acts *a) {
     a->out_grads_ready = 0;
     add_into(g->out_w, a->d_out_w, (size_t)V * O);
     add_into(g->out_b, a->d_out_b, (size_t)V);
-    /* o = dropout(tanh(W_o [s; c; u] + b_o)) */
-    if (a->dropout > 0) dropout_apply(a->d_readout, a->o_keep, (size_t)T * B * O);
-    tanh_backward(a->d_readout, a->readout, (size_t)T * B * O);
-    memset(a->d_readout_in, 0, sizeof(real) * (size_t)T * B * R);
+    /* o = dropout(tanh(W_o [s; c; u] + b_o)), on the packed output rows; then d_readout_in
+     * goes back to the rows of the steps, which the time loop reads */
+    int n = a->n_out;
+    if (a->dropout > 0)
+        for (int i = 0; i < n; i++)
+            dropout_apply(a->d_readout + (size_t)i * O, a->o_keep + (size_t)a->out_row[i] * O,
+                          (size_t)O);
+    tanh_backward(a->d_readout, a->readout, (size_t)n * O);
+    memset(a->d_readout_in, 0, sizeof(real) * (size_t)n * R);
     linear_backward(a->d_readout_in, g->out_w_o, g->out_b_o, a->d_readout, a->readout_in, R,
-                    w->out_w_o, R, T * B, R, O);
+                    w->out_w_o, R, n, R, O);
+    unpack_rows(a->d_readout_in, R, a->out_row, n, T * B);
 
     phase_end(a, PHASE_READOUT_GRAD);
 
@@ -803,23 +837,32 @@ void model_backward(Model *m, Acts *a) {
     phase_end(a, PHASE_DECODER_GRAD);
 
     /* weight gradients of all decoder steps at once (dgi, dgh, dquery and de are stored per
-     * step; s_{t-1} of every step is the slab s_0 .. s_{T-1}) */
+     * step; s_{t-1} of every step is the slab s_0 .. s_{T-1}), over the real tokens' rows
+     * only: the rows of ended sentences have zero gradients, and in a batch of short
+     * sentences they are a quarter of all. Packing them moves the forward values too, which
+     * nothing reads after this. (readout_in's rows were packed by the forward pass.) */
+    pack_rows(a->dec_gi, 3 * D, 3 * D, a->out_row, n);
+    pack_rows(a->d_gh, 3 * D, 3 * D, a->out_row, n);
+    pack_rows(a->d_readout_in + D + K, R, E, a->out_row, n);
+    pack_rows(a->dec_state, D, D, a->out_row, n);
+    if (a->dropout > 0) pack_rows(a->u_keep, E, E, a->out_row, n);
+    for (int i = 0; i < n; i++) a->tgt_in[i] = a->tgt_in[a->out_row[i]];
     real *du = a->d_readout_in + D + K;
     const real *u = a->readout_in + D + K;
-    linear_backward(du, gg->w_ih, gg->b_ih, a->dec_gi, u, R, dg->w_ih, E + K, T * B, E, 3 * D);
+    linear_backward(du, gg->w_ih, gg->b_ih, a->dec_gi, u, R, dg->w_ih, E + K, n, E, 3 * D);
     linear_backward(NULL, gg->w_ih + E, NULL, a->dec_gi, a->readout_in + D, R, dg->w_ih + E, E + K,
-                    T * B, K, 3 * D);
-    linear_backward(NULL, gg->w_hh, gg->b_hh, a->d_gh, a->dec_state, D, dg->w_hh, D, T * B, D,
-                    3 * D);
-    if (d->score == SCORE_ADDITIVE || d->score == SCORE_SCALED_DOT)
-        linear_backward(NULL, g->att_w_q, NULL, a->query, a->dec_state, D, w->att_w_q, D, T * B, D,
-                        A);
+                    n, K, 3 * D);
+    linear_backward(NULL, gg->w_hh, gg->b_hh, a->d_gh, a->dec_state, D, dg->w_hh, D, n, D, 3 * D);
+    if (d->score == SCORE_ADDITIVE || d->score == SCORE_SCALED_DOT) {
+        pack_rows(a->query, F, A, a->out_row, n);
+        linear_backward(NULL, g->att_w_q, NULL, a->query, a->dec_state, D, w->att_w_q, D, n, D, A);
+    }
     /* e_ti = v . hidden_ti: dv = sum over t, b, i of de_ti hidden_ti, each sentence's sum (over
      * t and i) formed in the time loop; the sentences are added in order */
     if (d->score == SCORE_ADDITIVE)
         for (int b = 0; b < B; b++)
             for (int j = 0; j < A; j++) g->att_v[j] += a->d_att_v[(size_t)b * A + j];
-    embedding_backward(g->tgt_emb, du, R, a->tgt_in, a->dropout > 0 ? a->u_keep : NULL, T * B, E);
+    embedding_backward(g->tgt_emb, du, R, a->tgt_in, a->dropout > 0 ? a->u_keep : NULL, n, E);
 
     phase_end(a, PHASE_DECODER_WEIGHTS);
     encoder_backward(m, a);

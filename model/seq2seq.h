@@ -139,20 +139,20 @@ typedef struct {
     real *alpha;        /* [T, B, S] alignment weights */
     real *energy;       /* [T, B, S] scores e_ti (-inf at padding); d e_ti in backward */
     real *context;      /* [T*B, K] c_t */
-    real *readout_in;   /* [T*B, D+K+E] [s_t ; c_t ; u_t] */
+    real *readout_in;   /* [T*B, D+K+E] [s_t ; c_t ; u_t]; after the decoder steps, the rows of
+                           out_row packed at the top (the readout computes only those) */
     real *u_keep;       /* [T*B, E] dropout scales of u_t */
-    real *readout;      /* [T*B, O] o_t (before dropout) */
-    real *readout_drop; /* [T*B, O] o_t after dropout (== readout when off) */
+    real *readout;      /* [n_out, O] o_t (before dropout) of the rows of out_row, packed */
+    real *readout_drop; /* [n_out, O] o_t after dropout (unused when off), packed */
     real *o_keep;       /* [T*B, O] */
-    real *out_in;       /* [T*B, O] the output layer's input rows out_row[], packed */
     real *lse;          /* [T*B] log-sum-exp of each packed row */
-    real *d_readout;    /* [T*B, O] d loss / d o_t (after dropout), formed with the logits */
+    real *d_readout;    /* [n_out, O] d loss / d o_t (after dropout), packed, formed with the
+                           logits */
     /* the output layer's chunk buffers: they share their memory with the backward scratch
      * below, so they hold their values from the forward pass until model_backward starts */
     real *logits;     /* [logit_rows, Vt] z_t of a chunk of packed rows, then its d loss / d z_t;
                          after a forward_only pass, z_t of the last chunk (of every row, in row
                          order, with ACTS_ALL_ROWS) */
-    real *d_out_in;   /* [logit_rows, O] d loss / d o of a chunk of packed rows */
     real *xent_parts; /* [ceil(logit_rows / XENT_GROUP), Vt] and [logit_rows] doubles: */
     real *xent_nll;   /* xent_train's scratch */
     real *d_out_w;    /* [Vt, O] d loss / d out.w of the last forward pass (unless
