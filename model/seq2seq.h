@@ -196,8 +196,9 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
                   double *loss, Error *err);
 
 /* Backpropagates the last forward pass: ACCUMULATES d loss / d parameter into m->grads.
- * It consumes some of the forward caches (gi, query, the output layer's gradients), so each
- * backward needs its own forward. After a forward_only pass it first recomputes the output
+ * It consumes some of the forward caches (gi, query, the decoder states and inputs, which it
+ * packs to the real tokens' rows, and the output layer's gradients), so each backward needs
+ * its own forward. After a forward_only pass it first recomputes the output
  * layer chunk by chunk (the gradients are the same, bit for bit). */
 void model_backward(Model *m, Acts *a);
 
