@@ -552,8 +552,8 @@ static void unpack_rows(real *x, int width, const int *rows, int n, int total) {
     memset(x, 0, sizeof(real) * (size_t)next * width);
 }
 
-/* The output layer's input rows, packed: o_t after dropout at each row of out_row. Padding
- * rows have no loss, so their z_t would only be computed to be zeroed (a quarter of the rows
+/* The rows the readout and output layer compute, in out_row, and their targets. Padding rows
+ * have no loss, so their o_t and z_t would only be computed to be zeroed (a quarter of the rows
  * of a batch of short sentences, and the output layer is most of a step's work). */
 static void output_rows(Acts *a) {
     a->n_out = 0;
