@@ -348,23 +348,31 @@ START_TEST(learning_rate_schedules) {
 }
 END_TEST
 
-/* The ranks' shares of a batch are contiguous, in rank order, cover it exactly and differ by at
- * most one sentence (an empty share when there are more ranks than sentences); one process
- * takes the whole batch and its step is left as it is. */
+/* The ranks' shares of a batch interleave: rank r takes pairs r, r + size, ... in order, so
+ * together they cover the batch exactly once and differ by at most one pair (an empty share
+ * when there are more ranks than pairs); one process takes the whole batch as it is, and its
+ * step is left as it is. */
 START_TEST(ranks_share_each_batch) {
+    size_t pairs[40];
+    for (size_t i = 0; i < 40; i++) pairs[i] = 1000 + 7 * i; /* any indices */
     for (int size = 1; size <= 5; size++)
         for (size_t n = 0; n <= 40; n++) {
-            size_t next = 0, least = n, most = 0;
+            int seen[40] = {0};
+            size_t least = n, most = 0;
             for (int rank = 0; rank < size; rank++) {
                 Dist d = {.rank = rank, .size = size};
-                size_t first, count;
-                dist_share(&d, n, &first, &count);
-                ck_assert_uint_eq(first, next);
-                next = first + count;
+                size_t share[41];
+                size_t count = dist_share(&d, pairs, n, share);
+                for (size_t k = 0; k < count; k++) {
+                    size_t i = (size_t)rank + k * (size_t)size; /* the k-th pair of rank */
+                    ck_assert_uint_lt(i, n);
+                    ck_assert_uint_eq(share[k], pairs[i]);
+                    seen[i]++;
+                }
                 least = count < least ? count : least;
                 most = count > most ? count : most;
             }
-            ck_assert_uint_eq(next, n);
+            for (size_t i = 0; i < n; i++) ck_assert_int_eq(seen[i], 1);
             ck_assert_uint_le(most - least, 1);
         }
     Dist one = {.rank = 0, .size = 1};

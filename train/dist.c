@@ -16,11 +16,10 @@
 #include <mpi.h>
 #endif
 
-void dist_share(const Dist *d, size_t n, size_t *first, size_t *count) {
-    size_t base = n / (size_t)d->size, extra = n % (size_t)d->size, r = (size_t)d->rank;
-    /* the first `extra` ranks take one sentence more */
-    *first = r * base + (r < extra ? r : extra);
-    *count = base + (r < extra);
+size_t dist_share(const Dist *d, const size_t *pairs, size_t n, size_t *share) {
+    size_t count = 0;
+    for (size_t i = (size_t)d->rank; i < n; i += (size_t)d->size) share[count++] = pairs[i];
+    return count;
 }
 
 Rng *dist_dropout_stream(const Dist *d, Rng *shared, Rng *local) {

@@ -2,8 +2,8 @@
  * dist.h: synchronous data-parallel training across processes (MPI ranks).
  *
  * Every rank holds the whole model and runs the same steps on the same batches (the same
- * EpochPlan); each computes the loss and gradients of a contiguous share of every batch's
- * sentences, the gradients are summed across ranks, and every rank applies the same Adam
+ * EpochPlan); each computes the loss and gradients of its share of every batch's sentences
+ * (every size-th one), the gradients are summed across ranks, and every rank applies the same Adam
  * step. Rank 0 alone validates, logs, prints and saves. Built with `make MPI=1` (-DNMT_MPI)
  * this talks to MPI; otherwise it is a one-process stand-in (size 1) with no MPI in it, so
  * the trainer has one code path. It holds no state of its own beyond what MPI holds.
@@ -34,10 +34,11 @@ int dist_init(Dist *d, int *argc, char ***argv, Error *err);
  * job instead: the others may be waiting in a collective this rank will never join. */
 void dist_finalize(Dist *d, bool failed);
 
-/* This rank's share of n sentences: [*first, *first + *count), contiguous, the shares of
- * ranks 0..size-1 in order and differing in size by at most one. *first is an offset into the
- * batch (0-based); a share may be empty when n < size. */
-void dist_share(const Dist *d, size_t n, size_t *first, size_t *count);
+/* This rank's share of a batch of n pairs (their indices in pairs[]): every size-th one from
+ * pairs[rank] on, in order, written to share[] (room for n / size + 1); returns how many
+ * (differing by at most one between ranks; none when n <= rank). A batch goes longest target
+ * first, so each rank gets long and short sentences alike, still longest first. */
+size_t dist_share(const Dist *d, const size_t *pairs, size_t n, size_t *share);
 
 /* The dropout stream of this rank for one step: with one rank, shared itself (the masks a
  * single process draws); with several, a stream split off shared for (step, rank), so ranks

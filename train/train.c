@@ -107,6 +107,7 @@ typedef struct {
     TokenizedCorpus train_tokens, dev_tokens, test_tokens;
     Dataset train;
     BatchBuffer batches;
+    size_t *share; /* the pairs of the current batch this rank computes (all in one process) */
     Acts acts;
     FILE *log;
     char log_path[CONFIG_PATH_MAX + 32];
@@ -347,7 +348,9 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
         return -1;
     /* the largest batch any epoch can produce (under batch_tokens: from the data) */
     int B = training_max_pairs(&tr->train, &cfg->train);
-    if (batch_buffer_init(&tr->batches, B, tr->train.max_src, tr->train.max_tgt, err) ||
+    tr->share = checked_calloc((size_t)B, sizeof(size_t), "a batch's pair indices", err);
+    if (!tr->share ||
+        batch_buffer_init(&tr->batches, B, tr->train.max_src, tr->train.max_tgt, err) ||
         acts_init(&tr->acts, &tr->nm.model.dims, B, tr->train.max_src + 1, tr->train.max_tgt + 1,
                   err))
         return -1;
@@ -385,6 +388,7 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
 static void trainer_free(Trainer *tr) {
     if (tr->log) fclose(tr->log);
     acts_free(&tr->acts);
+    free(tr->share);
     batch_buffer_free(&tr->batches);
     dataset_free(&tr->train);
     tokenized_corpus_free(&tr->train_tokens);
@@ -559,10 +563,9 @@ static int run_epoch(Trainer *tr, Progress *p, const ForwardOptions *fwd, Error 
         if (tr->dist.size == 1) /* alone, it need not wait for a step */
             tr->signal = stop_signal, tr->out_of_time = time_is_up(tr);
         if (p->stop || tr->signal || tr->out_of_time || st->step >= p->total_steps) break;
-        size_t first, count; /* this rank's share of the batch: all of it in one process */
-        dist_share(&tr->dist, plan.start[b + 1] - plan.start[b], &first, &count);
-        const Batch *batch =
-            batch_fill(&tr->batches, &tr->train, plan.order + plan.start[b] + first, (int)count);
+        size_t count = dist_share(&tr->dist, plan.order + plan.start[b],
+                                  plan.start[b + 1] - plan.start[b], tr->share);
+        const Batch *batch = batch_fill(&tr->batches, &tr->train, tr->share, (int)count);
         padding_add(&p->padding, batch); /* this rank's share: rank 0's is logged */
         double loss;
         rc = train_step(tr, batch, fwd, p, &loss, err);
