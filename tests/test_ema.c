@@ -316,37 +316,70 @@ static void expect_refused(const char *path, const char *fragment) {
     ck_assert_msg(strstr(err.msg, fragment) != NULL, "'%s' lacks '%s'", err.msg, fragment);
 }
 
-START_TEST(ema_checkpoint_section) {
-    /* a model saved with and without an average: both load; the average comes back exactly;
-     * the two files differ only by it and its flag; damage is refused */
-    char dir[64] = "/tmp/nmt-ema-XXXXXX", plain[128], avg_path[128], bad[128], cmd[128];
-    ck_assert(mkdtemp(dir) != NULL);
-    snprintf(plain, sizeof plain, "%s/plain.ckpt", dir);
-    snprintf(avg_path, sizeof avg_path, "%s/avg.ckpt", dir);
-    snprintf(bad, sizeof bad, "%s/bad.ckpt", dir);
+/* A tiny model and a training state with zero moments, for the checkpoint tests; dir is a
+ * fresh folder for their files. */
+typedef struct {
+    char dir[64];
     Config cfg;
     Corpus corpus;
     TokenizedCorpus tokens;
     NmtModel nm;
+    size_t n; /* parameters */
+    TrainState st;
+} StateFixture;
+
+static void state_fixture_make(StateFixture *f, const char *dir_template) {
+    snprintf(f->dir, sizeof f->dir, "%s", dir_template);
+    ck_assert(mkdtemp(f->dir) != NULL);
     Error err;
-    ck_assert(config_load(&cfg, "../configs/tiny.ini", NULL, 0, &err) == 0);
-    ck_assert(corpus_load(cfg.data.dev, true, &corpus, &tokens, &err) == 0);
-    ck_assert(nmt_model_from_config(&nm, &cfg, &tokens, 11, &err) == 0);
-    size_t n = nm.model.table.total;
-    real *m = calloc(n, sizeof(real)), *v = calloc(n, sizeof(real)), *avg = calloc(n, sizeof(real));
-    ck_assert(m && v && avg);
-    for (size_t i = 0; i < n; i++) avg[i] = nm.model.params[i] * 0.5f + 0.25f;
-    TrainState st = {.step = 3,
-                     .lr_scale = 1,
-                     .best_bleu = -1,
-                     .best_dev_loss = 1,
-                     .dropout_rng = {1, 2, 3, 4},
-                     .adam_t = 3,
-                     .adam_m = m,
-                     .adam_v = v};
-    ck_assert(checkpoint_save(plain, &nm, &st, &err) == 0);
-    st.ema = avg, st.ema_updates = 17;
-    ck_assert(checkpoint_save(avg_path, &nm, &st, &err) == 0);
+    ck_assert(config_load(&f->cfg, "../configs/tiny.ini", NULL, 0, &err) == 0);
+    ck_assert(corpus_load(f->cfg.data.dev, true, &f->corpus, &f->tokens, &err) == 0);
+    ck_assert(nmt_model_from_config(&f->nm, &f->cfg, &f->tokens, 11, &err) == 0);
+    f->n = f->nm.model.table.total;
+    f->st = (TrainState){.step = 3,
+                         .lr_scale = 1,
+                         .best_bleu = -1,
+                         .best_dev_loss = 1,
+                         .dropout_rng = {1, 2, 3, 4},
+                         .adam_t = 3,
+                         .adam_m = calloc(f->n, sizeof(real)),
+                         .adam_v = calloc(f->n, sizeof(real))};
+    ck_assert(f->st.adam_m && f->st.adam_v);
+}
+
+/* f->dir/name, in path[size]. */
+static void state_fixture_path(const StateFixture *f, const char *name, char *path, size_t size) {
+    snprintf(path, size, "%s/%s", f->dir, name);
+}
+
+static void state_fixture_free(StateFixture *f) {
+    free(f->st.adam_m), free(f->st.adam_v);
+    nmt_model_free(&f->nm);
+    tokenized_corpus_free(&f->tokens);
+    corpus_free(&f->corpus);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    ck_assert(system(cmd) == 0);
+}
+
+START_TEST(ema_checkpoint_section) {
+    /* a model saved with and without an average: both load; the average comes back exactly;
+     * the two files differ only by it and its flag; damage is refused */
+    StateFixture f;
+    state_fixture_make(&f, "/tmp/nmt-ema-XXXXXX");
+    char plain[128], avg_path[128], bad[128];
+    state_fixture_path(&f, "plain.ckpt", plain, sizeof plain);
+    state_fixture_path(&f, "avg.ckpt", avg_path, sizeof avg_path);
+    state_fixture_path(&f, "bad.ckpt", bad, sizeof bad);
+    const char *dir = f.dir;
+    size_t n = f.n;
+    real *avg = calloc(n, sizeof(real));
+    ck_assert_ptr_nonnull(avg);
+    for (size_t i = 0; i < n; i++) avg[i] = f.nm.model.params[i] * 0.5f + 0.25f;
+    Error err;
+    ck_assert(checkpoint_save(plain, &f.nm, &f.st, &err) == 0);
+    f.st.ema = avg, f.st.ema_updates = 17;
+    ck_assert(checkpoint_save(avg_path, &f.nm, &f.st, &err) == 0);
 
     size_t n_plain, n_avg;
     unsigned char *data_plain = read_all(plain, &n_plain), *data_avg = read_all(avg_path, &n_avg);
@@ -369,7 +402,7 @@ START_TEST(ema_checkpoint_section) {
     unload(&l);
     NmtModel only; /* for translation: the state, average included, is skipped */
     ck_assert(checkpoint_load(avg_path, &only, NULL, NULL, &err) == 0);
-    ck_assert(same_reals(only.model.params, nm.model.params, n));
+    ck_assert(same_reals(only.model.params, f.nm.model.params, n));
     nmt_model_free(&only);
 
     /* the average cut short (checksum recomputed, so the parser must notice) */
@@ -384,43 +417,24 @@ START_TEST(ema_checkpoint_section) {
     write_with_checksum(bad, data_avg, n_avg - 8);
     expect_refused(bad, "averaged parameter");
 
-    free(data_plain), free(data_avg), free(m), free(v), free(avg);
-    nmt_model_free(&nm);
-    tokenized_corpus_free(&tokens);
-    corpus_free(&corpus);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    ck_assert(system(cmd) == 0);
+    free(data_plain), free(data_avg), free(avg);
+    state_fixture_free(&f);
 }
 END_TEST
 
 START_TEST(training_time_in_checkpoint) {
     /* the time trained (flag bit 4) comes back exactly; a file from before it loads with none;
      * a damaged one is refused */
-    char dir[64] = "/tmp/nmt-seconds-XXXXXX", path[128], bad[128], cmd[128];
-    ck_assert(mkdtemp(dir) != NULL);
-    snprintf(path, sizeof path, "%s/run.ckpt", dir);
-    snprintf(bad, sizeof bad, "%s/bad.ckpt", dir);
-    Config cfg;
-    Corpus corpus;
-    TokenizedCorpus tokens;
-    NmtModel nm;
+    StateFixture f;
+    state_fixture_make(&f, "/tmp/nmt-seconds-XXXXXX");
+    char path[128], bad[128];
+    state_fixture_path(&f, "run.ckpt", path, sizeof path);
+    state_fixture_path(&f, "bad.ckpt", bad, sizeof bad);
+    const char *dir = f.dir;
+    size_t n = f.n;
+    f.st.seconds = 754.25;
     Error err;
-    ck_assert(config_load(&cfg, "../configs/tiny.ini", NULL, 0, &err) == 0);
-    ck_assert(corpus_load(cfg.data.dev, true, &corpus, &tokens, &err) == 0);
-    ck_assert(nmt_model_from_config(&nm, &cfg, &tokens, 11, &err) == 0);
-    size_t n = nm.model.table.total;
-    real *m = calloc(n, sizeof(real)), *v = calloc(n, sizeof(real));
-    ck_assert(m && v);
-    TrainState st = {.step = 3,
-                     .lr_scale = 1,
-                     .best_bleu = -1,
-                     .best_dev_loss = 1,
-                     .dropout_rng = {1, 2, 3, 4},
-                     .seconds = 754.25,
-                     .adam_t = 3,
-                     .adam_m = m,
-                     .adam_v = v};
-    ck_assert(checkpoint_save(path, &nm, &st, &err) == 0);
+    ck_assert(checkpoint_save(path, &f.nm, &f.st, &err) == 0);
     Loaded l;
     load(&l, dir, "run.ckpt");
     ck_assert(l.has_state);
@@ -457,12 +471,8 @@ START_TEST(training_time_in_checkpoint) {
     write_with_checksum(bad, data, size - 8);
     expect_refused(bad, "a training time without a training state");
 
-    free(data), free(old), free(m), free(v);
-    nmt_model_free(&nm);
-    tokenized_corpus_free(&tokens);
-    corpus_free(&corpus);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    ck_assert(system(cmd) == 0);
+    free(data), free(old);
+    state_fixture_free(&f);
 }
 END_TEST
 
