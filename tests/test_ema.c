@@ -189,36 +189,6 @@ START_TEST(ema_leaves_training_alone_and_fills_best) {
 }
 END_TEST
 
-START_TEST(time_budget_stops_and_validates) {
-    /* [train] max_minutes alone (no epoch limit) ends training after its time, then validates
-     * (the only validation of this run) and saves best.ckpt, as the end of the epochs does */
-    char dir[64] = "/tmp/nmt-time-XXXXXX", out[128], cmd[1024], text[4096];
-    ck_assert(mkdtemp(dir) != NULL);
-    snprintf(out, sizeof out, "%s/run", dir);
-    snprintf(cmd, sizeof cmd,
-             "../bin/train ../configs/tiny.ini --set train.out_dir=%s --set train.epochs=0 "
-             "--set train.max_minutes=0.005 --set train.valid_every=1000000 >%s.out 2>&1",
-             out, out);
-    int status = system(cmd);
-    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    snprintf(cmd, sizeof cmd, "%s.out", out);
-    FILE *f = fopen(cmd, "r");
-    ck_assert_ptr_nonnull(f);
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = 0;
-    fclose(f);
-    ck_assert_msg(strstr(text, "time budget of 0.005 minutes spent") != NULL, "%s", text);
-    ck_assert_msg(strstr(text, "dev loss") != NULL, "no validation: %s", text);
-    Loaded best, last;
-    load(&best, out, "best.ckpt");
-    load(&last, out, "last.ckpt");
-    ck_assert(last.has_state && last.st.step > 0);
-    unload(&best), unload(&last);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    ck_assert(system(cmd) == 0);
-}
-END_TEST
-
 /* Runs a shell command that must succeed and returns its output (stdout and stderr). */
 static void run_ok(const char *cmd, const char *out_path, char *text, size_t size) {
     char full[2048];
@@ -231,6 +201,30 @@ static void run_ok(const char *cmd, const char *out_path, char *text, size_t siz
     fclose(f);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: %s", cmd, text);
 }
+
+START_TEST(time_budget_stops_and_validates) {
+    /* [train] max_minutes alone (no epoch limit) ends training after its time, then validates
+     * (the only validation of this run) and saves best.ckpt, as the end of the epochs does */
+    char dir[64] = "/tmp/nmt-time-XXXXXX", out[128], out_file[160], cmd[1024], text[4096];
+    ck_assert(mkdtemp(dir) != NULL);
+    snprintf(out, sizeof out, "%s/run", dir);
+    snprintf(out_file, sizeof out_file, "%s.out", out);
+    snprintf(cmd, sizeof cmd,
+             "../bin/train ../configs/tiny.ini --set train.out_dir=%s --set train.epochs=0 "
+             "--set train.max_minutes=0.005 --set train.valid_every=1000000",
+             out);
+    run_ok(cmd, out_file, text, sizeof text);
+    ck_assert_msg(strstr(text, "time budget of 0.005 minutes spent") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "dev loss") != NULL, "no validation: %s", text);
+    Loaded best, last;
+    load(&best, out, "best.ckpt");
+    load(&last, out, "last.ckpt");
+    ck_assert(last.has_state && last.st.step > 0);
+    unload(&best), unload(&last);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert(system(cmd) == 0);
+}
+END_TEST
 
 START_TEST(budget_schedule_and_resumed_time) {
     /* schedule = budget over max_steps = 40, decaying over the last half: the logged rate is
