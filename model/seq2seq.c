@@ -685,25 +685,24 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
     phase_end(a, PHASE_DECODER);
 
     /* o_t = tanh(W_o [s_t ; c_t ; u_t] + b_o), all steps at once, for the output rows only
-     * (padding has no loss): row i of readout_in becomes out_row[i]'s (its u_t moves down,
-     * see pack_rows), and readout, readout_drop and the output layer are packed alike */
+     * (padding has no loss): row i of readout_in becomes out_row[i]'s, and readout, its
+     * dropout scales and the output layer are packed alike */
     output_rows(a);
     int n = a->n_out;
+    pack_rows(u, R, E, a->out_row, n);
+    if (a->dropout > 0) pack_rows(a->o_keep, O, O, a->out_row, n);
     for (int i = 0; i < n; i++) {
         int r = a->out_row[i];
         real *row = a->readout_in + (size_t)i * R;
-        if (r != i)
-            memmove(row + D + K, a->readout_in + (size_t)r * R + D + K, sizeof(real) * (size_t)E);
         memcpy(row, a->dec_state + (size_t)(r + B) * D, sizeof(real) * (size_t)D);
         memcpy(row + D, a->context + (size_t)r * K, sizeof(real) * (size_t)K);
     }
     linear_forward(a->readout, a->readout_in, R, w->out_w_o, R, w->out_b_o, n, R, O);
     tanh_forward(a->readout, (size_t)n * O);
-    if (a->dropout > 0)
-        for (int i = 0; i < n; i++)
-            for (int j = 0; j < O; j++)
-                a->readout_drop[(size_t)i * O + j] =
-                    a->readout[(size_t)i * O + j] * a->o_keep[(size_t)a->out_row[i] * O + j];
+    if (a->dropout > 0) {
+        memcpy(a->readout_drop, a->readout, sizeof(real) * (size_t)n * O);
+        dropout_apply(a->readout_drop, a->o_keep, (size_t)n * O);
+    }
 
     /* z_t = W_out o_t + b_out and the loss, a chunk of rows at a time; for training each
      * chunk's gradients at once, while its logits are at hand (see output_layer) */
@@ -806,10 +805,7 @@ void model_backward(Model *m, Acts *a) {
     /* o = dropout(tanh(W_o [s; c; u] + b_o)), on the packed output rows; then d_readout_in
      * goes back to the rows of the steps, which the time loop reads */
     int n = a->n_out;
-    if (a->dropout > 0)
-        for (int i = 0; i < n; i++)
-            dropout_apply(a->d_readout + (size_t)i * O, a->o_keep + (size_t)a->out_row[i] * O,
-                          (size_t)O);
+    if (a->dropout > 0) dropout_apply(a->d_readout, a->o_keep, (size_t)n * O);
     tanh_backward(a->d_readout, a->readout, (size_t)n * O);
     memset(a->d_readout_in, 0, sizeof(real) * (size_t)n * R);
     linear_backward(a->d_readout_in, g->out_w_o, g->out_b_o, a->d_readout, a->readout_in, R,

@@ -144,7 +144,7 @@ typedef struct {
     real *u_keep;       /* [T*B, E] dropout scales of u_t */
     real *readout;      /* [n_out, O] o_t (before dropout) of the rows of out_row, packed */
     real *readout_drop; /* [n_out, O] o_t after dropout (unused when off), packed */
-    real *o_keep;       /* [T*B, O] */
+    real *o_keep;       /* [T*B, O] dropout scales of o_t, packed like readout after it */
     real *lse;          /* [T*B] log-sum-exp of each packed row */
     real *d_readout;    /* [n_out, O] d loss / d o_t (after dropout), packed, formed with the
                            logits */
