@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/parallel.h"
+
 int ema_init(Ema *ema, size_t n, double decay, const real *params, Error *err) {
     memset(ema, 0, sizeof *ema);
     ema->avg = checked_calloc(n, sizeof(real), "the parameters' moving average", err);
@@ -35,19 +37,13 @@ void ema_update(Ema *ema, const real *params) {
      * 1 the step is small next to avg, and float keeps it better this way */
     real keep = (real)(1 - ema_rate(ema));
     real *avg = ema->avg;
-    long n = (long)ema->n;
-#pragma omp parallel for simd schedule(static) if (n > 100000)
-    for (long i = 0; i < n; i++) avg[i] += keep * (params[i] - avg[i]);
+    PARALLEL_FOR(i, ema->n, (double)ema->n, 100000, avg[i] += keep * (params[i] - avg[i]));
     ema->updates++;
 }
 
 void ema_swap(Ema *ema, real *params) {
     if (!ema->avg) return;
     real *avg = ema->avg;
-    long n = (long)ema->n;
-#pragma omp parallel for simd schedule(static) if (n > 100000)
-    for (long i = 0; i < n; i++) {
-        real t = avg[i];
-        avg[i] = params[i], params[i] = t;
-    }
+    PARALLEL_FOR(i, ema->n, (double)ema->n, 100000, real t = avg[i]; avg[i] = params[i];
+                 params[i] = t);
 }
