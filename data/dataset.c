@@ -160,13 +160,10 @@ static void sort_windows(size_t *order, const size_t *sorted, uint64_t *keys, co
     }
 }
 
-/* Copies a batch's `count` pairs from `from` to `to`, longest target first (ties in their
- * order): the decoder's steps then skip the sentences that have ended, a tail of rows (see
- * Acts.running in model/seq2seq.h). keys has room for count. */
-static void longest_targets_first(size_t *to, const size_t *from, uint64_t *keys, const Dataset *ds,
-                                  size_t count) {
+void sort_longest_first(size_t *to, const size_t *from, size_t count, const int *len,
+                        uint64_t *keys) {
     for (size_t i = 0; i < count; i++)
-        keys[i] = (uint64_t)(0xffffffffu - (uint32_t)ds->tgt_n[from[i]]) << 32 | (uint64_t)i;
+        keys[i] = (uint64_t)(0xffffffffu - (uint32_t)len[from[i]]) << 32 | (uint64_t)i;
     qsort(keys, count, sizeof *keys, compare_keys);
     for (size_t i = 0; i < count; i++) to[i] = from[keys[i] & 0xffffffffu];
 }
@@ -220,7 +217,9 @@ static int plan_epoch(EpochPlan *plan, const Dataset *ds, size_t window, bool ta
         size_t id = batch_ids[b], from = first[id];
         size_t count = (id + 1 < n_batches ? first[id + 1] : n) - from;
         plan->start[b] = pos;
-        longest_targets_first(sorted + pos, plan->order + from, keys, ds, count);
+        /* longest target first: the decoder's steps then skip the sentences that have ended,
+         * a tail of rows (see Acts.running in model/seq2seq.h) */
+        sort_longest_first(sorted + pos, plan->order + from, count, ds->tgt_n, keys);
         pos += count;
     }
     plan->start[n_batches] = pos;

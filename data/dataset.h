@@ -60,6 +60,11 @@ void batch_buffer_free(BatchBuffer *bb);
 /* Fills bb->batch with the pairs idx[0..n) of ds (n <= max_B); returns the batch. */
 const Batch *batch_fill(BatchBuffer *bb, const Dataset *ds, const size_t *idx, int n);
 
+/* Copies the indices from[0..count) to to[0..count) ordered by len[index], longest first
+ * (ties in their order; count < 2^32). keys has room for count. */
+void sort_longest_first(size_t *to, const size_t *from, size_t count, const int *len,
+                        uint64_t *keys);
+
 /* The batches of one epoch: pair indices in batch order, batch i is
  * order[start[i] .. start[i+1]). */
 typedef struct {

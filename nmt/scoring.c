@@ -1,5 +1,5 @@
 /*
- * validate.c: loss, perplexity, BLEU and chrF of a model on held-out pairs (see validate.h).
+ * scoring.c: loss, perplexity, BLEU and chrF of a model on held-out pairs (see scoring.h).
  */
 #include "scoring.h"
 
@@ -31,16 +31,20 @@ static int corpus_loss(const NmtModel *nm, const TokenizedCorpus *tc, const Corp
     if (nmt_dataset(&ds, nm, tc, corpus, 0, err)) return -1;
     BatchBuffer bb = {0};
     Acts acts = {0};
-    size_t *idx = checked_calloc(ds.count + 1, sizeof(size_t), "batch order", err);
+    size_t *idx = checked_calloc(2 * ds.count + 1, sizeof(size_t), "batch order", err);
+    uint64_t *keys = checked_calloc(ds.count + 1, sizeof(uint64_t), "batch order", err);
     int rc = -1;
     double bytes = acts_bytes(&nm->model.dims, batch_size, ds.max_src + 1, ds.max_tgt + 1, NULL);
-    if (!idx || memory_check(bytes, "the activations of the scoring batches", err) ||
+    if (!idx || !keys || memory_check(bytes, "the activations of the scoring batches", err) ||
         batch_buffer_init(&bb, batch_size, ds.max_src, ds.max_tgt, err) ||
         acts_init(&acts, &nm->model.dims, batch_size, ds.max_src + 1, ds.max_tgt + 1, err))
         goto done;
     double total = 0;
     size_t tokens = 0;
-    for (size_t i = 0; i < ds.count; i++) idx[i] = i;
+    /* batches of similar target lengths, longest first: little padding */
+    size_t *pairs = idx + ds.count;
+    for (size_t i = 0; i < ds.count; i++) pairs[i] = i;
+    sort_longest_first(idx, pairs, ds.count, ds.tgt_n, keys);
     for (size_t first = 0; first < ds.count; first += (size_t)batch_size) {
         int n =
             (int)(ds.count - first < (size_t)batch_size ? ds.count - first : (size_t)batch_size);
@@ -57,7 +61,7 @@ static int corpus_loss(const NmtModel *nm, const TokenizedCorpus *tc, const Corp
     out->perplexity = exp(out->loss);
     rc = 0;
 done:
-    free(idx);
+    free(idx), free(keys);
     acts_free(&acts);
     batch_buffer_free(&bb);
     dataset_free(&ds);
@@ -78,44 +82,58 @@ int score_corpus(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus
     ChrfStats chrf;
     bleu_stats_init(&bleu);
     chrf_stats_init(&chrf);
+    /* Sentences go to the translator in batches of similar source lengths (fewer padded
+     * positions, and a batch ends when its last translation does); the scores and the sink
+     * then take them in corpus order. */
+    size_t count = tc->count;
     TranslatedText *tr =
         checked_calloc((size_t)batch_size, sizeof(TranslatedText), "translations", err);
-    int rc = tr ? 0 : -1;
-    for (size_t first = 0; rc == 0 && first < tc->count; first += (size_t)batch_size) {
-        int n =
-            (int)(tc->count - first < (size_t)batch_size ? tc->count - first : (size_t)batch_size);
-        if (translator_run(&translator, (const char *const *)corpus->src + first, n, tr, err)) {
+    char **hyps = checked_calloc(count + 1, sizeof(char *), "translations", err);
+    const char **texts = checked_calloc((size_t)batch_size, sizeof(char *), "sources", err);
+    size_t *order = checked_calloc(2 * count + 1, sizeof(size_t), "sentence order", err);
+    int *src_len = checked_calloc(count + 1, sizeof(int), "sentence order", err);
+    uint64_t *keys = checked_calloc(count + 1, sizeof(uint64_t), "sentence order", err);
+    int rc = tr && hyps && texts && order && src_len && keys ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < count; i++)
+        order[count + i] = i, src_len[i] = (int)tc->src[i].count;
+    if (rc == 0) sort_longest_first(order, order + count, count, src_len, keys);
+    for (size_t first = 0; rc == 0 && first < count; first += (size_t)batch_size) {
+        int n = (int)(count - first < (size_t)batch_size ? count - first : (size_t)batch_size);
+        for (int b = 0; b < n; b++) texts[b] = corpus->src[order[first + b]];
+        if (translator_run(&translator, texts, n, tr, err)) {
             rc = -1;
             break;
         }
         for (int b = 0; b < n && rc == 0; b++) {
-            size_t i = first + (size_t)b;
+            size_t i = order[first + (size_t)b];
             /* score_check_lengths let every pair through: a refusal here is the text's own */
             if (tr[b].refused) {
                 rc = error_set(err, "%s:%zu: %s", name, corpus->line[i], tr[b].error.msg);
                 break;
             }
             const Hypothesis *h = tr[b].best.count ? &tr[b].best.hyps[0] : NULL;
-            char *hyp = h ? decode_hypothesis(nm, corpus->src[i], h, err)
-                          : decode_target(nm, NULL, 0, err);
-            const TokenList *ref_tokens = &tc->tgt[i];
-            char *ref = detokenize((const char *const *)ref_tokens->tokens, ref_tokens->count, err);
-            if (!hyp || !ref || bleu_add(&bleu, hyp, ref, err) || chrf_add(&chrf, hyp, ref, err)) {
-                rc = -1;
-            } else if (sink) {
-                sink(user, i, corpus->src[i], hyp, ref);
-            }
-            free(hyp);
-            free(ref);
+            hyps[i] = h ? decode_hypothesis(nm, corpus->src[i], h, err)
+                        : decode_target(nm, NULL, 0, err);
+            if (!hyps[i]) rc = -1;
         }
         translated_free(tr, n);
+    }
+    for (size_t i = 0; rc == 0 && i < count; i++) {
+        const TokenList *ref_tokens = &tc->tgt[i];
+        char *ref = detokenize((const char *const *)ref_tokens->tokens, ref_tokens->count, err);
+        if (!ref || bleu_add(&bleu, hyps[i], ref, err) || chrf_add(&chrf, hyps[i], ref, err))
+            rc = -1;
+        else if (sink)
+            sink(user, i, corpus->src[i], hyps[i], ref);
+        free(ref);
     }
     if (rc == 0) {
         out->bleu = bleu_score(&bleu);
         out->chrf = chrf_score(&chrf);
         out->sentences = tc->count;
     }
-    free(tr);
+    for (size_t i = 0; hyps && i < count; i++) free(hyps[i]);
+    free(tr), free(hyps), free(texts), free(order), free(src_len), free(keys);
     translator_free(&translator);
     return rc;
 }

@@ -30,13 +30,14 @@ typedef struct {
 int score_check_lengths(const Corpus *corpus, const TokenizedCorpus *tc, const char *name,
                         Error *err);
 
-/* Called with each translation (for printing samples); may be NULL. */
+/* Called with each translation (for printing samples), in corpus order; may be NULL. */
 typedef void (*TranslationSink)(void *user, size_t index, const char *source,
                                 const char *hypothesis, const char *reference);
 
 /* Scores nm on the pairs of (corpus, tc), read from the file `name`: loss over the encodable
  * pairs in batches of batch_size, and translations of every pair with the given beam (output
- * lengths limited by the translator's rule, nmt_max_output_len). Pairs must pass
+ * lengths limited by the translator's rule, nmt_max_output_len, for each batch's longest
+ * source). Both take the pairs in batches of similar lengths, longest first. Pairs must pass
  * score_check_lengths. */
 int score_corpus(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus *tc,
                  const char *name, int batch_size, int beam, Scores *out, TranslationSink sink,
