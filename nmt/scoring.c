@@ -112,8 +112,8 @@ int score_corpus(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus
                 break;
             }
             const Hypothesis *h = tr[b].best.count ? &tr[b].best.hyps[0] : NULL;
-            hyps[i] = h ? decode_hypothesis(nm, corpus->src[i], h, err)
-                        : decode_target(nm, NULL, 0, err);
+            hyps[i] =
+                h ? decode_hypothesis(nm, corpus->src[i], h, err) : decode_target(nm, NULL, 0, err);
             if (!hyps[i]) rc = -1;
         }
         translated_free(tr, n);
