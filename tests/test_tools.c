@@ -18,6 +18,7 @@
 #include "harness.h"
 #include "suites.h"
 #include "nmt/npy.h"
+#include "nmt/scoring.h"
 #include "nmt/text.h"
 #include "train/new_model.h"
 
@@ -404,6 +405,58 @@ START_TEST(align_matches_the_gradient_reference_dump) {
 }
 END_TEST
 
+/* What score_corpus hands its sink, checked as it comes. */
+typedef struct {
+    const Corpus *corpus;
+    size_t next; /* the index expected next */
+    bool in_order;
+    BleuStats bleu;
+} SinkCheck;
+
+static void check_sink(void *user, size_t index, const char *source, const char *hypothesis,
+                       const char *reference) {
+    SinkCheck *c = user;
+    Error err;
+    c->in_order = c->in_order && index == c->next && source == c->corpus->src[index];
+    c->next = index + 1;
+    ck_assert_msg(bleu_add(&c->bleu, hypothesis, reference, &err) == 0, "%s", err.msg);
+}
+
+/* score_corpus translates in batches of similar lengths, but the sink sees the pairs in corpus
+ * order, BLEU is that of the translations it saw, and the loss does not depend on how the
+ * pairs are batched (one at a time against eight at a time, to round-off). */
+START_TEST(scoring_reports_in_corpus_order) {
+    Config cfg;
+    Error err;
+    Corpus corpus;
+    TokenizedCorpus tokens;
+    NmtModel nm;
+    ck_assert(config_load(&cfg, "../configs/tiny.ini", NULL, 0, &err) == 0);
+    ck_assert(corpus_load(cfg.data.train, true, &corpus, &tokens, &err) == 0);
+    ck_assert(nmt_model_from_config(&nm, &cfg, &tokens, 11, &err) == 0);
+    tokenized_corpus_free(&tokens);
+    corpus_free(&corpus);
+    ck_assert(corpus_load(cfg.data.dev, true, &corpus, &tokens, &err) == 0);
+    SinkCheck check = {.corpus = &corpus, .in_order = true};
+    bleu_stats_init(&check.bleu);
+    Scores by8, by1;
+    ck_assert_msg(
+        score_corpus(&nm, &corpus, &tokens, "dev", 8, 1, &by8, check_sink, &check, &err) == 0, "%s",
+        err.msg);
+    ck_assert(check.in_order && check.next == corpus.count && by8.sentences == corpus.count);
+    ck_assert(bleu_score(&check.bleu).score == by8.bleu.score);
+    ck_assert(score_corpus(&nm, &corpus, &tokens, "dev", 1, 1, &by1, NULL, NULL, &err) == 0);
+    ck_assert(by1.tokens == by8.tokens && by8.tokens > corpus.count);
+    ck_assert_msg(fabs(by1.loss - by8.loss) <= 1e-5 * by1.loss,
+                  "loss %.9g one at a time, %.9g "
+                  "eight at a time",
+                  by1.loss, by8.loss);
+    nmt_model_free(&nm);
+    tokenized_corpus_free(&tokens);
+    corpus_free(&corpus);
+}
+END_TEST
+
 Suite *tools_suite(void) {
     Suite *s = suite_create("tools");
     TCase *tc = tcase_create("tools");
@@ -415,6 +468,7 @@ Suite *tools_suite(void) {
     tcase_add_test(tc, training_resumes_exactly);
     tcase_add_test(tc, align_matches_the_gradient_reference_dump);
     tcase_add_test(tc, interrupted_training_saves_a_resumable_checkpoint);
+    tcase_add_test(tc, scoring_reports_in_corpus_order);
     suite_add_tcase(s, tc);
     return s;
 }
