@@ -736,7 +736,7 @@ static void attention_step_backward(const Model *m, Acts *a, const DecoderStep *
     default: /* scaled_dot: e_ti = q_t . k_i / sqrt(A), q_t = W_q s_{t-1} */
         attention_scaled_dot_backward(st->query, st->energy, d_keys, d_enc_h, d_context, st->alpha,
                                       st->query, keys, enc_h, src_len, nb, S, A, K);
-        gemm(0, 0, nb, D, A, st->query, A, m->w.att_w_q, D, 1, carry, D);
+        gemm(AS_STORED, AS_STORED, nb, D, A, st->query, A, m->w.att_w_q, D, 1, carry, D);
         return;
     }
     /* dot and general: the query is s_{t-1} itself */

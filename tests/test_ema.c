@@ -281,6 +281,50 @@ START_TEST(budget_schedule_and_resumed_time) {
 }
 END_TEST
 
+START_TEST(budget_schedule_over_epochs) {
+    /* schedule = budget with epochs = 2 the only limit: the first epoch at the full rate, then
+     * down linearly over the second (decay_share 0.5), batch by batch: batch b of its nb takes
+     * lr (1 - b / nb). */
+    char dir[64] = "/tmp/nmt-budget-XXXXXX", out[128], cmd[1024], text[4096];
+    ck_assert(mkdtemp(dir) != NULL);
+    snprintf(out, sizeof out, "%s/run", dir);
+    snprintf(cmd, sizeof cmd,
+             "../bin/train ../configs/tiny.ini --set train.out_dir=%s --set train.epochs=2 "
+             "--set data.train=../data/toy/dev.tsv --set train.log_every=1 "
+             "--set train.valid_every=1000000 --set optim.schedule=budget "
+             "--set optim.decay_share=0.5 --set optim.min_lr=0 --set optim.lr=0.01",
+             out);
+    char out_file[160], log_path[160];
+    snprintf(out_file, sizeof out_file, "%s.out", out);
+    run_ok(cmd, out_file, text, sizeof text);
+    snprintf(log_path, sizeof log_path, "%s/train_log.tsv", out);
+    FILE *f = fopen(log_path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[512];
+    enum { MAX_STEPS = 1000 };
+    static double lr_at[MAX_STEPS + 1];
+    unsigned epoch_of[MAX_STEPS + 1] = {0}, last = 0, nb = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned step, epoch;
+        double loss, lr;
+        if (sscanf(line, "%u\t%u\t%lf\t%lf", &step, &epoch, &loss, &lr) == 4 && step > 0 &&
+            step <= MAX_STEPS) {
+            lr_at[step] = lr, epoch_of[step] = epoch, last = step > last ? step : last;
+            if (epoch == 1) nb = step;
+        }
+    }
+    fclose(f);
+    ck_assert_msg(nb > 10 && last == 2 * nb, "%u steps, %u in the first epoch", last, nb);
+    for (unsigned s = 1; s <= last; s++) {
+        double expected = s <= nb ? 0.01 : 0.01 * (1 - (double)(s - nb - 1) / nb);
+        ck_assert_msg(fabs(lr_at[s] - expected) <= 1e-6 * 0.01, "step %u (epoch %u): lr %g, not %g",
+                      s, epoch_of[s], lr_at[s], expected);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert(system(cmd) == 0);
+}
+END_TEST
+
 /* Writes data[0..n) with a fresh checksum appended to path. */
 static void write_with_checksum(const char *path, const unsigned char *data, size_t n) {
     uint64_t sum = checkpoint_checksum(data, n);
@@ -481,6 +525,7 @@ Suite *ema_suite(void) {
     tcase_add_test(tc, time_budget_stops_and_validates);
     tcase_add_test(tc, training_time_in_checkpoint);
     tcase_add_test(tc, budget_schedule_and_resumed_time);
+    tcase_add_test(tc, budget_schedule_over_epochs);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -135,8 +135,8 @@ static const ConfigKey config_keys[] = {
      offsetof(Config, optim.plateau_patience),
      "plateau: validations without improvement before the rate is reduced", NULL},
     {"optim", "decay_share", KEY_REAL, "0.5", 0, 1, OPEN_MIN, offsetof(Config, optim.decay_share),
-     "budget: the last share of the training budget ([train] max_steps or max_minutes, the "
-     "first to run out) over which the rate falls linearly to min_lr",
+     "budget: the last share of the training budget ([train] epochs, max_steps or "
+     "max_minutes, the first to run out) over which the rate falls linearly to min_lr",
      NULL},
     {"optim", "min_lr", KEY_REAL, "1e-5", 0, INFINITY, CLOSED, offsetof(Config, optim.min_lr),
      "no schedule takes the learning rate below this", NULL},
@@ -531,12 +531,6 @@ int config_load(Config *cfg, const char *path, const char *const *overrides, int
         return error_set(err,
                          "%s: [train] epochs = 0, max_steps = 0 and max_minutes = 0 would train "
                          "forever (set at least one of them above 0)",
-                         path);
-    if (cfg->optim.schedule == LR_SCHEDULE_BUDGET && cfg->train.max_steps == 0 &&
-        cfg->train.max_minutes == 0)
-        return error_set(err,
-                         "%s: [optim] schedule = budget decays over the training budget, but "
-                         "[train] max_steps = 0 and max_minutes = 0 set none",
                          path);
     const ConfigModel *model = &cfg->model;
     int K = model->bidirectional ? 2 * model->enc_hidden : model->enc_hidden;

@@ -108,6 +108,7 @@ typedef struct {
     Dataset train;
     BatchBuffer batches;
     size_t *share; /* the pairs of the current batch this rank computes (all in one process) */
+    size_t epoch_batches; /* batches in the current epoch's plan */
     Acts acts;
     FILE *log;
     char log_path[CONFIG_PATH_MAX + 32];
@@ -438,12 +439,15 @@ static bool time_is_up(const Trainer *tr) {
     return budget > 0 && seconds_trained(tr) >= 60 * budget;
 }
 
-/* The share of the training budget spent: of max_steps or of max_minutes, whichever is
- * further along (0 when neither is set). */
+/* The share of the training budget spent: of epochs, max_steps or max_minutes, whichever is
+ * further along (those set above 0). */
 static double budget_used(const Trainer *tr) {
     const ConfigTrain *ct = &tr->cfg->train;
+    const TrainState *st = &tr->state;
     double used = 0;
-    if (ct->max_steps > 0) used = (double)tr->state.step / ct->max_steps;
+    if (ct->epochs > 0 && tr->epoch_batches > 0)
+        used = (st->epoch + (double)st->batch_in_epoch / tr->epoch_batches) / ct->epochs;
+    if (ct->max_steps > 0) used = fmax(used, (double)st->step / ct->max_steps);
     if (ct->max_minutes > 0) used = fmax(used, seconds_trained(tr) / (60 * ct->max_minutes));
     return used;
 }
@@ -558,6 +562,7 @@ static int run_epoch(Trainer *tr, Progress *p, const ForwardOptions *fwd, Error 
     TrainState *st = &tr->state;
     EpochPlan plan;
     if (training_plan(&plan, &tr->train, &tr->cfg->train, st->epoch, err)) return -1;
+    tr->epoch_batches = plan.n_batches;
     int rc = 0;
     for (size_t b = st->batch_in_epoch; b < plan.n_batches && rc == 0; b++) {
         if (tr->dist.size == 1) /* alone, it need not wait for a step */
