@@ -202,18 +202,26 @@ static void run_ok(const char *cmd, const char *out_path, char *text, size_t siz
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: %s", cmd, text);
 }
 
+/* Trains configs/tiny.ini with the given --set options into DIR/run, DIR a fresh folder under
+ * /tmp (dir has room for 64 bytes, out for 128), and returns its output in text. */
+static void train_in_scratch(const char *settings, char *dir, char *out, char *text, size_t size) {
+    char cmd[1024], out_file[160];
+    snprintf(dir, 64, "/tmp/nmt-train-XXXXXX");
+    ck_assert(mkdtemp(dir) != NULL);
+    snprintf(out, 128, "%s/run", dir);
+    snprintf(out_file, sizeof out_file, "%s.out", out);
+    snprintf(cmd, sizeof cmd, "../bin/train ../configs/tiny.ini --set train.out_dir=%s %s", out,
+             settings);
+    run_ok(cmd, out_file, text, size);
+}
+
 START_TEST(time_budget_stops_and_validates) {
     /* [train] max_minutes alone (no epoch limit) ends training after its time, then validates
      * (the only validation of this run) and saves best.ckpt, as the end of the epochs does */
-    char dir[64] = "/tmp/nmt-time-XXXXXX", out[128], out_file[160], cmd[1024], text[4096];
-    ck_assert(mkdtemp(dir) != NULL);
-    snprintf(out, sizeof out, "%s/run", dir);
-    snprintf(out_file, sizeof out_file, "%s.out", out);
-    snprintf(cmd, sizeof cmd,
-             "../bin/train ../configs/tiny.ini --set train.out_dir=%s --set train.epochs=0 "
-             "--set train.max_minutes=0.005 --set train.valid_every=1000000",
-             out);
-    run_ok(cmd, out_file, text, sizeof text);
+    char dir[64], out[128], cmd[1024], text[4096];
+    train_in_scratch("--set train.epochs=0 --set train.max_minutes=0.005 "
+                     "--set train.valid_every=1000000",
+                     dir, out, text, sizeof text);
     ck_assert_msg(strstr(text, "time budget of 0.005 minutes spent") != NULL, "%s", text);
     ck_assert_msg(strstr(text, "dev loss") != NULL, "no validation: %s", text);
     Loaded best, last;
@@ -231,18 +239,13 @@ START_TEST(budget_schedule_and_resumed_time) {
      * lr until step 20, then falls linearly (its value at step s is the one step s used, from
      * the share (s - 1) / 40 spent). The time trained is saved, and a resumed run counts it
      * against its time budget: with that budget already spent it stops before any step. */
-    char dir[64] = "/tmp/nmt-budget-XXXXXX", out[128], cmd[1024], text[4096];
-    ck_assert(mkdtemp(dir) != NULL);
-    snprintf(out, sizeof out, "%s/run", dir);
-    snprintf(cmd, sizeof cmd,
-             "../bin/train ../configs/tiny.ini --set train.out_dir=%s --set train.epochs=0 "
-             "--set train.max_steps=40 --set train.log_every=10 --set optim.schedule=budget "
-             "--set optim.decay_share=0.5 --set optim.min_lr=0 --set optim.lr=0.01",
-             out);
-    char out_file[160];
+    char dir[64], out[128], cmd[1024], text[4096];
+    train_in_scratch("--set train.epochs=0 --set train.max_steps=40 --set train.log_every=10 "
+                     "--set optim.schedule=budget --set optim.decay_share=0.5 --set optim.min_lr=0 "
+                     "--set optim.lr=0.01",
+                     dir, out, text, sizeof text);
+    char out_file[160], log_path[160];
     snprintf(out_file, sizeof out_file, "%s.out", out);
-    run_ok(cmd, out_file, text, sizeof text);
-    char log_path[160];
     snprintf(log_path, sizeof log_path, "%s/train_log.tsv", out);
     FILE *f = fopen(log_path, "r");
     ck_assert_ptr_nonnull(f);
@@ -285,18 +288,13 @@ START_TEST(budget_schedule_over_epochs) {
     /* schedule = budget with epochs = 2 the only limit: the first epoch at the full rate, then
      * down linearly over the second (decay_share 0.5), batch by batch: batch b of its nb takes
      * lr (1 - b / nb). */
-    char dir[64] = "/tmp/nmt-budget-XXXXXX", out[128], cmd[1024], text[4096];
-    ck_assert(mkdtemp(dir) != NULL);
-    snprintf(out, sizeof out, "%s/run", dir);
-    snprintf(cmd, sizeof cmd,
-             "../bin/train ../configs/tiny.ini --set train.out_dir=%s --set train.epochs=2 "
-             "--set data.train=../data/toy/dev.tsv --set train.log_every=1 "
-             "--set train.valid_every=1000000 --set optim.schedule=budget "
-             "--set optim.decay_share=0.5 --set optim.min_lr=0 --set optim.lr=0.01",
-             out);
-    char out_file[160], log_path[160];
-    snprintf(out_file, sizeof out_file, "%s.out", out);
-    run_ok(cmd, out_file, text, sizeof text);
+    char dir[64], out[128], cmd[1024], text[4096];
+    train_in_scratch(
+        "--set train.epochs=2 --set data.train=../data/toy/dev.tsv --set train.log_every=1 "
+        "--set train.valid_every=1000000 --set optim.schedule=budget "
+        "--set optim.decay_share=0.5 --set optim.min_lr=0 --set optim.lr=0.01",
+        dir, out, text, sizeof text);
+    char log_path[160];
     snprintf(log_path, sizeof log_path, "%s/train_log.tsv", out);
     FILE *f = fopen(log_path, "r");
     ck_assert_ptr_nonnull(f);

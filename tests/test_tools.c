@@ -353,6 +353,19 @@ START_TEST(interrupted_training_saves_a_resumable_checkpoint) {
 }
 END_TEST
 
+/* A fresh model of configs/tiny.ini (random parameters, seed 11) with the vocabularies of
+ * its training corpus; cfg gets the config. */
+static void tiny_model(NmtModel *nm, Config *cfg) {
+    Error err;
+    Corpus corpus;
+    TokenizedCorpus tokens;
+    ck_assert(config_load(cfg, "../configs/tiny.ini", NULL, 0, &err) == 0);
+    ck_assert(corpus_load(cfg->data.train, true, &corpus, &tokens, &err) == 0);
+    ck_assert_msg(nmt_model_from_config(nm, cfg, &tokens, 11, &err) == 0, "%s", err.msg);
+    tokenized_corpus_free(&tokens);
+    corpus_free(&corpus);
+}
+
 /* bin/align --ref on a pair gives exactly the acts/alpha.npy that bin/gradref writes for the
  * same model and pair: both are the model's force-decoded attention. */
 START_TEST(align_matches_the_gradient_reference_dump) {
@@ -362,17 +375,11 @@ START_TEST(align_matches_the_gradient_reference_dump) {
     /* a small fresh model, saved as a checkpoint */
     Config cfg;
     Error err;
-    Corpus corpus;
-    TokenizedCorpus tokens;
     NmtModel nm;
-    ck_assert(config_load(&cfg, "../configs/tiny.ini", NULL, 0, &err) == 0);
-    ck_assert(corpus_load(cfg.data.train, true, &corpus, &tokens, &err) == 0);
-    ck_assert(nmt_model_from_config(&nm, &cfg, &tokens, 11, &err) == 0);
+    tiny_model(&nm, &cfg);
     snprintf(path, sizeof path, "%s/model.ckpt", dir);
     ck_assert(checkpoint_save(path, &nm, NULL, &err) == 0);
     nmt_model_free(&nm);
-    tokenized_corpus_free(&tokens);
-    corpus_free(&corpus);
     snprintf(path, sizeof path, "%s/pair.tsv", dir);
     FILE *f = fopen(path, "w");
     ck_assert(f);
@@ -431,11 +438,7 @@ START_TEST(scoring_reports_in_corpus_order) {
     Corpus corpus;
     TokenizedCorpus tokens;
     NmtModel nm;
-    ck_assert(config_load(&cfg, "../configs/tiny.ini", NULL, 0, &err) == 0);
-    ck_assert(corpus_load(cfg.data.train, true, &corpus, &tokens, &err) == 0);
-    ck_assert(nmt_model_from_config(&nm, &cfg, &tokens, 11, &err) == 0);
-    tokenized_corpus_free(&tokens);
-    corpus_free(&corpus);
+    tiny_model(&nm, &cfg);
     ck_assert(corpus_load(cfg.data.dev, true, &corpus, &tokens, &err) == 0);
     SinkCheck check = {.corpus = &corpus, .in_order = true};
     bleu_stats_init(&check.bleu);
