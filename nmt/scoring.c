@@ -25,26 +25,38 @@ int score_check_lengths(const Corpus *corpus, const TokenizedCorpus *tc, const c
     return 0;
 }
 
+/* The indices 0..count-1 ordered by len[], longest first (ties in index order), or NULL
+ * (err set) when out of memory: batches cut from them hold similar lengths, so little padding. */
+static size_t *longest_first(const int *len, size_t count, Error *err) {
+    size_t *order = checked_calloc(count + 1, sizeof(size_t), "batch order", err);
+    size_t *indices = checked_calloc(count + 1, sizeof(size_t), "batch order", err);
+    uint64_t *keys = checked_calloc(count + 1, sizeof(uint64_t), "batch order", err);
+    if (order && indices && keys) {
+        for (size_t i = 0; i < count; i++) indices[i] = i;
+        sort_longest_first(order, indices, count, len, keys);
+    } else {
+        free(order), order = NULL;
+    }
+    free(indices), free(keys);
+    return order;
+}
+
 static int corpus_loss(const NmtModel *nm, const TokenizedCorpus *tc, const Corpus *corpus,
                        int batch_size, Scores *out, Error *err) {
     Dataset ds;
     if (nmt_dataset(&ds, nm, tc, corpus, 0, err)) return -1;
     BatchBuffer bb = {0};
     Acts acts = {0};
-    size_t *idx = checked_calloc(2 * ds.count + 1, sizeof(size_t), "batch order", err);
-    uint64_t *keys = checked_calloc(ds.count + 1, sizeof(uint64_t), "batch order", err);
+    /* batches of similar target lengths */
+    size_t *idx = longest_first(ds.tgt_n, ds.count, err);
     int rc = -1;
     double bytes = acts_bytes(&nm->model.dims, batch_size, ds.max_src + 1, ds.max_tgt + 1, NULL);
-    if (!idx || !keys || memory_check(bytes, "the activations of the scoring batches", err) ||
+    if (!idx || memory_check(bytes, "the activations of the scoring batches", err) ||
         batch_buffer_init(&bb, batch_size, ds.max_src, ds.max_tgt, err) ||
         acts_init(&acts, &nm->model.dims, batch_size, ds.max_src + 1, ds.max_tgt + 1, err))
         goto done;
     double total = 0;
     size_t tokens = 0;
-    /* batches of similar target lengths, longest first: little padding */
-    size_t *pairs = idx + ds.count;
-    for (size_t i = 0; i < ds.count; i++) pairs[i] = i;
-    sort_longest_first(idx, pairs, ds.count, ds.tgt_n, keys);
     for (size_t first = 0; first < ds.count; first += (size_t)batch_size) {
         int n =
             (int)(ds.count - first < (size_t)batch_size ? ds.count - first : (size_t)batch_size);
@@ -61,7 +73,7 @@ static int corpus_loss(const NmtModel *nm, const TokenizedCorpus *tc, const Corp
     out->perplexity = exp(out->loss);
     rc = 0;
 done:
-    free(idx), free(keys);
+    free(idx);
     acts_free(&acts);
     batch_buffer_free(&bb);
     dataset_free(&ds);
@@ -90,13 +102,10 @@ int score_corpus(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus
         checked_calloc((size_t)batch_size, sizeof(TranslatedText), "translations", err);
     char **hyps = checked_calloc(count + 1, sizeof(char *), "translations", err);
     const char **texts = checked_calloc((size_t)batch_size, sizeof(char *), "sources", err);
-    size_t *order = checked_calloc(2 * count + 1, sizeof(size_t), "sentence order", err);
-    int *src_len = checked_calloc(count + 1, sizeof(int), "sentence order", err);
-    uint64_t *keys = checked_calloc(count + 1, sizeof(uint64_t), "sentence order", err);
-    int rc = tr && hyps && texts && order && src_len && keys ? 0 : -1;
-    for (size_t i = 0; rc == 0 && i < count; i++)
-        order[count + i] = i, src_len[i] = (int)tc->src[i].count;
-    if (rc == 0) sort_longest_first(order, order + count, count, src_len, keys);
+    int *src_len = checked_calloc(count + 1, sizeof(int), "sentence lengths", err);
+    for (size_t i = 0; src_len && i < count; i++) src_len[i] = (int)tc->src[i].count;
+    size_t *order = src_len ? longest_first(src_len, count, err) : NULL;
+    int rc = tr && hyps && texts && order ? 0 : -1;
     for (size_t first = 0; rc == 0 && first < count; first += (size_t)batch_size) {
         int n = (int)(count - first < (size_t)batch_size ? count - first : (size_t)batch_size);
         for (int b = 0; b < n; b++) texts[b] = corpus->src[order[first + b]];
@@ -133,7 +142,7 @@ int score_corpus(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus
         out->sentences = tc->count;
     }
     for (size_t i = 0; hyps && i < count; i++) free(hyps[i]);
-    free(tr), free(hyps), free(texts), free(order), free(src_len), free(keys);
+    free(tr), free(hyps), free(texts), free(order), free(src_len);
     translator_free(&translator);
     return rc;
 }

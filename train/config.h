@@ -70,7 +70,7 @@ typedef struct {
     int decay_steps;       /* warmup_decay: steps per decay_rate factor */
     double plateau_factor; /* plateau: lr is multiplied by this when dev BLEU stalls */
     int plateau_patience;  /* plateau: validations without improvement before reducing */
-    double decay_share;    /* budget: the last share of epochs / max_steps / max_minutes that decays */
+    double decay_share;    /* budget: the last share of the training budget that decays */
     double min_lr;         /* no schedule goes below this learning rate */
 } ConfigOptim;
 
