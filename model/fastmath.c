@@ -16,14 +16,6 @@
 
 #ifndef REAL_DOUBLE
 
-/* Each array function is compiled for AVX-512, AVX2 and the baseline, and the loader picks the
- * best the CPU has (GCC function multiversioning): no -march flag, one binary. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2,fma", "default")))
-#else
-#define VECTOR_CLONES
-#endif
-
 static inline float exp_poly(float x) {
     /* clamp to the range where 2^k is a normal float; comparisons keep NaN as NaN */
     float xc = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
