@@ -7,7 +7,6 @@
 #include <string.h>
 #include <tgmath.h> /* sqrt of a float is sqrtf: the update stays in single precision */
 
-#include "model/fastmath.h"
 #include "model/parallel.h"
 
 int adam_init(Adam *adam, size_t n, double beta1, double beta2, double eps, Error *err) {
@@ -29,8 +28,8 @@ void adam_free(Adam *adam) {
 }
 
 /* The update of parameters [first, end); returns whether one came out non-finite. */
-VECTOR_CLONES static int adam_range(const Adam *adam, real *params, real *grads, real grad_scale,
-                                    real step, real inv_c2, size_t first, size_t end) {
+static int adam_range(const Adam *adam, real *params, real *grads, real grad_scale, real step,
+                      real inv_c2, size_t first, size_t end) {
     real b1 = (real)adam->beta1, b2 = (real)adam->beta2, eps = (real)adam->eps;
     real *m = adam->m, *v = adam->v;
     int bad = 0;
