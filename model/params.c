@@ -216,12 +216,6 @@ void param_table_build(ParamTable *table, const ModelDims *d) {
     table->total = offset;
 }
 
-int param_find(const ParamTable *table, const char *name) {
-    for (int p = 0; p < PARAM_COUNT; p++)
-        if (table->info[p].size && strcmp(table->info[p].name, name) == 0) return p;
-    return -1;
-}
-
 void weights_view(Weights *w, const ParamTable *table, real *block) {
     for (int p = 0; p < PARAM_COUNT; p++) {
         const ParamInfo *info = &table->info[p];

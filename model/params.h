@@ -103,8 +103,6 @@ typedef struct {
 } ParamTable;
 
 void param_table_build(ParamTable *table, const ModelDims *d);
-/* The id of the parameter with this spec name, or -1. */
-int param_find(const ParamTable *table, const char *name);
 
 typedef struct {
     real *w_ih; /* [3N, in] */
