@@ -215,6 +215,28 @@ static void train_in_scratch(const char *settings, char *dir, char *out, char *t
     run_ok(cmd, out_file, text, size);
 }
 
+/* The learning rate logged at each step of OUT/train_log.tsv into lr_at[step] and its epoch
+ * into epoch_of[step] (unless NULL), for steps 1..max_step; returns the last step logged. */
+static unsigned read_logged_lr(const char *out, double *lr_at, unsigned *epoch_of,
+                               unsigned max_step) {
+    char log_path[160], line[512];
+    snprintf(log_path, sizeof log_path, "%s/train_log.tsv", out);
+    FILE *f = fopen(log_path, "r");
+    ck_assert_ptr_nonnull(f);
+    unsigned last = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned step, epoch;
+        double loss, lr;
+        if (sscanf(line, "%u\t%u\t%lf\t%lf", &step, &epoch, &loss, &lr) == 4 && step > 0 &&
+            step <= max_step) {
+            lr_at[step] = lr, last = step > last ? step : last;
+            if (epoch_of) epoch_of[step] = epoch;
+        }
+    }
+    fclose(f);
+    return last;
+}
+
 START_TEST(time_budget_stops_and_validates) {
     /* [train] max_minutes alone (no epoch limit) ends training after its time, then validates
      * (the only validation of this run) and saves best.ckpt, as the end of the epochs does */
@@ -244,25 +266,14 @@ START_TEST(budget_schedule_and_resumed_time) {
                      "--set optim.schedule=budget --set optim.decay_share=0.5 --set optim.min_lr=0 "
                      "--set optim.lr=0.01",
                      dir, out, text, sizeof text);
-    char out_file[160], log_path[160];
+    char out_file[160];
     snprintf(out_file, sizeof out_file, "%s.out", out);
-    snprintf(log_path, sizeof log_path, "%s/train_log.tsv", out);
-    FILE *f = fopen(log_path, "r");
-    ck_assert_ptr_nonnull(f);
-    char line[512];
-    double lr_at[5] = {0};
-    while (fgets(line, sizeof line, f)) {
-        unsigned step, epoch;
-        double loss, lr;
-        if (sscanf(line, "%u\t%u\t%lf\t%lf", &step, &epoch, &loss, &lr) == 4 && step % 10 == 0 &&
-            step <= 40)
-            lr_at[step / 10] = lr;
-    }
-    fclose(f);
-    ck_assert_double_eq_tol(lr_at[1], 0.01, 1e-9);
-    ck_assert_double_eq_tol(lr_at[2], 0.01, 1e-9);                     /* 19/40 spent */
-    ck_assert_double_eq_tol(lr_at[3], 0.01 * (11.0 / 40) / 0.5, 1e-7); /* 29/40 */
-    ck_assert_double_eq_tol(lr_at[4], 0.01 * (1.0 / 40) / 0.5, 1e-7);  /* 39/40 */
+    double lr_at[41] = {0};
+    read_logged_lr(out, lr_at, NULL, 40);
+    ck_assert_double_eq_tol(lr_at[10], 0.01, 1e-9);
+    ck_assert_double_eq_tol(lr_at[20], 0.01, 1e-9);                     /* 19/40 spent */
+    ck_assert_double_eq_tol(lr_at[30], 0.01 * (11.0 / 40) / 0.5, 1e-7); /* 29/40 */
+    ck_assert_double_eq_tol(lr_at[40], 0.01 * (1.0 / 40) / 0.5, 1e-7);  /* 39/40 */
 
     Loaded last;
     load(&last, out, "last.ckpt");
@@ -294,24 +305,12 @@ START_TEST(budget_schedule_over_epochs) {
         "--set train.valid_every=1000000 --set optim.schedule=budget "
         "--set optim.decay_share=0.5 --set optim.min_lr=0 --set optim.lr=0.01",
         dir, out, text, sizeof text);
-    char log_path[160];
-    snprintf(log_path, sizeof log_path, "%s/train_log.tsv", out);
-    FILE *f = fopen(log_path, "r");
-    ck_assert_ptr_nonnull(f);
-    char line[512];
     enum { MAX_STEPS = 1000 };
     static double lr_at[MAX_STEPS + 1];
-    unsigned epoch_of[MAX_STEPS + 1] = {0}, last = 0, nb = 0;
-    while (fgets(line, sizeof line, f)) {
-        unsigned step, epoch;
-        double loss, lr;
-        if (sscanf(line, "%u\t%u\t%lf\t%lf", &step, &epoch, &loss, &lr) == 4 && step > 0 &&
-            step <= MAX_STEPS) {
-            lr_at[step] = lr, epoch_of[step] = epoch, last = step > last ? step : last;
-            if (epoch == 1) nb = step;
-        }
-    }
-    fclose(f);
+    unsigned epoch_of[MAX_STEPS + 1] = {0}, nb = 0;
+    unsigned last = read_logged_lr(out, lr_at, epoch_of, MAX_STEPS);
+    for (unsigned s = 1; s <= last; s++)
+        if (epoch_of[s] == 1) nb = s;
     ck_assert_msg(nb > 10 && last == 2 * nb, "%u steps, %u in the first epoch", last, nb);
     for (unsigned s = 1; s <= last; s++) {
         double expected = s <= nb ? 0.01 : 0.01 * (1 - (double)(s - nb - 1) / nb);
