@@ -37,7 +37,8 @@
  *    machine). The double build (-DREAL_DOUBLE) always uses the portable code.
  *
  *  - Threads. OpenMP splits C into disjoint ranges of whole tiles: columns when M <= N (each
- *    thread then packs all of the smaller op(A)), rows otherwise. Each thread packs into its
+ *    thread then packs all of the smaller op(A)), rows otherwise: a fixed share each, or on
+ *    the longest products, runs that the threads claim as they go. Each thread packs into its
  *    own buffer, allocated on its first product and kept. Products below a work threshold,
  *    or called from inside a parallel region (whose threads have shared out the work), run on
  *    the calling thread alone, without entering a region.
@@ -79,7 +80,7 @@
 #define NC 1024
 /* Rows of op(A) packed at once (rounded down to a multiple of MR): 192 KiB in float. */
 #define MC 192
-/* The same for part_blocked_k_inside, where the whole packed op(B) shares the L2 with the A
+/* The same for k_inside_rows, where the whole packed op(B) shares the L2 with the A
  * block and the C block (the output layer's weight gradient, 256 columns and ~600 tokens:
  * 594 KiB + 2 x 192 KiB overflowed it; 128 rows made that product 7% faster). */
 #define MC_K_INSIDE 128
@@ -132,6 +133,10 @@ typedef struct {
 
 static inline int imin(int a, int b) {
     return a < b ? a : b;
+}
+
+static inline int imax(int a, int b) {
+    return a > b ? a : b;
 }
 
 /* ---- portable kernels (any compiler and CPU; the only ones in the double build) ---------- */
@@ -847,6 +852,29 @@ static void part_fallback(const Isa *isa, const Problem *p, int m0, int m1, int 
     (void)isa;
 }
 
+/* Work handed out to threads as they come for it, instead of a fixed share each: one of this
+ * machine's two cores is often 5-15% slower than the other for seconds at a time, and a fixed
+ * half then kept the faster thread waiting at the end of each output-layer product (0.6-2 ms
+ * of 14). Each claim takes a share of what is left (half of it divided among the threads, as
+ * OpenMP's guided schedule does), so that the first claims are long runs and only the last
+ * ones short. A unit is computed the same whichever thread takes it. */
+typedef struct {
+    atomic_int next; /* the first unit not yet taken */
+} Claims;
+
+/* Takes the next run of units of [0, units) for the caller: returns its length (0 when all
+ * are taken) and its first unit in *first. Runs are at least min_run units long. */
+static int claim(Claims *claims, int units, int parts, int min_run, int *first) {
+    int at = atomic_load_explicit(&claims->next, memory_order_relaxed), run;
+    do {
+        if (at >= units) return 0;
+        run = imin(units - at, imax(min_run, (units - at) / (2 * parts)));
+    } while (!atomic_compare_exchange_weak_explicit(&claims->next, &at, at + run,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    *first = at;
+    return run;
+}
+
 /* The blocked product for rows [m0, m1) x columns [n0, n1). */
 static void part_blocked(const Isa *isa, const Problem *p, int m0, int m1, int n0, int n1,
                          real *ws) {
@@ -889,17 +917,26 @@ static void part_blocked(const Isa *isa, const Problem *p, int m0, int m1, int n
 
 /* part_blocked for when every K block of op(B)'s columns [n0, n1) fits the B buffer at once
  * (few columns, K of a few hundred: the weight gradients, above all the output layer's, where C
- * is Vt x O and K the batch's tokens). op(B) is packed first, whole, and the K loop goes inside
- * the row loop: each block of C rows then stays in cache across the K blocks instead of going
- * to memory and back once per K block. Every sum is the same, in the same order. */
-static void part_blocked_k_inside(const Isa *isa, const Problem *p, int m0, int m1, int n0, int n1,
-                                  real *ws) {
-    int MR = isa->mr, NR = isa->nr, mc_max = MC_K_INSIDE - MC_K_INSIDE % MR, n = n1 - n0;
-    ptrdiff_t padded = (n + NR - 1) / NR * NR;
-    real *abuf = ws + WS_B_ELEMS;
+ * is Vt x O and K the batch's tokens). op(B) is packed first, whole (k_inside_pack_b), and the
+ * K loop goes inside the row loop (k_inside_rows): each block of C rows then stays in cache
+ * across the K blocks instead of going to memory and back once per K block. Every sum is the
+ * same, in the same order. */
+static ptrdiff_t k_inside_padded(const Isa *isa, int n) {
+    return (ptrdiff_t)(n + isa->nr - 1) / isa->nr * isa->nr;
+}
+
+static void k_inside_pack_b(const Isa *isa, const Problem *p, int n0, int n1, real *ws) {
+    ptrdiff_t padded = k_inside_padded(isa, n1 - n0);
     for (int pc = 0; pc < p->K; pc += KC)
-        pack_panels(isa, p->tb, imin(KC, p->K - pc), n, at_b(p, pc, n0), p->ldb, NR,
+        pack_panels(isa, p->tb, imin(KC, p->K - pc), n1 - n0, at_b(p, pc, n0), p->ldb, isa->nr,
                     ws + pc * padded);
+}
+
+static void k_inside_rows(const Isa *isa, const Problem *p, int m0, int m1, int n0, int n1,
+                          real *ws) {
+    int MR = isa->mr, NR = isa->nr, mc_max = MC_K_INSIDE - MC_K_INSIDE % MR, n = n1 - n0;
+    ptrdiff_t padded = k_inside_padded(isa, n);
+    real *abuf = ws + WS_B_ELEMS;
     for (int ic = m0; ic < m1; ic += mc_max) {
         int mc = imin(mc_max, m1 - ic);
         for (int pc = 0; pc < p->K; pc += KC) {
@@ -943,37 +980,67 @@ static int threads_for(double work) {
 }
 
 /* Part t of `parts` of a blocked product: the longer side of C is split, and every thread
- * packs all of the other side's operand. */
-static void blocked_share(const Isa *isa, const Problem *p, int M, int N, int t, int parts) {
+ * packs all of the other side's operand. Where that side is long (CLAIMED_BLOCKS blocks a
+ * thread or more) and a run of it costs no more packing than a fixed share, runs of it are
+ * claimed instead (see Claims): the columns of a product whose K is one block (the output
+ * layer's W_out o), the rows of a k-inside product (its weight gradient). */
+enum { CLAIMED_BLOCKS = 3 };
+static void blocked_share(const Isa *isa, const Problem *p, int M, int N, int t, int parts,
+                          Claims *claims) {
     int swapped = isa->kernel_t && p->tb && M <= SWAP_MAX_M;
     int split_n = swapped || M <= N;
     int unit = swapped ? 8 : split_n ? isa->nr : isa->mr;
+    int claim_columns =
+        claims && !swapped && split_n && p->K <= KC && N >= CLAIMED_BLOCKS * parts * NC;
+    int claim_rows = claims && !split_n && p->K > KC &&
+                     k_inside_padded(isa, N) * p->K <= (ptrdiff_t)WS_B_ELEMS &&
+                     M >= CLAIMED_BLOCKS * parts * MC_K_INSIDE;
+    real *ws = workspace();
+    if (claim_columns || claim_rows) {
+        /* runs of whole panels (columns) or micro-panels (rows), at least a quarter block */
+        int units = claim_columns ? (N + unit - 1) / unit : (M + unit - 1) / unit;
+        int min_run = (claim_columns ? NC : MC_K_INSIDE) / 4 / unit, first, run;
+        if (claim_rows && ws) k_inside_pack_b(isa, p, 0, N, ws);
+        while ((run = claim(claims, units, parts, min_run, &first)) > 0) {
+            int lo = first * unit, hi = imin(claim_columns ? N : M, (first + run) * unit);
+            if (!ws)
+                part_fallback(isa, p, claim_rows ? lo : 0, claim_rows ? hi : M,
+                              claim_columns ? lo : 0, claim_columns ? hi : N);
+            else if (claim_columns)
+                part_blocked(isa, p, 0, M, lo, hi, ws);
+            else
+                k_inside_rows(isa, p, lo, hi, 0, N, ws);
+        }
+        return;
+    }
+
     int m0 = 0, m1 = M, n0 = 0, n1 = N;
     if (split_n)
         share_range(N, unit, t, parts, &n0, &n1);
     else
         share_range(M, unit, t, parts, &m0, &m1);
     if (m0 >= m1 || n0 >= n1) return;
-    real *ws = workspace();
     if (!ws)
         part_fallback(isa, p, m0, m1, n0, n1);
     else if (swapped)
         part_swapped(isa, p, m0, m1, n0, n1, ws);
     else if (p->K > KC && m1 - m0 > isa->in_place_m &&
-             (size_t)((n1 - n0 + isa->nr - 1) / isa->nr * isa->nr) * (size_t)p->K <= WS_B_ELEMS)
-        part_blocked_k_inside(isa, p, m0, m1, n0, n1, ws);
-    else
+             k_inside_padded(isa, n1 - n0) * p->K <= (ptrdiff_t)WS_B_ELEMS) {
+        k_inside_pack_b(isa, p, n0, n1, ws);
+        k_inside_rows(isa, p, m0, m1, n0, n1, ws);
+    } else
         part_blocked(isa, p, m0, m1, n0, n1, ws);
 }
 
 static void gemm_blocked(const Isa *isa, const Problem *p, int M, int N) {
     int nt = threads_for((double)M * N * p->K);
+    Claims claims = {.next = 0};
     if (nt == 1) {
-        blocked_share(isa, p, M, N, 0, 1);
+        blocked_share(isa, p, M, N, 0, 1, NULL);
         return;
     }
 #pragma omp parallel num_threads(nt)
-    blocked_share(isa, p, M, N, omp_get_thread_num(), omp_get_num_threads());
+    blocked_share(isa, p, M, N, omp_get_thread_num(), omp_get_num_threads(), &claims);
 }
 
 /* y[j*incy] (+)= sum_k x[k*incx] B[k*ldb + j] for j < n: M == 1 with B not transposed, or

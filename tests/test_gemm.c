@@ -211,10 +211,12 @@ START_TEST(gemm_edge_cases) {
 END_TEST
 
 /* Shapes big enough to use several threads, through every path: M == 1, N == 1, few rows
- * (B in place or C^T), and the blocked product with K over several blocks. */
+ * (B in place or C^T), and the blocked product with K over several blocks; the last two are
+ * long enough that two threads claim runs of them as they go (columns, then rows). */
 static const int big_shapes[][3] = {{1, 3000, 700},   {3000, 1, 700}, {3, 1000, 900},
                                     {40, 1000, 300},  {64, 333, 513}, {203, 310, 280},
-                                    {150, 1100, 300}, {700, 90, 520}, {5, 700, 2100}};
+                                    {150, 1100, 300}, {700, 90, 520}, {5, 700, 2100},
+                                    {130, 6200, 40},  {800, 40, 300}};
 
 START_TEST(gemm_thread_count_does_not_change_bits) {
     int saved = omp_get_max_threads();
@@ -253,6 +255,25 @@ START_TEST(gemm_thread_count_does_not_change_bits) {
                 ck_assert(memcmp(c1.data, o.C.data, bytes) == 0);
                 free(c0.data), free(c1.data);
                 operands_free(&o);
+            }
+    omp_set_num_threads(saved);
+}
+END_TEST
+
+START_TEST(gemm_claimed_runs_match_reference) {
+    /* Long sides that two threads share out in claimed runs rather than fixed halves (as the
+     * output layer's products are): a product of one K block with many columns, and a k-inside
+     * product with many rows. Every element against the reference, every mode, beta 0 and 1. */
+    static const int shapes[][3] = {{130, 6200, 40}, {800, 40, 300}};
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(2);
+    unsigned seed = 10000;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int mode = 0; mode < 4; mode++)
+            for (int beta = 0; beta <= 1; beta++) {
+                Case t = {shapes[s][0], shapes[s][1], shapes[s][2], mode >> 1, mode & 1, 3, 0, 1,
+                          (real)beta};
+                check_case(&t, seed++);
             }
     omp_set_num_threads(saved);
 }
@@ -326,6 +347,7 @@ Suite *gemm_suite(void) {
     tcase_add_test(tc, gemm_sub_blocks);
     tcase_add_test(tc, gemm_edge_cases);
     tcase_add_test(tc, gemm_thread_count_does_not_change_bits);
+    tcase_add_test(tc, gemm_claimed_runs_match_reference);
     tcase_add_test(tc, gemm_rows_do_not_depend_on_batch);
     suite_add_tcase(s, tc);
     return s;
