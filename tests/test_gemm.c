@@ -170,19 +170,24 @@ START_TEST(gemm_many_shapes_all_modes) {
 }
 END_TEST
 
+/* check_case for each shape in all four modes, beta 0 and 1, with the given stride padding. */
+static void check_shapes(const int shapes[][3], size_t count, int pad_a, int pad_b, int pad_c,
+                         unsigned seed) {
+    for (size_t s = 0; s < count; s++)
+        for (int mode = 0; mode < 4; mode++)
+            for (int beta = 0; beta <= 1; beta++) {
+                Case t = {shapes[s][0], shapes[s][1], shapes[s][2], mode >> 1, mode & 1,
+                          pad_a,        pad_b,        pad_c,        (real)beta};
+                check_case(&t, seed++);
+            }
+}
+
 START_TEST(gemm_sub_blocks) {
     /* strides larger than the rows, NaN around A and B, a sentinel around C */
     static const int shapes[][3] = {{1, 1, 1},     {1, 37, 19},   {37, 1, 19},   {5, 7, 300},
                                     {33, 65, 17},  {64, 300, 64}, {130, 70, 40}, {300, 33, 129},
                                     {2, 257, 260}, {257, 2, 3}};
-    unsigned seed = 5000;
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-        for (int mode = 0; mode < 4; mode++)
-            for (int beta = 0; beta <= 1; beta++) {
-                Case t = {shapes[s][0], shapes[s][1], shapes[s][2], mode >> 1, mode & 1, 3, 17, 5,
-                          (real)beta};
-                check_case(&t, seed++);
-            }
+    check_shapes(shapes, sizeof shapes / sizeof shapes[0], 3, 17, 5, 5000);
 }
 END_TEST
 
@@ -267,14 +272,7 @@ START_TEST(gemm_claimed_runs_match_reference) {
     static const int shapes[][3] = {{130, 6200, 40}, {800, 40, 300}};
     int saved = omp_get_max_threads();
     omp_set_num_threads(2);
-    unsigned seed = 10000;
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-        for (int mode = 0; mode < 4; mode++)
-            for (int beta = 0; beta <= 1; beta++) {
-                Case t = {shapes[s][0], shapes[s][1], shapes[s][2], mode >> 1, mode & 1, 3, 0, 1,
-                          (real)beta};
-                check_case(&t, seed++);
-            }
+    check_shapes(shapes, sizeof shapes / sizeof shapes[0], 3, 0, 1, 10000);
     omp_set_num_threads(saved);
 }
 END_TEST
