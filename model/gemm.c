@@ -925,6 +925,11 @@ static ptrdiff_t k_inside_padded(const Isa *isa, int n) {
     return (ptrdiff_t)(n + isa->nr - 1) / isa->nr * isa->nr;
 }
 
+/* Whether every K block of n columns of op(B) fits the B buffer at once. */
+static int k_inside_fits(const Isa *isa, const Problem *p, int n) {
+    return p->K > KC && k_inside_padded(isa, n) * p->K <= (ptrdiff_t)WS_B_ELEMS;
+}
+
 static void k_inside_pack_b(const Isa *isa, const Problem *p, int n0, int n1, real *ws) {
     ptrdiff_t padded = k_inside_padded(isa, n1 - n0);
     for (int pc = 0; pc < p->K; pc += KC)
@@ -992,24 +997,24 @@ static void blocked_share(const Isa *isa, const Problem *p, int M, int N, int t,
     int unit = swapped ? 8 : split_n ? isa->nr : isa->mr;
     int claim_columns =
         claims && !swapped && split_n && p->K <= KC && N >= CLAIMED_BLOCKS * parts * NC;
-    int claim_rows = claims && !split_n && p->K > KC &&
-                     k_inside_padded(isa, N) * p->K <= (ptrdiff_t)WS_B_ELEMS &&
-                     M >= CLAIMED_BLOCKS * parts * MC_K_INSIDE;
+    int claim_rows =
+        claims && !split_n && k_inside_fits(isa, p, N) && M >= CLAIMED_BLOCKS * parts * MC_K_INSIDE;
     real *ws = workspace();
     if (claim_columns || claim_rows) {
         /* runs of whole panels (columns) or micro-panels (rows), at least a quarter block */
-        int units = claim_columns ? (N + unit - 1) / unit : (M + unit - 1) / unit;
+        int side = claim_columns ? N : M, units = (side + unit - 1) / unit;
         int min_run = (claim_columns ? NC : MC_K_INSIDE) / 4 / unit, first, run;
         if (claim_rows && ws) k_inside_pack_b(isa, p, 0, N, ws);
         while ((run = claim(claims, units, parts, min_run, &first)) > 0) {
-            int lo = first * unit, hi = imin(claim_columns ? N : M, (first + run) * unit);
+            int lo = first * unit, hi = imin(side, (first + run) * unit);
+            int m0 = claim_rows ? lo : 0, m1 = claim_rows ? hi : M;
+            int n0 = claim_columns ? lo : 0, n1 = claim_columns ? hi : N;
             if (!ws)
-                part_fallback(isa, p, claim_rows ? lo : 0, claim_rows ? hi : M,
-                              claim_columns ? lo : 0, claim_columns ? hi : N);
+                part_fallback(isa, p, m0, m1, n0, n1);
             else if (claim_columns)
-                part_blocked(isa, p, 0, M, lo, hi, ws);
+                part_blocked(isa, p, m0, m1, n0, n1, ws);
             else
-                k_inside_rows(isa, p, lo, hi, 0, N, ws);
+                k_inside_rows(isa, p, m0, m1, n0, n1, ws);
         }
         return;
     }
@@ -1024,8 +1029,7 @@ static void blocked_share(const Isa *isa, const Problem *p, int M, int N, int t,
         part_fallback(isa, p, m0, m1, n0, n1);
     else if (swapped)
         part_swapped(isa, p, m0, m1, n0, n1, ws);
-    else if (p->K > KC && m1 - m0 > isa->in_place_m &&
-             k_inside_padded(isa, n1 - n0) * p->K <= (ptrdiff_t)WS_B_ELEMS) {
+    else if (m1 - m0 > isa->in_place_m && k_inside_fits(isa, p, n1 - n0)) {
         k_inside_pack_b(isa, p, n0, n1, ws);
         k_inside_rows(isa, p, m0, m1, n0, n1, ws);
     } else
