@@ -143,17 +143,16 @@ static int compare_keys(const void *a, const void *b) {
 }
 
 /* Sorts each window of `window` pairs of sorted[0..n) by (source length, target length,
- * shuffled position), or with target_first by (target, source, position), into order[0..n):
- * the key packs all three so the sort is total and deterministic. keys has room for one
- * window. */
+ * shuffled position) into order[0..n): the key packs all three so the sort is total and
+ * deterministic. keys has room for one window. */
 static void sort_windows(size_t *order, const size_t *sorted, uint64_t *keys, const Dataset *ds,
-                         size_t n, size_t window, bool target_first) {
+                         size_t n, size_t window) {
     for (size_t w = 0; w < n; w += window) {
         size_t m = n - w < window ? n - w : window;
         for (size_t i = 0; i < m; i++) {
             size_t k = sorted[w + i];
             uint64_t s = (uint64_t)ds->src_n[k], t = (uint64_t)ds->tgt_n[k];
-            keys[i] = (target_first ? t << 48 | s << 32 : s << 48 | t << 32) | (uint64_t)i;
+            keys[i] = s << 48 | t << 32 | (uint64_t)i;
         }
         qsort(keys, m, sizeof *keys, compare_keys);
         for (size_t i = 0; i < m; i++) order[w + i] = sorted[w + (keys[i] & 0xffffffffu)];
@@ -175,11 +174,11 @@ static size_t target_tokens(const Dataset *ds, size_t k) {
 }
 
 /* What both kinds of plan share: the pairs shuffled with (seed, epoch); windows of `window`
- * pairs sorted by length (targets first when target_first); each window cut into batches, of
- * batch_size pairs, or (batch_size 0) greedily within `budget` target tokens, a pair over the
- * budget alone; then the batches in shuffled order. */
-static int plan_epoch(EpochPlan *plan, const Dataset *ds, size_t window, bool target_first,
-                      size_t batch_size, size_t budget, uint64_t seed, uint64_t epoch, Error *err) {
+ * pairs sorted by length, sources first (see epoch_plan_make_tokens); each window cut into
+ * batches, of batch_size pairs, or (batch_size 0) greedily within `budget` target tokens, a
+ * pair over the budget alone; then the batches in shuffled order. */
+static int plan_epoch(EpochPlan *plan, const Dataset *ds, size_t window, size_t batch_size,
+                      size_t budget, uint64_t seed, uint64_t epoch, Error *err) {
     memset(plan, 0, sizeof *plan);
     size_t n = ds->count;
     /* every pair may end up alone in its batch: n batches at most */
@@ -198,7 +197,7 @@ static int plan_epoch(EpochPlan *plan, const Dataset *ds, size_t window, bool ta
     rng_seed(&rng, seed, 1000 + epoch);
     for (size_t i = 0; i < n; i++) sorted[i] = i;
     shuffle(sorted, n, &rng);
-    sort_windows(plan->order, sorted, keys, ds, n, window, target_first);
+    sort_windows(plan->order, sorted, keys, ds, n, window);
     /* batches do not cross windows, so each holds lengths sorted together */
     size_t n_batches = 0;
     for (size_t w = 0; w < n; w += window) {
@@ -233,8 +232,7 @@ int epoch_plan_make(EpochPlan *plan, const Dataset *ds, int batch_size, uint64_t
                     uint64_t epoch, Error *err) {
     /* windows of 64 batches: wide enough to find similar lengths, narrow enough that the
      * order stays random */
-    return plan_epoch(plan, ds, (size_t)batch_size * 64, false, (size_t)batch_size, 0, seed, epoch,
-                      err);
+    return plan_epoch(plan, ds, (size_t)batch_size * 64, (size_t)batch_size, 0, seed, epoch, err);
 }
 
 int epoch_plan_make_tokens(EpochPlan *plan, const Dataset *ds, int batch_tokens, uint64_t seed,
@@ -245,9 +243,7 @@ int epoch_plan_make_tokens(EpochPlan *plan, const Dataset *ds, int batch_tokens,
     uint64_t window = total ? (64 * (uint64_t)budget * n + total - 1) / total : 1;
     if (window < 1) window = 1;
     if (window > 0xffffffffu) window = 0xffffffffu;
-    /* target lengths first, as Marian sorts: the budget and most of a step's work (decoder,
-     * output layer) are on the target side, so that is where padding costs most */
-    return plan_epoch(plan, ds, (size_t)window, true, 0, budget, seed, epoch, err);
+    return plan_epoch(plan, ds, (size_t)window, 0, budget, seed, epoch, err);
 }
 
 int batch_tokens_max_pairs(const Dataset *ds, int batch_tokens) {

@@ -79,10 +79,12 @@ int epoch_plan_make(EpochPlan *plan, const Dataset *ds, int batch_size, uint64_t
                     uint64_t epoch, Error *err);
 /* The same, but each batch holds about batch_tokens target tokens (with </s>) instead of a
  * fixed number of pairs, as Marian and fairseq batch: within each window (about 64 batches
- * wide) sorted by target length first (not source, as with batch_size: the budget and most of
- * the work are on the target side), pairs join a batch while it stays within the budget, so
- * a batch exceeds it only when one pair alone does. The number of pairs per batch varies; the
- * plan is still a function of (seed, epoch) alone. */
+ * wide), sorted by source length first as with batch_size, pairs join a batch while it stays
+ * within the budget, so a batch exceeds it only when one pair alone does. (Marian sorts by
+ * target length first; here the decoder and the output layer skip the padding of ended
+ * targets, while the encoder computes every source position, so the source side is where
+ * padding costs.) The number of pairs per batch varies; the plan is still a function of
+ * (seed, epoch) alone. */
 int epoch_plan_make_tokens(EpochPlan *plan, const Dataset *ds, int batch_tokens, uint64_t seed,
                            uint64_t epoch, Error *err);
 /* The most pairs a batch of epoch_plan_make_tokens can hold in any epoch: as many of the
