@@ -508,10 +508,12 @@ int main(int argc, char **argv) {
     spawn_run(self, quick, (const char *[]){"train", "medium"}, 2);
 
     printf("\ntraining on realistic lengths (%s; Vs=Vt=16004, E=256, H=256 bi, D=512, A=O=256;\n"
-           "batched as bin/train does, by 64 pairs or by 700 target tokens):\n",
+           "batched as bin/train does: by 64 pairs, by 700 target tokens (about as many as\n"
+           "64 pairs hold) and by 1,500 (configs/base.ini's batches)):\n",
            corpus ? corpus : "the gettext en-de corpus's length histogram");
     spawn_run(self, quick, (const char *[]){"real", "pairs", "64", corpus}, corpus ? 4 : 3);
     spawn_run(self, quick, (const char *[]){"real", "tokens", "700", corpus}, corpus ? 4 : 3);
+    spawn_run(self, quick, (const char *[]){"real", "tokens", "1500", corpus}, corpus ? 4 : 3);
 
     printf("\ndecoding, 30 steps, random sources (S = 12 toy, 30 medium):\n");
     const char *names[2] = {"toy", "medium"}, *beams[2] = {"1", "5"}, *batches[2] = {"1", "32"};
