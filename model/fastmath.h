@@ -39,6 +39,8 @@ real vec_sum_exp(const real *x, size_t n, real shift);
 real vec_exp_sum(real *y, const real *x, size_t n, real shift);
 /* sum of x[i] * y[i], accumulated in a fixed order. */
 real vec_dot(const real *x, const real *y, size_t n);
+/* sum of x[i]^2 in double, accumulated in a fixed order (the gradient norm's). */
+double vec_sum_squares(const real *x, size_t n);
 /* The largest of n >= 1 values (NaNs are passed over unless x[0] is one). */
 real vec_max(const real *x, size_t n);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <tgmath.h> /* sqrt of a float is sqrtf: the update stays in single precision */
 
+#include "model/fastmath.h"
 #include "model/parallel.h"
 
 int adam_init(Adam *adam, size_t n, double beta1, double beta2, double eps, Error *err) {
@@ -63,22 +64,15 @@ bool adam_step(Adam *adam, real *params, real *grads, real grad_scale, double lr
     return true;
 }
 
-/* sum of x[i]^2 over n values, in double, in order */
-static double sum_squares(const real *x, size_t n) {
-    double sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (size_t i = 0; i < n; i++) sum += (double)x[i] * x[i];
-    return sum;
-}
-
 double grad_norm(const real *grads, size_t n) {
     /* Fixed chunks summed in a fixed order: the same result for any number of threads. */
     enum { CHUNKS = 64 };
     double part[CHUNKS];
     size_t per = (n + CHUNKS - 1) / CHUNKS;
     PARALLEL_FOR(c, CHUNKS, (double)n, 100000, size_t first = (size_t)c * per;
-                 part[c] =
-                     first < n ? sum_squares(grads + first, n - first < per ? n - first : per) : 0);
+                 part[c] = first < n
+                               ? vec_sum_squares(grads + first, n - first < per ? n - first : per)
+                               : 0);
     double total = 0;
     for (int c = 0; c < CHUNKS; c++) total += part[c];
     return sqrt(total);
