@@ -28,9 +28,10 @@ void adam_free(Adam *adam) {
     memset(adam, 0, sizeof *adam);
 }
 
-/* The update of parameters [first, end); returns whether one came out non-finite. */
-static int adam_range(const Adam *adam, real *params, real *grads, real grad_scale, real step,
-                      real inv_c2, size_t first, size_t end) {
+/* The update of parameters [first, end); returns whether one came out non-finite. Each value
+ * is updated on its own, so every instruction set gives the same bits. */
+AVX2_CLONES static int adam_range(const Adam *adam, real *params, real *grads, real grad_scale,
+                                  real step, real inv_c2, size_t first, size_t end) {
     real b1 = (real)adam->beta1, b2 = (real)adam->beta2, eps = (real)adam->eps;
     real *m = adam->m, *v = adam->v;
     int bad = 0;
