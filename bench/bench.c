@@ -80,16 +80,30 @@ static double median(double *x, int n) {
 
 /* FLOPs of one training step: 2 per multiply-add of every matrix product and of attention's
  * per-position work, forward; the backward pass costs two forward passes (an input gradient
- * and a weight gradient for every product), so a step is 3 x forward. Padding is counted:
- * the bench's sentences are full length. */
-static double train_flops(const ModelDims *d, int B, int S, int T) {
+ * and a weight gradient for every product), so a step is 3 x forward. src: the encoder's
+ * positions (B x S: it computes padding too); tgt: the decoder's rows (steps x sentences);
+ * attended: the source positions those rows attend to. */
+static double step_flops(const ModelDims *d, double B, double src, double tgt, double attended) {
     double E = d->emb, H = d->enc_hidden, K = dims_enc_state(d), D = d->dec_hidden, A = d->att,
            O = d->readout, V = d->tgt_vocab, dirs = d->bidirectional ? 2 : 1;
-    double src = (double)B * S, tgt = (double)B * T;
     double encoder = dirs * src * (E * 3 * H + H * 3 * H) + src * K * A + B * K * D;
-    double decoder = tgt * ((E + K) * 3 * D + D * 3 * D + D * A) + tgt * S * (A + K);
+    double decoder = tgt * ((E + K) * 3 * D + D * 3 * D + D * A) + attended * (A + K);
     double readout = tgt * ((D + K + E) * O + O * V);
     return 3 * 2 * (encoder + decoder + readout);
+}
+
+/* The bench's batches of full-length sentences: padding counted, as there is none. */
+static double train_flops(const ModelDims *d, int B, int S, int T) {
+    return step_flops(d, B, (double)B * S, (double)B * T, (double)B * T * S);
+}
+
+/* A batch of real pairs as the model computes it: the decoder, attention and the output layer
+ * skip ended sentences and padding; the encoder does not. */
+static double batch_flops(const ModelDims *d, const Batch *b) {
+    double tgt = 0, attended = 0;
+    for (int i = 0; i < b->B; i++)
+        tgt += b->tgt_len[i], attended += (double)b->tgt_len[i] * b->src_len[i];
+    return step_flops(d, b->B, (double)b->B * b->S, tgt, attended);
 }
 
 typedef struct {
@@ -192,7 +206,7 @@ static const ModelDims REAL_DIMS = {16004, 16004, 256, 256, 1, 512, 256, 256, SC
 enum { REAL_PAIRS = 64 * 64 }; /* one full bucketing window of 64-pair batches */
 
 typedef struct {
-    double tok_per_s, pairs_per_s, ms_per_step;
+    double tok_per_s, pairs_per_s, ms_per_step, gflops;
 } RealFigures;
 
 static int compare_real(const void *a, const void *b) {
@@ -242,6 +256,7 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
     double timed = 0;
     for (int r = -1; r < rounds; r++) {
         size_t tokens = 0, pairs = 0;
+        double flops = 0;
         if (r == 0) memset(acts.phase_seconds, 0, sizeof acts.phase_seconds);
         double t0 = now();
         for (int s = 0; s < steps; s++) {
@@ -250,10 +265,12 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
                                             (int)(plan.start[b + 1] - plan.start[b]));
             if (train_step(&m, &acts, &adam, batch, &opt)) return -1;
             tokens += (size_t)acts.n_tokens, pairs += (size_t)batch->B;
+            flops += batch_flops(&REAL_DIMS, batch);
         }
         double elapsed = now() - t0;
         if (r < 0) continue;
-        runs[r] = (RealFigures){tokens / elapsed, pairs / elapsed, elapsed / steps * 1e3};
+        runs[r] = (RealFigures){tokens / elapsed, pairs / elapsed, elapsed / steps * 1e3,
+                                flops / elapsed / 1e9};
         timed += elapsed;
     }
     char each[128] = "";
@@ -271,9 +288,13 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
            "MB RSS%s\n",
            name, f.tok_per_s, f.pairs_per_s, f.ms_per_step, pad, src_pad, tgt_pad,
            training_max_pairs(&ds, &ct), rss, each);
+    printf("  %-10s %7.1f GFLOP/s, %.1f%% of peak (the FLOPs the model computes: padding and ended "
+           "sentences only in the encoder)\n",
+           "", f.gflops, 100 * f.gflops / machine_peak);
     printf("BENCH name=real-%s threads=%d tok_per_s=%.0f pairs_per_s=%.1f ms_per_step=%.2f "
-           "padding=%.3f rss_mb=%.0f\n",
-           name, omp_get_max_threads(), f.tok_per_s, f.pairs_per_s, f.ms_per_step, pad / 100, rss);
+           "padding=%.3f rss_mb=%.0f gflops=%.1f peak_pct=%.1f\n",
+           name, omp_get_max_threads(), f.tok_per_s, f.pairs_per_s, f.ms_per_step, pad / 100, rss,
+           f.gflops, 100 * f.gflops / machine_peak);
     /* where a step goes: the model's phases over every timed step; the rest is Adam, the
      * gradient norm and filling the batch */
     double steps_timed = (double)steps * rounds, in_phases = 0;
