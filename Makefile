@@ -6,6 +6,7 @@
 #                        (objects in build/mpi/); make test-mpi checks it against one process
 #   make test            builds and runs the whole test suite (installs `check` when it can)
 #   make test-browser    the attention page tested in headless Chromium (tests/browser/run.sh)
+#   make test-cpus       the numerical suites on emulated CPUs without AVX-512 / AVX2 (qemu-user)
 #   make bench           performance benchmark (not a test)
 #   make SANITIZE=1 test the suite under AddressSanitizer and UndefinedBehaviorSanitizer
 #   make fuzz            each libFuzzer target (clang) for FUZZ_SECONDS; docs/reliability.md
@@ -69,7 +70,7 @@ STAMP    = $(BUILD)/compile-command
 LINK_STAMP = bin/.link-command
 LINK     = $(CC) $(filter-out $(LINK_STAMP),$^) -o $@ $(LDLIBS)
 
-.PHONY: all test test-browser test-mpi check-lib bench clean format install uninstall FORCE
+.PHONY: all test test-browser test-cpus test-mpi check-lib bench clean format install uninstall FORCE
 # Keep every object (pattern-rule intermediates included): no rebuilds, no "rm" lines after tests.
 .SECONDARY:
 all: $(BINS)
@@ -117,6 +118,10 @@ test: check-lib $(BINS) bin/run_tests
 # SKIPPED), and the SVG files through xmllint.
 test-browser: $(BINS)
 	@bash tests/browser/run.sh
+
+# The numerical suites on emulated CPUs without AVX-512 and without AVX2 (qemu-user).
+test-cpus: bin/run_tests
+	@bash tests/cpus/run.sh
 
 # The benchmark (not a test): figures only. THREADS sets the OpenMP thread count.
 THREADS ?= $(shell nproc 2>/dev/null || echo 2)

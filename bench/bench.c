@@ -26,6 +26,7 @@
 #include "bench/lengths.h"
 #include "bench/peak.h"
 #include "tools/fdcheck.h"
+#include "model/gemm.h"
 #include "model/search.h"
 #include "train/adam.h"
 #include "train/batching.h"
@@ -520,8 +521,9 @@ int main(int argc, char **argv) {
     int threads = omp_get_max_threads();
     double peak1 = fma_peak_gflops(1);
     machine_peak = fma_peak_gflops(threads);
-    printf("machine: %d thread(s), FP32 FMA peak %.1f GFLOP/s (%.1f per thread), %s build\n",
-           threads, machine_peak, peak1, REAL_NAME);
+    printf("machine: %d thread(s), FP32 FMA peak %.1f GFLOP/s (%.1f per thread), %s build, %s "
+           "GEMM kernels\n",
+           threads, machine_peak, peak1, REAL_NAME, gemm_kernels());
     printf("BENCH name=peak threads=%d gflops=%.1f\n", threads, machine_peak);
 
     printf("\ntraining (random full-length batches, Adam, clipping 1.0; FLOPs = 3 x forward):\n");

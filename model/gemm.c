@@ -761,6 +761,10 @@ static const Isa *isa_get(void) {
     return isa;
 }
 
+const char *gemm_kernels(void) {
+    return isa_get()->name;
+}
+
 /* ---- packing ----------------------------------------------------------------------------- */
 
 /* Packs columns [0, n) of the kc x n matrix X(k, j) = trans ? x[j*ldx + k] : x[k*ldx + j] into

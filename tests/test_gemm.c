@@ -336,6 +336,25 @@ START_TEST(gemm_rows_do_not_depend_on_batch) {
 }
 END_TEST
 
+/* The kernels chosen are ones this CPU can run, within the cap of NMT_GEMM_ISA; under
+ * NMT_EXPECT_KERNELS (make test-cpus sets it for each emulated CPU) they are the ones named. */
+START_TEST(gemm_kernels_follow_the_cpu) {
+    const char *kernels = gemm_kernels(), *expect = getenv("NMT_EXPECT_KERNELS");
+    const char *cap = getenv("NMT_GEMM_ISA");
+    if (expect) ck_assert_str_eq(kernels, expect);
+    ck_assert(!strcmp(kernels, "avx512") || !strcmp(kernels, "avx2") ||
+              !strcmp(kernels, "generic"));
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (!strcmp(kernels, "avx512")) ck_assert(__builtin_cpu_supports("avx512f"));
+    if (!strcmp(kernels, "avx2"))
+        ck_assert(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+#endif
+    if (cap && !strcmp(cap, "generic")) ck_assert_str_eq(kernels, "generic");
+    if (cap && !strcmp(cap, "avx2")) ck_assert_str_ne(kernels, "avx512");
+}
+END_TEST
+
 Suite *gemm_suite(void) {
     Suite *s = suite_create("gemm");
     TCase *tc = tcase_create("gemm");
@@ -347,6 +366,7 @@ Suite *gemm_suite(void) {
     tcase_add_test(tc, gemm_thread_count_does_not_change_bits);
     tcase_add_test(tc, gemm_claimed_runs_match_reference);
     tcase_add_test(tc, gemm_rows_do_not_depend_on_batch);
+    tcase_add_test(tc, gemm_kernels_follow_the_cpu);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# run.sh (make test-cpus): the numerical suites on CPUs that this machine is not, emulated by
+# qemu-user: one with AVX2 and FMA but no AVX-512 (Haswell) and one with neither (Nehalem).
+# So the code such CPUs run is tested: the GEMM kernels they pick, and the AVX2 and baseline
+# clones of the vector loops (GCC target_clones, which NMT_GEMM_ISA cannot reach). Every suite
+# must pass, and the GEMM suite checks that each CPU got the kernels named below. Without
+# qemu-x86_64, as root it is installed with apt-get; otherwise the test says SKIPPED and how to
+# install it.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+
+say() { echo "test-cpus: $*"; }
+if [ "$(uname -m)" != x86_64 ]; then
+    say "SKIPPED: the emulated CPUs are x86-64 ones and this machine is $(uname -m)"
+    exit 0
+fi
+if ! command -v qemu-x86_64 >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        say "installing qemu-user (apt-get install -y qemu-user)"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y qemu-user >/dev/null 2>&1 ||
+            { apt-get update >/dev/null 2>&1 && apt-get install -y qemu-user >/dev/null 2>&1; } ||
+            { say "FAIL: apt-get install -y qemu-user failed"; exit 1; }
+    else
+        say "SKIPPED: qemu-x86_64 is not installed; install it with:"
+        say "    sudo apt-get update && sudo apt-get install -y qemu-user"
+        exit 0
+    fi
+fi
+[ -x bin/run_tests ] || { say "FAIL: bin/run_tests is missing (make bin/run_tests)"; exit 1; }
+
+# run_cpu MODEL KERNELS: each suite under qemu's CPU model, which must get those GEMM kernels
+run_cpu() {
+    local log="build/test-cpus-$1.log"
+    : >"$log"
+    for suite in layers model gemm train; do
+        if ! (cd tests && NMT_EXPECT_KERNELS=$2 CK_RUN_SUITE=$suite qemu-x86_64 -cpu "$1" \
+            ../bin/run_tests) >>"$log" 2>&1; then
+            tail -n 20 "$log"
+            say "FAIL: the $suite suite on an emulated $1"
+            return 1
+        fi
+        say "$1 ($2 kernels), $suite: $(tail -n 1 "$log")"
+    done
+}
+# the two side by side, one thread each: the code that differs between CPUs is the kernels and
+# the vector loops, which one thread runs as two do (the thread-count tests set their own)
+export OMP_NUM_THREADS=1
+run_cpu Haswell avx2 & haswell=$!
+run_cpu Nehalem generic
+nehalem=$?
+wait $haswell
+haswell=$?
+[ $haswell = 0 ] && [ $nehalem = 0 ] || exit 1
+say "PASS"
