@@ -366,7 +366,10 @@ Suite *gemm_suite(void) {
     tcase_add_test(tc, gemm_thread_count_does_not_change_bits);
     tcase_add_test(tc, gemm_claimed_runs_match_reference);
     tcase_add_test(tc, gemm_rows_do_not_depend_on_batch);
-    tcase_add_test(tc, gemm_kernels_follow_the_cpu);
     suite_add_tcase(s, tc);
+    /* a case of its own, which make test-cpus runs alone (CK_RUN_CASE=kernels) */
+    TCase *kernels = tcase_create("kernels");
+    tcase_add_test(kernels, gemm_kernels_follow_the_cpu);
+    suite_add_tcase(s, kernels);
     return s;
 }
