@@ -1144,13 +1144,15 @@ static void split(const Corpus *c, Rng *rng, IndexList *train, IndexList *dev, I
     for (size_t k = 0; k < n_order; k++) {
         const Pair *p = &c->pairs[order[k]];
         IndexList *held = test->n < TEST_PAIRS ? test : dev->n < DEV_PAIRS ? dev : NULL;
-        /* & rather than &&: both sides are always counted down, so the undo below is exact */
-        if (held &&
-            each_word(p->en, &en_counts, count_down) & each_word(p->fr, &fr_counts, count_down)) {
-            held->items[held->n++] = order[k];
-            continue;
-        }
-        if (held) { /* undo the decrements: the pair stays in train */
+        if (held) {
+            /* both sides are always counted down, so the undo below is exact */
+            bool en_left = each_word(p->en, &en_counts, count_down);
+            bool fr_left = each_word(p->fr, &fr_counts, count_down);
+            if (en_left && fr_left) {
+                held->items[held->n++] = order[k];
+                continue;
+            }
+            /* undo the decrements: the pair stays in train */
             each_word(p->en, &en_counts, count_up);
             each_word(p->fr, &fr_counts, count_up);
         }
