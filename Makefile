@@ -70,7 +70,7 @@ STAMP    = $(BUILD)/compile-command
 LINK_STAMP = bin/.link-command
 LINK     = $(CC) $(filter-out $(LINK_STAMP),$^) -o $@ $(LDLIBS)
 
-.PHONY: all test test-browser test-cpus test-mpi check-lib bench clean format install uninstall FORCE
+.PHONY: all test tests test-browser test-cpus test-mpi check-lib bench clean format install uninstall FORCE
 # Keep every object (pattern-rule intermediates included): no rebuilds, no "rm" lines after tests.
 .SECONDARY:
 all: $(BINS)
@@ -118,6 +118,9 @@ test: check-lib $(BINS) bin/run_tests
 # SKIPPED), and the SVG files through xmllint.
 test-browser: $(BINS)
 	@bash tests/browser/run.sh
+
+# `make tests` would otherwise find the folder tests/ up to date and do nothing, silently.
+tests: test
 
 # The numerical suites on emulated CPUs without AVX-512 and without AVX2 (qemu-user).
 test-cpus: bin/run_tests
