@@ -285,6 +285,22 @@ double padding_share(const PaddingCount *pc) {
     return all ? (double)(all - pc->src_tokens - pc->tgt_tokens) / (double)all : 0;
 }
 
+uint64_t epoch_plan_fingerprint(const EpochPlan *plan, const Dataset *ds) {
+    uint64_t h = FNV1A_START;
+    for (size_t b = 0; b < plan->n_batches; b++) {
+        uint64_t pairs = plan->start[b + 1] - plan->start[b];
+        h = fnv1a(h, &pairs, sizeof pairs);
+        for (size_t k = plan->start[b]; k < plan->start[b + 1]; k++) {
+            size_t i = plan->order[k];
+            int sides[2] = {ds->src_n[i], ds->tgt_n[i]};
+            h = fnv1a(h, sides, sizeof sides);
+            h = fnv1a(h, ds->ids + ds->src_off[i], sizeof(int) * (size_t)sides[0]);
+            h = fnv1a(h, ds->ids + ds->tgt_off[i], sizeof(int) * (size_t)sides[1]);
+        }
+    }
+    return h ? h : 1; /* 0 stands for "unknown" in a checkpoint */
+}
+
 void epoch_plan_free(EpochPlan *plan) {
     free(plan->order);
     free(plan->start);

@@ -22,8 +22,9 @@ enum {
     FLAG_LOWERCASE = 1,
     FLAG_TRAIN_STATE = 2,
     FLAG_SUBWORDS = 4,
-    FLAG_EMA = 8,     /* the training state ends with the parameter average */
-    FLAG_SECONDS = 16 /* the training state holds the time trained */
+    FLAG_EMA = 8,      /* the training state ends with the parameter average */
+    FLAG_SECONDS = 16, /* the training state holds the time trained */
+    FLAG_BATCHES = 32  /* the training state holds the batches' fingerprint */
 };
 /* A checkpoint larger than this is refused before reading (64 GiB). */
 static const uint64_t MAX_FILE = (uint64_t)64 << 30;
@@ -97,7 +98,7 @@ int checkpoint_save(const char *path, const NmtModel *nm, const TrainState *stat
     put(&w, sizes, sizeof sizes);
     put_u32(&w, (nm->lowercase ? FLAG_LOWERCASE : 0) | (state ? FLAG_TRAIN_STATE : 0) |
                     (nm->subwords ? FLAG_SUBWORDS : 0) | (state && state->ema ? FLAG_EMA : 0) |
-                    (state ? FLAG_SECONDS : 0));
+                    (state ? FLAG_SECONDS | FLAG_BATCHES : 0));
     put_u32(&w, (uint32_t)d->score); /* the reserved field of old files: 0 is additive */
     put_u64(&w, m->table.total);
     int rc = put_section(&w, &nm->src_vocab, NULL, err);
@@ -117,6 +118,7 @@ int checkpoint_save(const char *path, const NmtModel *nm, const TrainState *stat
         put(&w, &state->plateau_bad, 4);
         put(&w, state->dropout_rng, sizeof state->dropout_rng);
         put(&w, &state->seconds, 8);
+        put_u64(&w, state->batches_fingerprint);
         put(&w, state->adam_m, sizeof(real) * m->table.total);
         put(&w, state->adam_v, sizeof(real) * m->table.total);
         if (state->ema) {
@@ -333,8 +335,8 @@ static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, b
                          "%s: format version %u is not supported (this program reads %d and %d)",
                          path, version, VERSION_PLAIN, VERSION);
     if (width != 4 && width != 8) return error_set(err, "%s: invalid real size %u", path, width);
-    if (flags &
-        ~(uint32_t)(FLAG_LOWERCASE | FLAG_TRAIN_STATE | FLAG_SUBWORDS | FLAG_EMA | FLAG_SECONDS))
+    if (flags & ~(uint32_t)(FLAG_LOWERCASE | FLAG_TRAIN_STATE | FLAG_SUBWORDS | FLAG_EMA |
+                            FLAG_SECONDS | FLAG_BATCHES))
         return error_set(err, "%s: unknown flags %#x", path, flags);
     if (((flags & FLAG_SUBWORDS) != 0) != (version == VERSION))
         return error_set(err, "%s: format version %u %s subwords, but the flags say %s", path,
@@ -349,6 +351,8 @@ static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, b
         return error_set(err, "%s: a parameter average without a training state", path);
     if ((flags & FLAG_SECONDS) && !(flags & FLAG_TRAIN_STATE))
         return error_set(err, "%s: a training time without a training state", path);
+    if ((flags & FLAG_BATCHES) && !(flags & FLAG_TRAIN_STATE))
+        return error_set(err, "%s: a batches' fingerprint without a training state", path);
     ModelDims dims = {.src_vocab = sizes[0],
                       .tgt_vocab = sizes[1],
                       .emb = sizes[2],
@@ -401,7 +405,8 @@ static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, b
             take(r, &s.adam_t, 8) || take(r, &s.lr_scale, 8) || take(r, &s.best_bleu, 8) ||
             take(r, &s.best_dev_loss, 8) || take(r, &s.bad_validations, 4) ||
             take(r, &s.plateau_bad, 4) || take(r, s.dropout_rng, sizeof s.dropout_rng) ||
-            ((flags & FLAG_SECONDS) && take(r, &s.seconds, 8)))
+            ((flags & FLAG_SECONDS) && take(r, &s.seconds, 8)) ||
+            ((flags & FLAG_BATCHES) && take(r, &s.batches_fingerprint, 8)))
             return error_set(err, "%s: truncated training state", path);
         if (check_state(&s, path, err)) return -1;
         if (count > (r->size - r->pos) / (2 * (size_t)width))

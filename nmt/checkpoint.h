@@ -8,7 +8,8 @@
  *   u32 version (1, 2)                  u32 bytes per real (4 float, 8 double)
  *   i32 x 8 sizes: Vs Vt E H bidirectional D A O
  *   u32 flags: bit 0 lowercase, bit 1 training state present, bit 2 subwords, bit 3
- *              parameter average present, bit 4 training time present (3 and 4 only with 1)
+ *              parameter average present, bit 4 training time present, bit 5 batches'
+ *              fingerprint present (3, 4 and 5 only with 1)
  *   u32 attention score: 0 additive, 1 dot, 2 general, 3 scaled_dot (a reserved 0 before
  *       there were scores, so older files read as additive)
  *   u64 parameter count P (must match the sizes)
@@ -19,12 +20,12 @@
  *   P reals: parameters in the spec's table order
  *   [training state: u64 step, epoch, batch_in_epoch, adam_t; f64 lr_scale, best_bleu,
  *    best_dev_loss; i32 bad_validations, plateau_bad; u64 x 4 dropout stream; with flag bit 4:
- *    f64 seconds trained; P reals Adam m; P reals Adam v; with flag bit 3: u64 average
- *    updates, P reals averaged parameters]
+ *    f64 seconds trained; with flag bit 5: u64 batches' fingerprint; P reals Adam m; P reals
+ *    Adam v; with flag bit 3: u64 average updates, P reals averaged parameters]
  *   u64 FNV-1a 64 checksum of every byte before it
- * Flag bits 3 and 4 came later: files without them load as before (bit 4 missing: no time
- * trained), and a program that predates one refuses files with it (unknown flag) rather than
- * misread them.
+ * Flag bits 3, 4 and 5 came later: files without them load as before (bit 4 missing: no time
+ * trained; bit 5 missing: fingerprint 0, unknown), and a program that predates one refuses
+ * files with it (unknown flag) rather than misread them.
  * Saving writes PATH.tmp, flushes and syncs it, then renames it over PATH: a crash or a full
  * disk never leaves a broken file in place of a good one. Loading checks the size, checksum
  * and every field before using any of it, and converts between float and double builds.
@@ -71,6 +72,10 @@ typedef struct {
     uint64_t dropout_rng[4];
     double seconds; /* wall time spent in the training loop, over every run ([train] max_minutes
                      * and the budget schedule count it) */
+    /* which pairs make the current epoch's batches, in what order, hashed (0: unknown): a run
+     * resumed with other batches (another batch size, seed or corpus) cannot take up the epoch
+     * at batch_in_epoch, and starts it again */
+    uint64_t batches_fingerprint;
     /* the optimiser's state, which mirrors the parameters: Adam's step count and moments.
      * Saving reads adam_m and adam_v (the trainer's own arrays); loading allocates them
      * (free() them, or hand them to the optimiser). */

@@ -181,6 +181,48 @@ START_TEST(token_batches_are_deterministic_and_resumable) {
 }
 END_TEST
 
+START_TEST(plan_fingerprints_tell_batches_apart) {
+    /* the same plan made twice agrees; another batch size, seed, epoch or budget does not, nor
+     * a pair's changed token; a permutation of the same pairs is another plan */
+    Dataset ds;
+    synthetic_dataset(&ds, 1000, 11);
+    /* every pair unlike the others (the plans depend on the lengths only) */
+    for (size_t k = 0; k < ds.count; k++) ds.ids[ds.src_off[k]] = 5 + (int)k;
+    Error err;
+    EpochPlan a, b;
+    ck_assert(epoch_plan_make(&a, &ds, 32, 5, 2, &err) == 0);
+    ck_assert(epoch_plan_make(&b, &ds, 32, 5, 2, &err) == 0);
+    uint64_t fa = epoch_plan_fingerprint(&a, &ds);
+    ck_assert(fa != 0);
+    ck_assert(fa == epoch_plan_fingerprint(&b, &ds));
+    epoch_plan_free(&b);
+    const struct {
+        int batch_size, batch_tokens;
+        uint64_t seed, epoch;
+    } others[] = {{16, 0, 5, 2}, {32, 0, 6, 2}, {32, 0, 5, 3}, {0, 300, 5, 2}, {0, 301, 5, 2}};
+    for (size_t k = 0; k < sizeof others / sizeof others[0]; k++) {
+        ck_assert(others[k].batch_tokens
+                      ? epoch_plan_make_tokens(&b, &ds, others[k].batch_tokens, others[k].seed,
+                                               others[k].epoch, &err) == 0
+                      : epoch_plan_make(&b, &ds, others[k].batch_size, others[k].seed,
+                                        others[k].epoch, &err) == 0);
+        ck_assert_msg(epoch_plan_fingerprint(&b, &ds) != fa, "other plan %zu", k);
+        epoch_plan_free(&b);
+    }
+    /* two pairs of the first batch swapped: the same pairs, in another order */
+    size_t first = a.order[a.start[0]];
+    a.order[a.start[0]] = a.order[a.start[0] + 1], a.order[a.start[0] + 1] = first;
+    ck_assert(epoch_plan_fingerprint(&a, &ds) != fa);
+    a.order[a.start[0] + 1] = a.order[a.start[0]], a.order[a.start[0]] = first;
+    ck_assert(epoch_plan_fingerprint(&a, &ds) == fa);
+    /* one token of the data changed */
+    ds.ids[ds.tgt_off[first]] ^= 1;
+    ck_assert(epoch_plan_fingerprint(&a, &ds) != fa);
+    epoch_plan_free(&a);
+    synthetic_free(&ds);
+}
+END_TEST
+
 START_TEST(token_batches_fit_the_planned_buffers) {
     /* every batch of several epochs fills a buffer planned with training_max_pairs */
     Dataset ds;
@@ -241,6 +283,7 @@ Suite *batching_suite(void) {
     tcase_add_test(tc, batch_size_plans_are_unchanged);
     tcase_add_test(tc, token_batches_cover_every_pair_within_the_budget);
     tcase_add_test(tc, token_batches_are_deterministic_and_resumable);
+    tcase_add_test(tc, plan_fingerprints_tell_batches_apart);
     tcase_add_test(tc, token_batches_fit_the_planned_buffers);
     tcase_add_test(tc, padding_share_by_hand);
     suite_add_tcase(s, tc);

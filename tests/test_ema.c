@@ -330,16 +330,26 @@ static void write_with_checksum(const char *path, const unsigned char *data, siz
     ck_assert(fclose(f) == 0);
 }
 
-static unsigned char *read_all(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    ck_assert(f);
-    ck_assert(fseek(f, 0, SEEK_END) == 0);
-    *n = (size_t)ftell(f);
-    rewind(f);
-    unsigned char *data = malloc(*n);
-    ck_assert(data && fread(data, 1, *n, f) == *n);
-    fclose(f);
-    return data;
+/* A checkpoint's flags field: after the magic, the version, the real size and the 8 sizes. */
+enum { AT_FLAGS = 48 };
+
+/* Writes the checkpoint data[0..size) to path with its flags set to `flags` (and the checksum
+ * recomputed). */
+static void write_with_flags(const char *path, unsigned char *data, size_t size, uint32_t flags) {
+    memcpy(data + AT_FLAGS, &flags, 4);
+    write_with_checksum(path, data, size - 8);
+}
+
+/* Writes the checkpoint data[0..size) to path as a program that predates a field wrote it:
+ * the n bytes at `at` left out and the flags set to `flags`. */
+static void write_without_field(const char *path, const unsigned char *data, size_t size, size_t at,
+                                size_t n, uint32_t flags) {
+    unsigned char *old = malloc(size);
+    ck_assert_ptr_nonnull(old);
+    memcpy(old, data, at);
+    memcpy(old + at, data + at + n, size - at - n);
+    write_with_flags(path, old, size - n, flags);
+    free(old);
 }
 
 static void expect_refused(const char *path, const char *fragment) {
@@ -417,12 +427,14 @@ START_TEST(ema_checkpoint_section) {
     ck_assert(checkpoint_save(avg_path, &f.nm, &f.st, &err) == 0);
 
     size_t n_plain, n_avg;
-    unsigned char *data_plain = read_all(plain, &n_plain), *data_avg = read_all(avg_path, &n_avg);
+    unsigned char *data_plain = slurp_file(plain, &n_plain),
+                  *data_avg = slurp_file(avg_path, &n_avg);
     uint32_t flags;
-    memcpy(&flags, data_plain + 48, 4);   /* after magic, version, real size and 8 sizes */
-    ck_assert_uint_eq(flags, 16 | 2 | 1); /* training time, training state, lowercase */
-    memcpy(&flags, data_avg + 48, 4);
-    ck_assert_uint_eq(flags, 16 | 8 | 2 | 1); /* bit 3: the average */
+    memcpy(&flags, data_plain + AT_FLAGS, 4);
+    /* batches' fingerprint, training time, training state, lowercase */
+    ck_assert_uint_eq(flags, 32 | 16 | 2 | 1);
+    memcpy(&flags, data_avg + AT_FLAGS, 4);
+    ck_assert_uint_eq(flags, 32 | 16 | 8 | 2 | 1); /* bit 3: the average */
     ck_assert_uint_eq(n_avg, n_plain + 8 + sizeof(real) * n);
     /* the two files agree up to the average, flags aside */
     ck_assert(memcmp(data_plain + 52, data_avg + 52, n_plain - 8 - 52) == 0);
@@ -444,8 +456,7 @@ START_TEST(ema_checkpoint_section) {
     write_with_checksum(bad, data_avg, n_avg - 8 - 4);
     expect_refused(bad, "truncated parameter average");
     /* an average flagged without a training state */
-    memcpy(data_plain + 48, &(uint32_t){16 | 8 | 1}, 4);
-    write_with_checksum(bad, data_plain, n_plain - 8);
+    write_with_flags(bad, data_plain, n_plain, 16 | 8 | 1);
     expect_refused(bad, "without a training state");
     /* a non-finite average */
     memcpy(data_avg + n_avg - 8 - sizeof(real), &(real){NAN}, sizeof(real));
@@ -457,42 +468,50 @@ START_TEST(ema_checkpoint_section) {
 }
 END_TEST
 
-START_TEST(training_time_in_checkpoint) {
-    /* the time trained (flag bit 4) comes back exactly; a file from before it loads with none;
-     * a damaged one is refused */
+START_TEST(time_and_batches_in_checkpoint) {
+    /* the time trained (flag bit 4) and the fingerprint of the epoch's batches (bit 5) come
+     * back exactly; files from before them load with none (0: unknown); a damaged time, and
+     * either flagged without a training state, are refused */
     StateFixture f;
     state_fixture_make(&f, "/tmp/nmt-seconds-XXXXXX");
     char path[128], bad[128];
     state_fixture_path(&f, "run.ckpt", path, sizeof path);
     state_fixture_path(&f, "bad.ckpt", bad, sizeof bad);
     const char *dir = f.dir;
-    size_t n = f.n;
     f.st.seconds = 754.25;
+    f.st.batches_fingerprint = 0x0123456789abcdefull;
     Error err;
     ck_assert(checkpoint_save(path, &f.nm, &f.st, &err) == 0);
     Loaded l;
     load(&l, dir, "run.ckpt");
     ck_assert(l.has_state);
     ck_assert_double_eq(l.st.seconds, 754.25);
+    ck_assert_uint_eq(l.st.batches_fingerprint, 0x0123456789abcdefull);
     unload(&l);
 
     size_t size;
-    unsigned char *data = read_all(path, &size);
-    /* the time sits right before the two moments, which end the file before its checksum */
-    size_t at = size - 8 - 2 * sizeof(real) * n - 8;
+    unsigned char *data = slurp_file(path, &size);
+    /* the time, then the fingerprint, right before the two moments, which end the file before
+     * its checksum */
+    size_t fingerprint_at = size - 8 - 2 * sizeof(real) * f.n - 8, at = fingerprint_at - 8;
     double stored;
     memcpy(&stored, data + at, 8);
     ck_assert_double_eq(stored, 754.25);
-    /* as written before the time was kept: no bit 4, no 8 bytes */
-    unsigned char *old = malloc(size);
-    ck_assert_ptr_nonnull(old);
-    memcpy(old, data, at);
-    memcpy(old + at, data + at + 8, size - 8 - at - 8);
-    memcpy(old + 48, &(uint32_t){2 | 1}, 4);
-    write_with_checksum(bad, old, size - 16);
+    uint64_t stored_fingerprint;
+    memcpy(&stored_fingerprint, data + fingerprint_at, 8);
+    ck_assert_uint_eq(stored_fingerprint, 0x0123456789abcdefull);
+    /* as written before the time and the fingerprint were kept: no bits 4 and 5, no 16 bytes */
+    write_without_field(bad, data, size, at, 16, 2 | 1);
     load(&l, dir, "bad.ckpt");
     ck_assert(l.has_state && l.st.step == 3);
     ck_assert_double_eq(l.st.seconds, 0);
+    ck_assert_uint_eq(l.st.batches_fingerprint, 0);
+    unload(&l);
+    /* as written before the fingerprint alone: the time still read */
+    write_without_field(bad, data, size, fingerprint_at, 8, 16 | 2 | 1);
+    load(&l, dir, "bad.ckpt");
+    ck_assert_double_eq(l.st.seconds, 754.25);
+    ck_assert_uint_eq(l.st.batches_fingerprint, 0);
     unload(&l);
     /* a negative and a non-finite time */
     memcpy(data + at, &(double){-1}, 8);
@@ -501,13 +520,62 @@ START_TEST(training_time_in_checkpoint) {
     memcpy(data + at, &(double){NAN}, 8);
     write_with_checksum(bad, data, size - 8);
     expect_refused(bad, "training time nan s");
-    /* a time flagged without a training state */
-    memcpy(data + 48, &(uint32_t){16 | 1}, 4);
-    write_with_checksum(bad, data, size - 8);
+    /* a time or a fingerprint flagged without a training state */
+    write_with_flags(bad, data, size, 16 | 1);
     expect_refused(bad, "a training time without a training state");
+    write_with_flags(bad, data, size, 32 | 1);
+    expect_refused(bad, "a batches' fingerprint without a training state");
 
-    free(data), free(old);
+    free(data);
     state_fixture_free(&f);
+}
+END_TEST
+
+START_TEST(resume_with_other_batches_starts_the_epoch_again) {
+    /* 10 batches of 8 pairs, then resumed with batches of 16: the saved batch_in_epoch counts
+     * batches of another plan, so the epoch starts again, and says so; resumed with the same
+     * batches, it goes on from batch 10 without a word */
+    char dir[64] = "/tmp/nmt-rebatch-XXXXXX", a[128], b[128], out[256], cmd[1024];
+    ck_assert(mkdtemp(dir) != NULL);
+    snprintf(a, sizeof a, "%s/a", dir);
+    snprintf(b, sizeof b, "%s/b", dir);
+    snprintf(out, sizeof out, "%s/stdout", dir);
+    ck_assert_int_eq(train_tiny(a, "--set train.max_steps=10"), 0);
+    ck_assert_int_eq(train_tiny(b, "--set train.max_steps=10"), 0);
+    snprintf(cmd, sizeof cmd,
+             "../bin/train ../configs/tiny.ini --set train.out_dir=%s --set train.max_steps=14 "
+             "--set train.batch_size=16 --resume >%s 2>&1",
+             a, out);
+    ck_assert_int_eq(system(cmd), 0);
+    size_t len;
+    char *text = (char *)slurp_file(out, &len);
+    ck_assert_msg(strstr(text, "note: epoch 1's batches differ from those it was saved in") &&
+                      strstr(text, "starts again from its first batch instead of going on from "
+                                   "batch 10"),
+                  "%s", text);
+    Loaded l;
+    load(&l, a, "last.ckpt");
+    ck_assert_uint_eq(l.st.step, 14);
+    ck_assert_uint_eq(l.st.epoch, 0);
+    ck_assert_uint_eq(l.st.batch_in_epoch, 4); /* batches 0-3 of the new plan */
+    uint64_t sixteen = l.st.batches_fingerprint;
+    unload(&l);
+    snprintf(cmd, sizeof cmd,
+             "../bin/train ../configs/tiny.ini --set train.out_dir=%s --set train.max_steps=14 "
+             "--resume >%s 2>&1",
+             b, out);
+    free(text);
+    ck_assert_int_eq(system(cmd), 0);
+    text = (char *)slurp_file(out, &len);
+    ck_assert_msg(strstr(text, "note: epoch") == NULL, "%s", text);
+    free(text);
+    load(&l, b, "last.ckpt");
+    ck_assert_uint_eq(l.st.step, 14);
+    ck_assert_uint_eq(l.st.batch_in_epoch, 14);
+    ck_assert(l.st.batches_fingerprint != 0 && l.st.batches_fingerprint != sixteen);
+    unload(&l);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert(system(cmd) == 0);
 }
 END_TEST
 
@@ -520,7 +588,8 @@ Suite *ema_suite(void) {
     tcase_add_test(tc, ema_resumes_exactly);
     tcase_add_test(tc, ema_leaves_training_alone_and_fills_best);
     tcase_add_test(tc, time_budget_stops_and_validates);
-    tcase_add_test(tc, training_time_in_checkpoint);
+    tcase_add_test(tc, time_and_batches_in_checkpoint);
+    tcase_add_test(tc, resume_with_other_batches_starts_the_epoch_again);
     tcase_add_test(tc, budget_schedule_and_resumed_time);
     tcase_add_test(tc, budget_schedule_over_epochs);
     suite_add_tcase(s, tc);

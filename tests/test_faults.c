@@ -166,7 +166,7 @@ static void forge_huge_output_layer(unsigned char *data, const ParamTable *table
  * real. Finite and non-negative, so the loader accepts them. */
 static void forge_overflowing_moments(unsigned char *data, const ParamTable *table, size_t params) {
     size_t bytes = sizeof(real) * table->total;
-    size_t m = params + bytes + 104, v = m + bytes; /* after the state, time included */
+    size_t m = params + bytes + CKPT_STATE_BYTES, v = m + bytes;
     size_t at = sizeof(real) * (table->info[P_SRC_EMB].offset + table->info[P_SRC_EMB].shape[1]);
     real huge = sizeof(real) == 8 ? 1e306 : 1e38f, zero = 0;
     memcpy(data + m + at, &huge, sizeof huge);

@@ -649,7 +649,8 @@ START_TEST(hostile_checkpoint_non_finite_values) {
     expect_translate_refuses(&s, data, size, "parameter src_emb[3] is nan");
     free(data);
     data = slurp_file(path, &size);
-    size_t second_moments = params + 2 * sizeof(real) * count + 104; /* params, state, m */
+    /* after the parameters, the state and the first moments */
+    size_t second_moments = params + 2 * sizeof(real) * count + CKPT_STATE_BYTES;
     memcpy(data + second_moments, &negative, sizeof negative);
     fix_checksum(data, size);
     Error err;

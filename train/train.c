@@ -563,6 +563,18 @@ static int run_epoch(Trainer *tr, Progress *p, const ForwardOptions *fwd, Error 
     EpochPlan plan;
     if (training_plan(&plan, &tr->train, &tr->cfg->train, st->epoch, err)) return -1;
     tr->epoch_batches = plan.n_batches;
+    /* resumed with other batches: their batch_in_epoch would skip pairs and repeat others */
+    uint64_t fingerprint = epoch_plan_fingerprint(&plan, &tr->train);
+    if (st->batch_in_epoch > 0 && st->batches_fingerprint != 0 &&
+        st->batches_fingerprint != fingerprint) {
+        if (tr->dist.rank == 0)
+            printf("note: epoch %llu's batches differ from those it was saved in ([train] "
+                   "batch_size, batch_tokens or seed, or the training data, changed): it starts "
+                   "again from its first batch instead of going on from batch %llu\n",
+                   (unsigned long long)st->epoch + 1, (unsigned long long)st->batch_in_epoch);
+        st->batch_in_epoch = 0;
+    }
+    st->batches_fingerprint = fingerprint;
     int rc = 0;
     for (size_t b = st->batch_in_epoch; b < plan.n_batches && rc == 0; b++) {
         if (tr->dist.size == 1) /* alone, it need not wait for a step */
