@@ -122,7 +122,8 @@ test-browser: $(BINS)
 # `make tests` would otherwise find the folder tests/ up to date and do nothing, silently.
 tests: test
 
-# The numerical suites on emulated CPUs without AVX-512 and without AVX2 (qemu-user).
+# That every vector-loop clone is vectorised (objdump), then the numerical suites on emulated
+# CPUs without AVX-512 and without AVX2 (qemu-user).
 test-cpus: bin/run_tests
 	@bash tests/cpus/run.sh
 
