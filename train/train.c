@@ -294,7 +294,6 @@ static int setup_ema(Trainer *tr, const char *resume, Error *err) {
 
 static int setup(Trainer *tr, const char *resume, Error *err) {
     const Config *cfg = tr->cfg;
-    if (make_dirs(cfg->train.out_dir, err)) return -1;
     snprintf(tr->best_path, sizeof tr->best_path, "%s/best.ckpt", cfg->train.out_dir);
     snprintf(tr->last_path, sizeof tr->last_path, "%s/last.ckpt", cfg->train.out_dir);
     if (corpus_load(cfg->data.train, cfg->data.lowercase, &tr->train_corpus, &tr->train_tokens,
@@ -357,6 +356,9 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
         return -1;
 
     if (tr->dist.rank != 0) return 0; /* the files and the messages are rank 0's */
+    /* out_dir only now, when every input has been checked: a mistyped path or a bad value
+     * leaves no empty folder behind */
+    if (make_dirs(cfg->train.out_dir, err)) return -1;
     char cfg_path[CONFIG_PATH_MAX + 32];
     snprintf(tr->log_path, sizeof tr->log_path, "%s/train_log.tsv", cfg->train.out_dir);
     snprintf(cfg_path, sizeof cfg_path, "%s/config.ini", cfg->train.out_dir);
