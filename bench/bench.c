@@ -51,9 +51,14 @@ static double now(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Seconds spent in the passes over every parameter after backward, summed over steps. */
+typedef struct {
+    double norm, adam;
+} UpdateSeconds;
+
 /* One training step as bin/train takes it: forward, backward, clipping, Adam. */
 static int train_step(Model *m, Acts *acts, Adam *adam, const Batch *batch,
-                      const ForwardOptions *opt) {
+                      const ForwardOptions *opt, UpdateSeconds *update) {
     double loss;
     Error err;
     if (model_forward(m, acts, batch, opt, &loss, &err)) {
@@ -61,8 +66,10 @@ static int train_step(Model *m, Acts *acts, Adam *adam, const Batch *batch,
         return -1;
     }
     model_backward(m, acts);
-    if (!adam_step(adam, m->params, m->grads, clip_scale(grad_norm(m->grads, m->table.total), 1.0),
-                   1e-4)) {
+    double t0 = now(), norm = grad_norm(m->grads, m->table.total), t1 = now();
+    bool ok = adam_step(adam, m->params, m->grads, clip_scale(norm, 1.0), 1e-4);
+    update->norm += t1 - t0, update->adam += now() - t1;
+    if (!ok) {
         fprintf(stderr, "bench: the Adam update overflowed\n");
         return -1;
     }
@@ -146,7 +153,7 @@ static int time_training(const ModelDims *dims, int B, int S, int T, int steps, 
     ForwardOptions opt = {0};
     for (int s = 0; s < warmup + steps; s++) {
         double t0 = now();
-        if (train_step(&m, &acts, &adam, &arr.batch, &opt)) return -1;
+        if (train_step(&m, &acts, &adam, &arr.batch, &opt, &(UpdateSeconds){0})) return -1;
         if (s >= warmup) ms[s - warmup] = (now() - t0) * 1e3;
     }
     out->ms_per_step = median(ms, steps);
@@ -255,16 +262,20 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
      * (steps + 2)th of the epoch, as before. */
     enum { FIRST_BATCH = 2 };
     double timed = 0;
+    UpdateSeconds update = {0};
     for (int r = -1; r < rounds; r++) {
         size_t tokens = 0, pairs = 0;
         double flops = 0;
-        if (r == 0) memset(acts.phase_seconds, 0, sizeof acts.phase_seconds);
+        if (r == 0) {
+            memset(acts.phase_seconds, 0, sizeof acts.phase_seconds);
+            update = (UpdateSeconds){0};
+        }
         double t0 = now();
         for (int s = 0; s < steps; s++) {
             size_t b = (size_t)(FIRST_BATCH + s) % plan.n_batches;
             const Batch *batch = batch_fill(&bb, &ds, plan.order + plan.start[b],
                                             (int)(plan.start[b + 1] - plan.start[b]));
-            if (train_step(&m, &acts, &adam, batch, &opt)) return -1;
+            if (train_step(&m, &acts, &adam, batch, &opt, &update)) return -1;
             tokens += (size_t)acts.n_tokens, pairs += (size_t)batch->B;
             flops += batch_flops(&REAL_DIMS, batch);
         }
@@ -296,8 +307,8 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
            "padding=%.3f rss_mb=%.0f gflops=%.1f peak_pct=%.1f\n",
            name, omp_get_max_threads(), f.tok_per_s, f.pairs_per_s, f.ms_per_step, pad / 100, rss,
            f.gflops, 100 * f.gflops / machine_peak);
-    /* where a step goes: the model's phases over every timed step; the rest is Adam, the
-     * gradient norm and filling the batch */
+    /* where a step goes: the model's phases over every timed step, the gradient norm and Adam;
+     * the rest is filling the batch */
     double steps_timed = (double)steps * rounds, in_phases = 0;
     printf("  %-10s ms/step:", "");
     for (int p = 0; p < PHASE_COUNT; p++) {
@@ -305,7 +316,10 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
                1e3 * acts.phase_seconds[p] / steps_timed);
         in_phases += acts.phase_seconds[p];
     }
-    printf(", the rest (Adam, norm, batch) %.1f\n", 1e3 * (timed - in_phases) / steps_timed);
+    double rest = timed - in_phases - update.norm - update.adam;
+    printf(", gradient norm %.1f, Adam %.1f, the rest (the batch) %.1f\n",
+           1e3 * update.norm / steps_timed, 1e3 * update.adam / steps_timed,
+           1e3 * rest / steps_timed);
     adam_free(&adam);
     model_free(&m);
     acts_free(&acts);
