@@ -93,8 +93,9 @@ int epoch_plan_make_tokens(EpochPlan *plan, const Dataset *ds, int batch_tokens,
 int batch_tokens_max_pairs(const Dataset *ds, int batch_tokens);
 /* The most pairs in one batch of this plan. */
 int epoch_plan_max_pairs(const EpochPlan *plan);
-/* A hash of the plan's batches by their content: each batch's size and its pairs' ids, in
- * order. Two plans agree exactly when they feed the model the same batches (never 0). */
+/* A 64-bit hash (FNV-1a, never 0) of the plan's batches by their content: each batch's size
+ * and its pairs' ids, in order. Plans that feed the model the same batches agree; others
+ * differ, but for a chance collision. */
 uint64_t epoch_plan_fingerprint(const EpochPlan *plan, const Dataset *ds);
 void epoch_plan_free(EpochPlan *plan);
 
