@@ -66,9 +66,12 @@ static int train_step(Model *m, Acts *acts, Adam *adam, const Batch *batch,
         return -1;
     }
     model_backward(m, acts);
-    double t0 = now(), norm = grad_norm(m->grads, m->table.total), t1 = now();
+    double t0 = now();
+    double norm = grad_norm(m->grads, m->table.total);
+    double t1 = now();
     bool ok = adam_step(adam, m->params, m->grads, clip_scale(norm, 1.0), 1e-4);
-    update->norm += t1 - t0, update->adam += now() - t1;
+    update->norm += t1 - t0;
+    update->adam += now() - t1;
     if (!ok) {
         fprintf(stderr, "bench: the Adam update overflowed\n");
         return -1;

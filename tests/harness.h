@@ -35,12 +35,6 @@ unsigned char *slurp_file(const char *path, size_t *len);
  * folder: train.tsv and dev.tsv (six pairs each), and tiny.ini, a model of size 4 trained for
  * 4 steps (validating every 2) into out_dir = run. */
 void scratch_write_setup(const Scratch *s);
-/* The bytes of a checkpoint's training state between the parameters and Adam's moments (see
- * nmt/checkpoint.h): step, epoch, batch_in_epoch, adam_t, lr_scale, best_bleu, best_dev_loss
- * (8 each), bad_validations, plateau_bad (4 each), the dropout stream (32), the time trained
- * (8) and the batches' fingerprint (8), as bin/train writes them. */
-enum { CKPT_STATE_BYTES = 7 * 8 + 2 * 4 + 32 + 8 + 8 };
-
 /* scratch_write_setup, then ../bin/train tiny.ini: run/best.ckpt and the resumable
  * run/last.ckpt exist afterwards. */
 void scratch_train_model(const Scratch *s);
@@ -84,5 +78,22 @@ void log_column(const char *path, int col, char *out, size_t size);
 /* True when the tests run under AddressSanitizer, whose shadow memory cannot live under an
  * address-space limit: tests that set one are skipped then. */
 bool under_address_sanitizer(void);
+
+/* The fixed layout of a checkpoint's header (see nmt/checkpoint.h), in bytes. */
+enum {
+    AT_VERSION = 8,
+    AT_WIDTH = 12,
+    AT_SIZES = 16, /* 8 x i32: Vs Vt E H bidirectional D A O */
+    AT_FLAGS = 48,
+    AT_RESERVED = 52,
+    AT_COUNT = 56,
+    AT_VOCABS = 64,
+};
+
+/* The bytes of a checkpoint's training state between the parameters and Adam's moments (see
+ * nmt/checkpoint.h): step, epoch, batch_in_epoch, adam_t, lr_scale, best_bleu, best_dev_loss
+ * (8 each), bad_validations, plateau_bad (4 each), the dropout stream (32), the time trained
+ * (8) and the batches' fingerprint (8), as bin/train writes them. */
+enum { CKPT_STATE_BYTES = 7 * 8 + 2 * 4 + 32 + 8 + 8 };
 
 #endif

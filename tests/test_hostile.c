@@ -366,17 +366,6 @@ END_TEST
 
 /* ---- checkpoints ------------------------------------------------------------------------ */
 
-/* The fixed layout of a checkpoint's header (see nmt/checkpoint.h), in bytes. */
-enum {
-    AT_VERSION = 8,
-    AT_WIDTH = 12,
-    AT_SIZES = 16, /* 8 x i32: Vs Vt E H bidirectional D A O */
-    AT_FLAGS = 48,
-    AT_RESERVED = 52,
-    AT_COUNT = 56,
-    AT_VOCABS = 64,
-};
-
 static uint32_t get_u32(const unsigned char *at) {
     uint32_t x;
     memcpy(&x, at, 4);
