@@ -66,10 +66,11 @@ static int train_step(Model *m, Acts *acts, Adam *adam, const Batch *batch,
         return -1;
     }
     model_backward(m, acts);
+    ZeroGrads zero = {acts->untouched, acts->n_untouched};
     double t0 = now();
-    double norm = grad_norm(m->grads, m->table.total);
+    double norm = grad_norm(m->grads, m->table.total, zero);
     double t1 = now();
-    bool ok = adam_step(adam, m->params, m->grads, clip_scale(norm, 1.0), 1e-4);
+    bool ok = adam_step(adam, m->params, m->grads, zero, clip_scale(norm, 1.0), 1e-4);
     update->norm += t1 - t0;
     update->adam += now() - t1;
     if (!ok) {

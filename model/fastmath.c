@@ -174,16 +174,28 @@ real vec_exp_sum(real *y, const real *x, size_t n, real shift) {
 
 #endif
 
-VECTOR_CLONES double vec_sum_squares(const real *x, size_t n) {
+VECTOR_CLONES void vec_sum_squares_add(double part[SUM_SQUARES_LANES], const real *x, size_t n) {
     /* 32 partial sums in a fixed pattern, as vec_dot's 16: four vectors of doubles in flight
-     * instead of one chain waiting on each addition */
-    double part[32] = {0};
+     * instead of one chain waiting on each addition; kept in a local array, which the
+     * compiler keeps in registers */
+    double lane[SUM_SQUARES_LANES];
+    memcpy(lane, part, sizeof lane);
     size_t i = 0;
-    for (; i + 32 <= n; i += 32)
+    for (; i + SUM_SQUARES_LANES <= n; i += SUM_SQUARES_LANES)
 #pragma omp simd
-        for (int j = 0; j < 32; j++) part[j] += (double)x[i + j] * x[i + j];
-    for (int j = 0; i < n; i++, j++) part[j] += (double)x[i] * x[i];
+        for (int j = 0; j < SUM_SQUARES_LANES; j++) lane[j] += (double)x[i + j] * x[i + j];
+    for (int j = 0; i < n; i++, j++) lane[j] += (double)x[i] * x[i];
+    memcpy(part, lane, sizeof lane);
+}
+
+double sum_squares_total(const double part[SUM_SQUARES_LANES]) {
     double sum = 0;
-    for (int j = 0; j < 32; j++) sum += part[j];
+    for (int j = 0; j < SUM_SQUARES_LANES; j++) sum += part[j];
     return sum;
+}
+
+double vec_sum_squares(const real *x, size_t n) {
+    double part[SUM_SQUARES_LANES] = {0};
+    vec_sum_squares_add(part, x, n);
+    return sum_squares_total(part);
 }

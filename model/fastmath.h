@@ -46,8 +46,14 @@ real vec_sum_exp(const real *x, size_t n, real shift);
 real vec_exp_sum(real *y, const real *x, size_t n, real shift);
 /* sum of x[i] * y[i], accumulated in a fixed order. */
 real vec_dot(const real *x, const real *y, size_t n);
-/* sum of x[i]^2 in double, accumulated in a fixed order (the gradient norm's). */
+/* sum of x[i]^2 in double, accumulated in a fixed order (the gradient norm's): each x[i]^2
+ * into partial sum i % SUM_SQUARES_LANES, in order of i, then the partial sums in order. */
 double vec_sum_squares(const real *x, size_t n);
+/* Its two halves, for a sum that skips runs of zeros: adding 0 leaves a partial sum as it is,
+ * so skipping whole blocks of SUM_SQUARES_LANES zeros (counted from x) gives the same bits. */
+#define SUM_SQUARES_LANES 32
+void vec_sum_squares_add(double part[SUM_SQUARES_LANES], const real *x, size_t n);
+double sum_squares_total(const double part[SUM_SQUARES_LANES]);
 /* The largest of n >= 1 values (NaNs are passed over unless x[0] is one). */
 real vec_max(const real *x, size_t n);
 

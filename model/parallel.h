@@ -17,11 +17,18 @@ int worth_parallel(double work, double threshold);
 /* Runs `for (long i = 0; i < n; i++) { body }` on the threads of a new parallel region when
  * worth_parallel(work, threshold), otherwise on this thread without entering a region (which
  * costs as much as a small loop). Iterations must be independent. Every loop of the model
- * that may run in parallel goes through this one gate. */
+ * that may run in parallel goes through this one gate. Each thread takes one contiguous
+ * share of the iterations, or with PARALLEL_FOR_DEALT every (number of threads)-th one, for
+ * iterations whose work varies along the range. */
 #define PARALLEL_FOR(i, n, work, threshold, ...)                                                   \
+    PARALLEL_FOR_SCHEDULED(schedule(static), i, n, work, threshold, __VA_ARGS__)
+#define PARALLEL_FOR_DEALT(i, n, work, threshold, ...)                                             \
+    PARALLEL_FOR_SCHEDULED(schedule(static, 1), i, n, work, threshold, __VA_ARGS__)
+#define OMP_PRAGMA(clauses) _Pragma(#clauses)
+#define PARALLEL_FOR_SCHEDULED(schedule, i, n, work, threshold, ...)                               \
     do {                                                                                           \
         if (worth_parallel((work), (threshold))) {                                                 \
-            _Pragma("omp parallel for schedule(static)") for (long i = 0; i < (long)(n); i++) {    \
+            OMP_PRAGMA(omp parallel for schedule) for (long i = 0; i < (long)(n); i++) {           \
                 __VA_ARGS__;                                                                       \
             }                                                                                      \
         } else {                                                                                   \

@@ -104,6 +104,11 @@ typedef struct {
 
 void param_table_build(ParamTable *table, const ModelDims *d);
 
+/* A run [begin, end) of the flat parameter block (and of the gradients, which mirror it). */
+typedef struct {
+    size_t begin, end;
+} ParamSpan;
+
 typedef struct {
     real *w_ih; /* [3N, in] */
     real *w_hh; /* [3N, N] */

@@ -193,12 +193,19 @@ static void acts_plan(Acts *a, const ModelDims *dims, int max_B, int max_S, int 
         attention == ACTS_KEEP || (attention == ACTS_AUTO && hidden_bytes <= KEEP_ATTENTION_BYTES);
 }
 
+/* Untouched rows of a vocabulary of V come in at most (V + 1) / 2 runs. */
+static size_t max_untouched_spans(const ModelDims *d) {
+    return (size_t)(d->src_vocab + 1) / 2 + (size_t)(d->tgt_vocab + 1) / 2;
+}
+
 double acts_bytes(const ModelDims *dims, int max_B, int max_S, int max_T, const ActsPlan *plan) {
     Acts a = {0};
     acts_plan(&a, dims, max_B, max_S, max_T, plan);
     size_t ints = (size_t)max_S * max_B + 4 * (size_t)max_T * max_B + (size_t)max_B + max_T;
     return (double)sizeof(real) * (double)(acts_layout(&a, dims, NULL) + 16) +
-           (double)sizeof(int) * (double)ints;
+           (double)sizeof(int) * (double)ints +
+           (double)sizeof(ParamSpan) * (double)max_untouched_spans(dims) +
+           (double)(dims->src_vocab > dims->tgt_vocab ? dims->src_vocab : dims->tgt_vocab);
 }
 
 int acts_init(Acts *a, const ModelDims *dims, int max_B, int max_S, int max_T, Error *err) {
@@ -215,7 +222,11 @@ int acts_init_plan(Acts *a, const ModelDims *dims, int max_B, int max_S, int max
     size_t ints = (size_t)max_S * max_B + 4 * (size_t)max_T * max_B + (size_t)max_B + max_T;
     a->block = checked_calloc(total + 16, sizeof(real), "activations", err);
     a->int_block = checked_calloc(ints, sizeof(int), "activation ids", err);
-    if (!a->block || !a->int_block) {
+    a->untouched = checked_calloc(max_untouched_spans(dims), sizeof(ParamSpan), "spans", err);
+    a->row_used = checked_calloc(
+        (size_t)(dims->src_vocab > dims->tgt_vocab ? dims->src_vocab : dims->tgt_vocab), 1,
+        "word flags", err);
+    if (!a->block || !a->int_block || !a->untouched || !a->row_used) {
         acts_free(a);
         return -1;
     }
@@ -235,6 +246,8 @@ int acts_init_plan(Acts *a, const ModelDims *dims, int max_B, int max_S, int max
 void acts_free(Acts *a) {
     free(a->block);
     free(a->int_block);
+    free(a->untouched);
+    free(a->row_used);
     memset(a, 0, sizeof *a);
 }
 
@@ -619,6 +632,38 @@ static void add_into(real *y, const real *x, size_t n) {
     PARALLEL_FOR(i, n, (double)n, 65536, y[i] += x[i]);
 }
 
+/* Appends to a->untouched the runs of rows of an embedding table (V rows of E at `offset` in
+ * the gradient block) that none of the n ids is. */
+static void add_untouched_rows(Acts *a, size_t offset, int V, int E, const int *ids, int n) {
+    memset(a->row_used, 0, (size_t)V);
+    for (int i = 0; i < n; i++) a->row_used[ids[i]] = 1;
+    for (int r = 0; r < V;) {
+        if (a->row_used[r]) {
+            r++;
+            continue;
+        }
+        int first = r;
+        while (r < V && !a->row_used[r]) r++;
+        a->untouched[a->n_untouched++] =
+            (ParamSpan){offset + (size_t)first * E, offset + (size_t)r * E};
+    }
+}
+
+/* a->untouched after a backward pass: the rows embedding_backward added nothing to, those of
+ * the source ids (every position's, padding included) and of the n packed target inputs. */
+static void find_untouched_rows(const Model *m, Acts *a, int n) {
+    const ModelDims *d = &m->dims;
+    size_t src = m->table.info[P_SRC_EMB].offset, tgt = m->table.info[P_TGT_EMB].offset;
+    a->n_untouched = 0;
+    if (src < tgt) { /* in block order, so the spans come out sorted */
+        add_untouched_rows(a, src, d->src_vocab, d->emb, a->src_ids, a->S * a->B);
+        add_untouched_rows(a, tgt, d->tgt_vocab, d->emb, a->tgt_in, n);
+    } else {
+        add_untouched_rows(a, tgt, d->tgt_vocab, d->emb, a->tgt_in, n);
+        add_untouched_rows(a, src, d->src_vocab, d->emb, a->src_ids, a->S * a->B);
+    }
+}
+
 int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOptions *opt,
                   double *loss, Error *err) {
     const ModelDims *d = &m->dims;
@@ -862,5 +907,6 @@ void model_backward(Model *m, Acts *a) {
 
     phase_end(a, PHASE_DECODER_WEIGHTS);
     encoder_backward(m, a);
+    find_untouched_rows(m, a, n);
     phase_end(a, PHASE_ENCODER_GRAD);
 }

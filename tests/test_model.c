@@ -4,6 +4,7 @@
  */
 #include <math.h>
 #include <omp.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -303,6 +304,51 @@ START_TEST(phase_timers_share_out_a_step) {
 }
 END_TEST
 
+/* Whether `word` is among the batch's source ids (every position) or its real target inputs. */
+static bool batch_holds(const Batch *b, int table, int word) {
+    for (int s = 0; s < b->B; s++)
+        for (int i = 0; i < (table == P_SRC_EMB ? b->S : b->tgt_len[s]); i++)
+            if ((table == P_SRC_EMB ? b->src[s * b->S + i] : b->tgt_in[s * b->T + i]) == word)
+                return true;
+    return false;
+}
+
+/* The spans backward reports untouched are exactly the embedding rows of the words the batch
+ * does not hold, in order, and their gradients are zero: the norm and Adam skip them. */
+START_TEST(untouched_rows_are_the_words_not_in_the_batch) {
+    Fixture f;
+    fixture_make(&f, &SPLIT, 3, 5, 4, 8);
+    forward_backward(&f, &f.rb.batch);
+    const Acts *a = &f.acts;
+    const ModelDims *d = &f.model.dims;
+    size_t next = 0, covered = 0, E = (size_t)d->emb;
+    for (size_t k = 0; k < a->n_untouched; k++) {
+        ParamSpan sp = a->untouched[k];
+        ck_assert(sp.begin >= next && sp.end > sp.begin); /* sorted, disjoint, not empty */
+        next = sp.end;
+        covered += sp.end - sp.begin;
+        for (size_t i = sp.begin; i < sp.end; i++) ck_assert(f.model.grads[i] == 0);
+    }
+    int tables[2] = {P_SRC_EMB, P_TGT_EMB}, vocab[2] = {d->src_vocab, d->tgt_vocab};
+    size_t held = 0;
+    for (int t = 0; t < 2; t++) {
+        const ParamInfo *info = &f.model.table.info[tables[t]];
+        for (int word = 0; word < vocab[t]; word++) {
+            size_t row = info->offset + (size_t)word * E;
+            bool in_span = false;
+            for (size_t k = 0; k < a->n_untouched && !in_span; k++)
+                in_span = a->untouched[k].begin <= row && row + E <= a->untouched[k].end;
+            bool holds = batch_holds(&f.rb.batch, tables[t], word);
+            ck_assert_msg(in_span == !holds, "table %d word %d", t, word);
+            held += holds;
+        }
+    }
+    ck_assert(held > 0 && held < 40); /* a few words of 700: most rows are skipped */
+    ck_assert_uint_eq(covered, ((size_t)d->src_vocab + d->tgt_vocab - held) * E);
+    fixture_free(&f);
+}
+END_TEST
+
 START_TEST(attention_rows_sum_to_one_and_skip_padding) {
     enum { B = 5, S = 7, T = 6 };
     Fixture f;
@@ -562,6 +608,7 @@ Suite *model_suite(void) {
     tcase_add_test(tc, gradients_match_finite_differences);
     tcase_add_test(tc, padding_does_not_leak);
     tcase_add_test(tc, output_layer_chunks_change_nothing);
+    tcase_add_test(tc, untouched_rows_are_the_words_not_in_the_batch);
     tcase_add_test(tc, default_plan_is_smaller);
     tcase_add_test(tc, attention_rows_sum_to_one_and_skip_padding);
     tcase_add_test(tc, phase_timers_share_out_a_step);

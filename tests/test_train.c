@@ -83,8 +83,9 @@ static void train_steps(NmtModel *nm, const Dataset *ds, Adam *adam, int steps, 
         ck_assert(model_forward(&nm->model, &acts, batch, &opt, &losses[s], &err) == 0);
         model_zero_grad(&nm->model);
         model_backward(&nm->model, &acts);
-        double norm = grad_norm(nm->model.grads, nm->model.table.total);
-        adam_step(adam, nm->model.params, nm->model.grads, clip_scale(norm, 1.0), 0.01);
+        double norm = grad_norm(nm->model.grads, nm->model.table.total, NO_ZERO_GRADS);
+        adam_step(adam, nm->model.params, nm->model.grads, NO_ZERO_GRADS, clip_scale(norm, 1.0),
+                  0.01);
     }
     acts_free(&acts);
     batch_buffer_free(&bb);
@@ -241,21 +242,22 @@ END_TEST
 
 START_TEST(clipping_bounds_the_norm) {
     real g[4] = {3, 4, 0, 0};
-    double norm = grad_norm(g, 4);
+    double norm = grad_norm(g, 4, NO_ZERO_GRADS);
     ck_assert_double_eq_tol(norm, 5, 1e-9);
     real scale = clip_scale(norm, 1.0), clipped[4];
     for (int i = 0; i < 4; i++) clipped[i] = g[i] * scale;
-    ck_assert_double_eq_tol(grad_norm(clipped, 4), 1, 1e-5);
-    ck_assert(clip_scale(grad_norm((real[]){0.3f, 0.4f}, 2), 1.0) == 1); /* within the limit */
-    ck_assert(clip_scale(5, 0) == 1);                                    /* 0: no clipping */
+    ck_assert_double_eq_tol(grad_norm(clipped, 4, NO_ZERO_GRADS), 1, 1e-5);
+    ck_assert(clip_scale(grad_norm((real[]){0.3f, 0.4f}, 2, NO_ZERO_GRADS), 1.0) ==
+              1);                     /* within the limit */
+    ck_assert(clip_scale(5, 0) == 1); /* 0: no clipping */
     /* Adam reads the gradients scaled: the same update as from scaled gradients */
     Adam a, b;
     Error err;
     ck_assert(adam_init(&a, 4, 0.9, 0.999, 1e-8, &err) == 0);
     ck_assert(adam_init(&b, 4, 0.9, 0.999, 1e-8, &err) == 0);
     real p[4] = {1, 2, 3, 4}, q[4] = {1, 2, 3, 4};
-    adam_step(&a, p, g, scale, 0.1);
-    adam_step(&b, q, clipped, 1, 0.1);
+    adam_step(&a, p, g, NO_ZERO_GRADS, scale, 0.1);
+    adam_step(&b, q, clipped, NO_ZERO_GRADS, 1, 0.1);
     ck_assert(memcmp(p, q, sizeof p) == 0);
     adam_free(&a);
     adam_free(&b);
@@ -275,7 +277,8 @@ START_TEST(adam_two_steps_by_hand) {
     Error err;
     ck_assert(adam_init(&adam, 2, 0.9, 0.999, 1e-8, &err) == 0);
     real p[2] = {0, 0}, g1[2] = {3, 4}, g2[2] = {0.3f, -0.4f};
-    ck_assert(adam_step(&adam, p, g1, clip_scale(grad_norm(g1, 2), 1.0), 0.1));
+    ck_assert(adam_step(&adam, p, g1, NO_ZERO_GRADS,
+                        clip_scale(grad_norm(g1, 2, NO_ZERO_GRADS), 1.0), 0.1));
     ck_assert(g1[0] == 0 && g1[1] == 0); /* consumed: ready for the next backward pass */
     ck_assert_double_eq_tol(adam.m[0], 0.06, 1e-7);
     ck_assert_double_eq_tol(adam.m[1], 0.08, 1e-7);
@@ -283,7 +286,8 @@ START_TEST(adam_two_steps_by_hand) {
     ck_assert_double_eq_tol(adam.v[1], 0.00064, 1e-8);
     ck_assert_double_eq_tol(p[0], -0.1, 1e-6);
     ck_assert_double_eq_tol(p[1], -0.1, 1e-6);
-    ck_assert(adam_step(&adam, p, g2, clip_scale(grad_norm(g2, 2), 1.0), 0.1));
+    ck_assert(adam_step(&adam, p, g2, NO_ZERO_GRADS,
+                        clip_scale(grad_norm(g2, 2, NO_ZERO_GRADS), 1.0), 0.1));
     ck_assert_uint_eq(adam.t, 2);
     ck_assert_double_eq_tol(adam.m[0], 0.084, 1e-7);
     ck_assert_double_eq_tol(adam.m[1], 0.032, 1e-7);
@@ -292,6 +296,59 @@ START_TEST(adam_two_steps_by_hand) {
     ck_assert_double_eq_tol(p[0], -0.193217960, tol);
     ck_assert_double_eq_tol(p[1], -0.126633702, tol);
     adam_free(&adam);
+}
+END_TEST
+
+/* Gradients with runs of zeros that the norm and Adam are told of: the same norm and the same
+ * parameters and moments, bit for bit, as when they read the zeros. The runs start and end
+ * anywhere (inside a block of the norm's lanes, across the 64 chunks, at either end, next to
+ * each other), and the skipped parameters still move by their moments. */
+START_TEST(skipping_zero_gradients_changes_no_bit) {
+    enum { N = 64 * 101 + 13 };
+    static const ParamSpan spans[] = {{0, 5},       {40, 41},     {64, 200},    {200, 231},
+                                      {300, 1500},  {1501, 1533}, {2000, 2032}, {4100, 4700},
+                                      {5000, 5001}, {6390, N}};
+    ZeroGrads zero = {spans, sizeof spans / sizeof spans[0]};
+    Adam dense, sparse;
+    Error err;
+    ck_assert(adam_init(&dense, N, 0.9, 0.999, 1e-8, &err) == 0);
+    ck_assert(adam_init(&sparse, N, 0.9, 0.999, 1e-8, &err) == 0);
+    static real p[N], q[N], g[N], h[N];
+    Rng rng;
+    rng_seed(&rng, 5, 0);
+    for (int i = 0; i < N; i++) p[i] = q[i] = (real)rng_normal(&rng);
+    for (int step = 0; step < 3; step++) {
+        /* magnitudes 2^-20 to 2^20, so that a sum in another order rounds otherwise */
+        for (int i = 0; i < N; i++)
+            g[i] = (real)ldexp(rng_normal(&rng), (int)rng_below(&rng, 41) - 20);
+        if (step > 0) /* the first step fills every moment */
+            for (size_t k = 0; k < zero.count; k++)
+                for (size_t i = spans[k].begin; i < spans[k].end; i++) g[i] = 0;
+        memcpy(h, g, sizeof g);
+        double norm = grad_norm(g, N, NO_ZERO_GRADS);
+        ck_assert(grad_norm(h, N, step > 0 ? zero : NO_ZERO_GRADS) == norm);
+        real before = q[spans[4].begin];
+        ck_assert(adam_step(&dense, p, g, NO_ZERO_GRADS, clip_scale(norm, 1.0), 0.01));
+        ck_assert(
+            adam_step(&sparse, q, h, step > 0 ? zero : NO_ZERO_GRADS, clip_scale(norm, 1.0), 0.01));
+        ck_assert(memcmp(p, q, sizeof p) == 0);
+        ck_assert(memcmp(dense.m, sparse.m, sizeof p) == 0);
+        ck_assert(memcmp(dense.v, sparse.v, sizeof p) == 0);
+        for (int i = 0; i < N; i++) ck_assert(h[i] == 0);
+        ck_assert(q[spans[4].begin] != before);
+    }
+    adam_free(&dense);
+    adam_free(&sparse);
+    /* The norm's lanes count from each chunk's start (chunks of 512 here): 2^54 and twelve
+     * 1s in lane 0 sum to 2^54 (each 1 rounds away), while in another lane the 1s would add
+     * 12 to the total. Skipping zeros must not move them: not a run shorter than a block,
+     * and of a longer one, only its whole blocks. */
+    enum { M = 64 * 512 };
+    static real x[M];
+    x[0] = 0x1p27f;
+    for (int i = 32; i < 512; i += 32) x[i] = i < 100 || i >= 200;
+    ck_assert(grad_norm(x, M, NO_ZERO_GRADS) == 0x1p27);
+    ck_assert(grad_norm(x, M, (ZeroGrads){(ParamSpan[]){{1, 5}, {100, 200}}, 2}) == 0x1p27);
 }
 END_TEST
 
@@ -306,7 +363,7 @@ START_TEST(adam_reports_an_overflow) {
     real p[2] = {big, 0}, g[2] = {-1, 1};
     /* the first update moves each parameter by lr against its gradient's sign (m / sqrt(v)
      * is 1 after bias correction): p[0] = big + lr overflows, p[1] = -lr does not */
-    ck_assert(!adam_step(&adam, p, g, 1, (double)big / 10));
+    ck_assert(!adam_step(&adam, p, g, NO_ZERO_GRADS, 1, (double)big / 10));
     ck_assert(isinf(p[0]) && isfinite(p[1]));
     ck_assert(g[0] == 0 && g[1] == 0);
     adam_free(&adam);
@@ -401,6 +458,7 @@ Suite *train_suite(void) {
     tcase_add_test(tc, clipping_bounds_the_norm);
     tcase_add_test(tc, adam_two_steps_by_hand);
     tcase_add_test(tc, adam_reports_an_overflow);
+    tcase_add_test(tc, skipping_zero_gradients_changes_no_bit);
     tcase_add_test(tc, learning_rate_schedules);
     tcase_add_test(tc, ranks_share_each_batch);
     suite_add_tcase(s, tc);

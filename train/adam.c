@@ -28,52 +28,125 @@ void adam_free(Adam *adam) {
     memset(adam, 0, sizeof *adam);
 }
 
-/* The update of parameters [first, end); returns whether one came out non-finite. Each value
- * is updated on its own, so every instruction set gives the same bits. */
+/* A chunk [start, end) of the block walked in pieces: alternately a run outside the zero
+ * spans and one inside, the latter shrunk to whole multiples of `align` counted from start. */
+typedef struct {
+    const ParamSpan *span, *last; /* the next span that may reach into the chunk; the end */
+    size_t at, start, end, align;
+} Pieces;
+
+static Pieces pieces_of(ZeroGrads zero, size_t start, size_t end, size_t align) {
+    size_t lo = 0, hi = zero.count; /* the first span that ends after start */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (zero.spans[mid].end <= start)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (Pieces){zero.spans + lo, zero.spans + zero.count, start, start, end, align};
+}
+
+/* The next piece, [*first, *end), and whether it lies in a zero span; false at the end. */
+static bool next_piece(Pieces *p, size_t *first, size_t *end, bool *zero) {
+    if (p->at >= p->end) return false;
+    *first = p->at;
+    for (; p->span < p->last && p->span->begin < p->end; p->span++) {
+        size_t a = p->span->begin > p->at ? p->span->begin : p->at;
+        size_t b = p->span->end < p->end ? p->span->end : p->end;
+        a = p->start + (a - p->start + p->align - 1) / p->align * p->align;
+        b = p->start + (b - p->start) / p->align * p->align;
+        if (b <= a) continue; /* no whole block: read as it is */
+        *zero = a == p->at;
+        *end = p->at = *zero ? b : a;
+        if (*zero) p->span++;
+        return true;
+    }
+    *zero = false;
+    *end = p->at = p->end;
+    return true;
+}
+
+/* The update of parameters [first, end), from grads, or from zero gradients when grads is NULL
+ * (the same arithmetic, so the same bits); returns whether one came out non-finite. Each
+ * value is updated on its own, so every instruction set gives the same bits. */
 AVX2_CLONES static int adam_range(const Adam *adam, real *params, real *grads, real grad_scale,
                                   real step, real inv_c2, size_t first, size_t end) {
     real b1 = (real)adam->beta1, b2 = (real)adam->beta2, eps = (real)adam->eps;
     real *m = adam->m, *v = adam->v;
     int bad = 0;
+#define ADAM_UPDATE(g)                                                                             \
+    m[i] = b1 * m[i] + (1 - b1) * (g);                                                             \
+    v[i] = b2 * v[i] + (1 - b2) * (g) * (g);                                                       \
+    params[i] -= step * m[i] / (sqrt(v[i] * inv_c2) + eps);                                        \
+    bad |= !isfinite(params[i])
+    if (grads) {
 #pragma omp simd reduction(| : bad)
-    for (size_t i = first; i < end; i++) {
-        real g = grads[i] * grad_scale;
-        grads[i] = 0;
-        m[i] = b1 * m[i] + (1 - b1) * g;
-        v[i] = b2 * v[i] + (1 - b2) * g * g;
-        params[i] -= step * m[i] / (sqrt(v[i] * inv_c2) + eps);
-        bad |= !isfinite(params[i]);
+        for (size_t i = first; i < end; i++) {
+            real g = grads[i] * grad_scale;
+            grads[i] = 0;
+            ADAM_UPDATE(g);
+        }
+    } else {
+        const real g = 0;
+#pragma omp simd reduction(| : bad)
+        for (size_t i = first; i < end; i++) {
+            ADAM_UPDATE(g);
+        }
     }
+#undef ADAM_UPDATE
     return bad;
 }
 
-bool adam_step(Adam *adam, real *params, real *grads, real grad_scale, double lr) {
+/* adam_range over chunk [first, end), piece by piece. */
+static int adam_chunk(const Adam *adam, real *params, real *grads, ZeroGrads zero, real grad_scale,
+                      real step, real inv_c2, size_t first, size_t end) {
+    Pieces p = pieces_of(zero, first, end, 1);
+    size_t a, b;
+    bool is_zero;
+    int bad = 0;
+    while (next_piece(&p, &a, &b, &is_zero))
+        bad |= adam_range(adam, params, is_zero ? NULL : grads, grad_scale, step, inv_c2, a, b);
+    return bad;
+}
+
+bool adam_step(Adam *adam, real *params, real *grads, ZeroGrads zero, real grad_scale, double lr) {
     adam->t++;
     double c1 = 1 - pow(adam->beta1, (double)adam->t), c2 = 1 - pow(adam->beta2, (double)adam->t);
     real step = (real)(lr / c1), inv_c2 = (real)(1 / c2);
     /* one pass over the four arrays also zeroes the gradients and checks the parameters: the
      * step of a short batch is short, and each extra pass over every parameter shows in it */
     enum { CHUNKS = 64 };
-    int bad[CHUNKS];
+    int bad[CHUNKS] = {0};
     size_t n = adam->n, per = (n + CHUNKS - 1) / CHUNKS;
-    PARALLEL_FOR(c, CHUNKS, (double)n, 100000, size_t first = (size_t)c * per;
-                 size_t end = first + per < n ? first + per : n;
-                 bad[c] = first < n &&
-                          adam_range(adam, params, grads, grad_scale, step, inv_c2, first, end));
+    PARALLEL_FOR_DEALT(c, CHUNKS, (double)n, 100000, size_t first = (size_t)c * per;
+                       bad[c] = adam_chunk(adam, params, grads, zero, grad_scale, step, inv_c2,
+                                           first, first + per < n ? first + per : n));
     for (int c = 0; c < CHUNKS; c++)
         if (bad[c]) return false;
     return true;
 }
 
-double grad_norm(const real *grads, size_t n) {
+/* The sum of squares of chunk [first, end), vec_sum_squares's bit for bit: the zero spans are
+ * skipped in whole blocks of its lanes, counted from first. */
+static double chunk_sum_squares(const real *grads, ZeroGrads zero, size_t first, size_t end) {
+    double lanes[SUM_SQUARES_LANES] = {0};
+    Pieces p = pieces_of(zero, first, end, SUM_SQUARES_LANES);
+    size_t a, b;
+    bool is_zero;
+    while (next_piece(&p, &a, &b, &is_zero))
+        if (!is_zero) vec_sum_squares_add(lanes, grads + a, b - a);
+    return sum_squares_total(lanes);
+}
+
+double grad_norm(const real *grads, size_t n, ZeroGrads zero) {
     /* Fixed chunks summed in a fixed order: the same result for any number of threads. */
     enum { CHUNKS = 64 };
     double part[CHUNKS];
     size_t per = (n + CHUNKS - 1) / CHUNKS;
-    PARALLEL_FOR(c, CHUNKS, (double)n, 100000, size_t first = (size_t)c * per;
-                 part[c] = first < n
-                               ? vec_sum_squares(grads + first, n - first < per ? n - first : per)
-                               : 0);
+    PARALLEL_FOR_DEALT(
+        c, CHUNKS, (double)n, 100000, size_t first = (size_t)c * per;
+        part[c] = chunk_sum_squares(grads, zero, first, first + per < n ? first + per : n));
     double total = 0;
     for (int c = 0; c < CHUNKS; c++) total += part[c];
     return sqrt(total);

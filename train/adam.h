@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "base/base.h"
+#include "model/params.h"
 #include "train/config.h"
 
 typedef struct {
@@ -25,15 +26,24 @@ typedef struct {
 
 int adam_init(Adam *adam, size_t n, double beta1, double beta2, double eps, Error *err);
 void adam_free(Adam *adam);
+/* The gradients known to be zero: sorted, disjoint spans of the block (model_backward's
+ * untouched embedding rows), or none (spans NULL, count 0). The passes over every gradient
+ * skip reading them, which gives the same results, bit for bit, as reading their zeros. */
+typedef struct {
+    const ParamSpan *spans;
+    size_t count;
+} ZeroGrads;
+#define NO_ZERO_GRADS ((ZeroGrads){NULL, 0})
+
 /* One Adam update with the gradients multiplied by grad_scale as they are read (clipping: see
  * clip_scale), which spares a pass that would scale them in place first. It consumes the
  * gradients: each is zeroed once read, so the next backward pass accumulates into zeros
  * without a pass of its own. Returns false when an updated parameter is not finite (finite
  * gradients can still overflow one, e.g. from damaged moments). */
-bool adam_step(Adam *adam, real *params, real *grads, real grad_scale, double lr);
+bool adam_step(Adam *adam, real *params, real *grads, ZeroGrads zero, real grad_scale, double lr);
 
 /* The L2 norm of all gradients (accumulated in double, in a fixed order). */
-double grad_norm(const real *grads, size_t n);
+double grad_norm(const real *grads, size_t n, ZeroGrads zero);
 /* The factor that brings a gradient of this norm down to max_norm: 1 when the norm is within
  * it or max_norm is 0 (no clipping). */
 real clip_scale(double norm, double max_norm);

@@ -473,7 +473,11 @@ static int train_step(Trainer *tr, const Batch *batch, const ForwardOptions *fwd
     if (dist_reduce_step(&tr->dist, m->grads, m->table.total, loss, &n_tokens, stop, &used, err))
         return -1;
     tr->signal = stop[STOP_SIGNAL], tr->out_of_time = stop[STOP_TIME];
-    double norm = grad_norm(m->grads, m->table.total);
+    /* the rows backward left alone are still zero, unless other ranks' batches added to them */
+    ZeroGrads zero = NO_ZERO_GRADS;
+    if (batch->B > 0 && tr->dist.size == 1)
+        zero = (ZeroGrads){tr->acts.untouched, tr->acts.n_untouched};
+    double norm = grad_norm(m->grads, m->table.total, zero);
     if (!isfinite(*loss) || !isfinite(norm)) {
         char what[64];
         snprintf(what, sizeof what, "the %s is %g", isfinite(*loss) ? "gradient norm" : "loss",
@@ -481,7 +485,7 @@ static int train_step(Trainer *tr, const Batch *batch, const ForwardOptions *fwd
         return diverged(tr, what, err);
     }
     p->lr = schedule_lr(&tr->cfg->optim, tr->state.step, tr->state.lr_scale, used);
-    if (!adam_step(&tr->adam, m->params, m->grads, clip_scale(norm, tr->cfg->optim.clip_norm),
+    if (!adam_step(&tr->adam, m->params, m->grads, zero, clip_scale(norm, tr->cfg->optim.clip_norm),
                    p->lr))
         return diverged(tr, "the Adam update overflowed", err);
     tr->state.step++;
