@@ -188,6 +188,17 @@ VECTOR_CLONES void vec_sum_squares_add(double part[SUM_SQUARES_LANES], const rea
     memcpy(part, lane, sizeof lane);
 }
 
+VECTOR_CLONES double vec_sum(const real *x, size_t n) {
+    /* vec_sum_squares's pattern of partial sums */
+    double lane[SUM_SQUARES_LANES] = {0};
+    size_t i = 0;
+    for (; i + SUM_SQUARES_LANES <= n; i += SUM_SQUARES_LANES)
+#pragma omp simd
+        for (int j = 0; j < SUM_SQUARES_LANES; j++) lane[j] += (double)x[i + j];
+    for (int j = 0; i < n; i++, j++) lane[j] += (double)x[i];
+    return sum_squares_total(lane);
+}
+
 double sum_squares_total(const double part[SUM_SQUARES_LANES]) {
     double sum = 0;
     for (int j = 0; j < SUM_SQUARES_LANES; j++) sum += part[j];

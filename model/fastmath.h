@@ -54,6 +54,8 @@ double vec_sum_squares(const real *x, size_t n);
 #define SUM_SQUARES_LANES 32
 void vec_sum_squares_add(double part[SUM_SQUARES_LANES], const real *x, size_t n);
 double sum_squares_total(const double part[SUM_SQUARES_LANES]);
+/* sum of x[i] in double, accumulated in a fixed order (vec_sum_squares's). */
+double vec_sum(const real *x, size_t n);
 /* The largest of n >= 1 values (NaNs are passed over unless x[0] is one). */
 real vec_max(const real *x, size_t n);
 

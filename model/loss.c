@@ -23,11 +23,10 @@ real log_sum_exp(const real *x, int n) {
     return max + log(vec_sum_exp(x, (size_t)n, max));
 }
 
-/* The mean of a row, in double (label smoothing's term). */
+/* The mean of a row, in double (label smoothing's term); vectorised, as a plain loop in double
+ * took a quarter of the output layer's time with Vt = 16,004. */
 static double row_mean(const real *z, int V) {
-    double sum = 0;
-    for (int j = 0; j < V; j++) sum += z[j];
-    return sum / V;
+    return vec_sum(z, (size_t)V) / V;
 }
 
 /* The loss of a row with target y > 0 from lse, z_y and (with smoothing) the row's mean, in

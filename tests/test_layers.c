@@ -524,9 +524,10 @@ START_TEST(vector_reductions) {
     rng_seed(&rng, 4, 0);
     fill_random(x, N, &rng, 3);
     fill_random(y, N, &rng, 3);
-    double dot = 0, sum_exp = 0, squares = 0, top = x[0];
+    double dot = 0, sum_exp = 0, squares = 0, sum = 0, top = x[0];
     for (int i = 0; i < N; i++) {
         dot += (double)x[i] * y[i];
+        sum += x[i];
         squares += (double)x[i] * x[i];
         sum_exp += exp((double)x[i] - 1);
         if (x[i] > top) top = x[i];
@@ -537,6 +538,8 @@ START_TEST(vector_reductions) {
     ck_assert(vec_sum_squares(x, 5) == (double)x[0] * x[0] + (double)x[1] * x[1] +
                                            (double)x[2] * x[2] + (double)x[3] * x[3] +
                                            (double)x[4] * x[4]);
+    ck_assert_double_eq_tol(vec_sum(x, N), sum, 1e-12 * squares);
+    ck_assert(vec_sum(x, 3) == (double)x[0] + x[1] + x[2] && vec_sum(x, 0) == 0);
     ck_assert(vec_max(x, N) == (real)top);
     /* a NaN after the first value is passed over; a NaN first is the answer */
     int largest = 0;
