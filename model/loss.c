@@ -79,10 +79,16 @@ VECTOR_CLONES static void xent_train_group(real *logits, const real *bias, real 
         real sum = vec_exp_sum(z, z, (size_t)V, max);
         lse[r] = max + log(sum);
         nll[r] = row_nll(lse[r], z_target, mean_z, eps);
+        /* z_j = scale (p_j - eps / V), added into the bias gradient in the same pass; the
+         * target's, less scale (1 - eps), goes in afterwards, with the same arithmetic */
         real p_scale = scale / sum, smooth = scale * eps / V;
-        for (int j = 0; j < V; j++) z[j] = z[j] * p_scale - smooth;
-        z[y] -= scale * (1 - eps);
-        for (int j = 0; j < V; j++) part[j] += z[j];
+        real z_y = z[y] * p_scale - smooth, part_y = part[y];
+        z_y -= scale * (1 - eps);
+        for (int j = 0; j < V; j++) {
+            z[j] = z[j] * p_scale - smooth;
+            part[j] += z[j];
+        }
+        z[y] = z_y, part[y] = part_y + z_y;
     }
 }
 
