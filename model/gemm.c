@@ -507,6 +507,12 @@ __attribute__((target("avx512f"))) static void kernel_t_avx512(int kc, const flo
     for (int j = 0; j < 8; j++) bj[j] = b + imin(j, nj - 1) * ldb;
     for (int k = 0; k < kc; k++, a += A512_NR) {
         __m512 a0 = _mm512_load_ps(a), a1 = _mm512_load_ps(a + 16);
+        /* the next call's 8 rows of B, a line of each per 16 k: rows 1-3 KB long, far apart,
+         * are too short for the hardware prefetchers, and without this each waited on L3 */
+        if (k % 16 == 0)
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; j++)
+                _mm_prefetch((const char *)(bj[j] + 8 * ldb + k), _MM_HINT_T1);
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++) {
             /* the same product B(k,j) A(i,k) as the normal kernel's A(i,k) B(k,j) */
