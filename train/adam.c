@@ -115,7 +115,9 @@ bool adam_step(Adam *adam, real *params, real *grads, ZeroGrads zero, real grad_
     double c1 = 1 - pow(adam->beta1, (double)adam->t), c2 = 1 - pow(adam->beta2, (double)adam->t);
     real step = (real)(lr / c1), inv_c2 = (real)(1 / c2);
     /* one pass over the four arrays also zeroes the gradients and checks the parameters: the
-     * step of a short batch is short, and each extra pass over every parameter shows in it */
+     * step of a short batch is short, and each extra pass over every parameter shows in it.
+     * The chunks are dealt out in turn: the skipped embedding rows come first in the block, and
+     * in halves one thread would get most of them and the other most of the work. */
     enum { CHUNKS = 64 };
     int bad[CHUNKS] = {0};
     size_t n = adam->n, per = (n + CHUNKS - 1) / CHUNKS;
@@ -140,7 +142,8 @@ static double chunk_sum_squares(const real *grads, ZeroGrads zero, size_t first,
 }
 
 double grad_norm(const real *grads, size_t n, ZeroGrads zero) {
-    /* Fixed chunks summed in a fixed order: the same result for any number of threads. */
+    /* Fixed chunks summed in a fixed order: the same result for any number of threads; dealt
+     * out as Adam's. */
     enum { CHUNKS = 64 };
     double part[CHUNKS];
     size_t per = (n + CHUNKS - 1) / CHUNKS;
