@@ -25,10 +25,10 @@ int worth_parallel(double work, double threshold);
 #define PARALLEL_FOR_DEALT(i, n, work, threshold, ...)                                             \
     PARALLEL_FOR_SCHEDULED(schedule(static, 1), i, n, work, threshold, __VA_ARGS__)
 #define OMP_PRAGMA(clauses) _Pragma(#clauses)
-#define PARALLEL_FOR_SCHEDULED(schedule, i, n, work, threshold, ...)                               \
+#define PARALLEL_FOR_SCHEDULED(clause, i, n, work, threshold, ...)                                 \
     do {                                                                                           \
         if (worth_parallel((work), (threshold))) {                                                 \
-            OMP_PRAGMA(omp parallel for schedule) for (long i = 0; i < (long)(n); i++) {           \
+            OMP_PRAGMA(omp parallel for clause) for (long i = 0; i < (long)(n); i++) {             \
                 __VA_ARGS__;                                                                       \
             }                                                                                      \
         } else {                                                                                   \
