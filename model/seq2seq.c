@@ -198,6 +198,11 @@ static size_t max_untouched_spans(const ModelDims *d) {
     return (size_t)(d->src_vocab + 1) / 2 + (size_t)(d->tgt_vocab + 1) / 2;
 }
 
+/* The larger vocabulary: the rows of Acts.row_used. */
+static size_t largest_vocab(const ModelDims *d) {
+    return (size_t)(d->src_vocab > d->tgt_vocab ? d->src_vocab : d->tgt_vocab);
+}
+
 double acts_bytes(const ModelDims *dims, int max_B, int max_S, int max_T, const ActsPlan *plan) {
     Acts a = {0};
     acts_plan(&a, dims, max_B, max_S, max_T, plan);
@@ -205,7 +210,7 @@ double acts_bytes(const ModelDims *dims, int max_B, int max_S, int max_T, const 
     return (double)sizeof(real) * (double)(acts_layout(&a, dims, NULL) + 16) +
            (double)sizeof(int) * (double)ints +
            (double)sizeof(ParamSpan) * (double)max_untouched_spans(dims) +
-           (double)(dims->src_vocab > dims->tgt_vocab ? dims->src_vocab : dims->tgt_vocab);
+           (double)largest_vocab(dims);
 }
 
 int acts_init(Acts *a, const ModelDims *dims, int max_B, int max_S, int max_T, Error *err) {
@@ -223,9 +228,7 @@ int acts_init_plan(Acts *a, const ModelDims *dims, int max_B, int max_S, int max
     a->block = checked_calloc(total + 16, sizeof(real), "activations", err);
     a->int_block = checked_calloc(ints, sizeof(int), "activation ids", err);
     a->untouched = checked_calloc(max_untouched_spans(dims), sizeof(ParamSpan), "spans", err);
-    a->row_used = checked_calloc(
-        (size_t)(dims->src_vocab > dims->tgt_vocab ? dims->src_vocab : dims->tgt_vocab), 1,
-        "word flags", err);
+    a->row_used = checked_calloc(largest_vocab(dims), 1, "word flags", err);
     if (!a->block || !a->int_block || !a->untouched || !a->row_used) {
         acts_free(a);
         return -1;
@@ -650,18 +653,14 @@ static void add_untouched_rows(Acts *a, size_t offset, int V, int E, const int *
 }
 
 /* a->untouched after a backward pass: the rows embedding_backward added nothing to, those of
- * the source ids (every position's, padding included) and of the n packed target inputs. */
+ * the source ids (every position's, padding included) and of the n packed target inputs.
+ * The table puts src_emb before tgt_emb (the spec's order), so the spans come out sorted. */
 static void find_untouched_rows(const Model *m, Acts *a, int n) {
     const ModelDims *d = &m->dims;
-    size_t src = m->table.info[P_SRC_EMB].offset, tgt = m->table.info[P_TGT_EMB].offset;
     a->n_untouched = 0;
-    if (src < tgt) { /* in block order, so the spans come out sorted */
-        add_untouched_rows(a, src, d->src_vocab, d->emb, a->src_ids, a->S * a->B);
-        add_untouched_rows(a, tgt, d->tgt_vocab, d->emb, a->tgt_in, n);
-    } else {
-        add_untouched_rows(a, tgt, d->tgt_vocab, d->emb, a->tgt_in, n);
-        add_untouched_rows(a, src, d->src_vocab, d->emb, a->src_ids, a->S * a->B);
-    }
+    add_untouched_rows(a, m->table.info[P_SRC_EMB].offset, d->src_vocab, d->emb, a->src_ids,
+                       a->S * a->B);
+    add_untouched_rows(a, m->table.info[P_TGT_EMB].offset, d->tgt_vocab, d->emb, a->tgt_in, n);
 }
 
 int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOptions *opt,
