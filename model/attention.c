@@ -60,10 +60,7 @@ static void sentence_forward(real *context, real *alpha, real *energy, real *hid
     attention_weights(a, energy ? energy + (size_t)b * S : NULL, L, S);
     if (!context) return;
     memset(c, 0, sizeof(real) * (size_t)K);
-    for (int i = 0; i < L; i++) {
-        const real *h = enc_h + ((size_t)b * S + i) * K;
-        for (int j = 0; j < K; j++) c[j] += a[i] * h[j];
-    }
+    for (int i = 0; i < L; i++) vec_add_scaled(c, a[i], enc_h + ((size_t)b * S + i) * K, (size_t)K);
 }
 
 void attention_forward(real *context, real *alpha, real *energy, real *hidden, const real *query,
@@ -82,10 +79,24 @@ static void context_softmax_backward(real *de, real *dh, const real *dc, const r
     real weighted = 0; /* sum_i alpha_i dalpha_i */
     for (int i = 0; i < L; i++) {
         de[i] = vec_dot(dc, h + (size_t)i * K, (size_t)K);
-        for (int j = 0; j < K; j++) dh[(size_t)i * K + j] += a[i] * dc[j];
+        vec_add_scaled(dh + (size_t)i * K, a[i], dc, (size_t)K);
         weighted += a[i] * de[i];
     }
     for (int i = 0; i < S; i++) de[i] = i < L ? a[i] * (de[i] - weighted) : 0;
+}
+
+/* One position's part of the additive score's backward: e_i = v . hidden_i, hidden_i =
+ * tanh(q + k_i), so dv += de_i hidden_i and d(q + k_i) = de_i * v * (1 - hidden_i^2), added to
+ * dq and dk_i. In vector clones (with restrict: the loop was scalar while these could alias). */
+VECTOR_CLONES static void hidden_backward(real *restrict dv, real *restrict dq, real *restrict dk,
+                                          const real *restrict hid, const real *restrict v,
+                                          real de_i, int A) {
+    for (int j = 0; j < A; j++) {
+        real dpre = de_i * v[j] * (1 - hid[j] * hid[j]);
+        dv[j] += de_i * hid[j];
+        dq[j] += dpre;
+        dk[j] += dpre;
+    }
 }
 
 /* Sentence b of attention_backward. */
@@ -94,23 +105,14 @@ static void sentence_backward(real *dquery, real *denergy, real *dkeys, real *de
                               const real *enc_h, const int *src_len, const real *v, int b, int S,
                               int A, int K) {
     const real *dc = dcontext + (size_t)b * K, *a = alpha + (size_t)b * S;
-    real *dq = dquery + (size_t)b * A, *de = denergy + (size_t)b * S, *dv_b = dv + (size_t)b * A;
+    real *dq = dquery + (size_t)b * A, *de = denergy + (size_t)b * S;
     int L = src_len[b];
     context_softmax_backward(de, denc_h + (size_t)b * S * K, dc, a, enc_h + (size_t)b * S * K, L, S,
                              K);
     memset(dq, 0, sizeof(real) * (size_t)A);
-    for (int i = 0; i < L; i++) {
-        /* e_i = v . hidden_i, hidden_i = tanh(q + k_i): dv += de_i hidden_i and
-         * d(q + k_i) = de_i * v * (1 - hidden_i^2) */
-        const real *hid = hidden + ((size_t)b * S + i) * A;
-        real *dk = dkeys + ((size_t)b * S + i) * A;
-        for (int j = 0; j < A; j++) {
-            real dpre = de[i] * v[j] * (1 - hid[j] * hid[j]);
-            dv_b[j] += de[i] * hid[j];
-            dq[j] += dpre;
-            dk[j] += dpre;
-        }
-    }
+    for (int i = 0; i < L; i++)
+        hidden_backward(dv + (size_t)b * A, dq, dkeys + ((size_t)b * S + i) * A,
+                        hidden + ((size_t)b * S + i) * A, v, de[i], A);
 }
 
 void attention_backward(real *dquery, real *denergy, real *dkeys, real *denc_h, real *dv,
@@ -145,10 +147,7 @@ static void product_sentence_forward(real *context, real *alpha, real *energy, c
     attention_weights(a, energy ? energy + (size_t)b * S : NULL, L, S);
     if (!context) return;
     memset(c, 0, sizeof(real) * (size_t)K);
-    for (int i = 0; i < L; i++) {
-        const real *h = enc_h + ((size_t)b * S + i) * K;
-        for (int j = 0; j < K; j++) c[j] += a[i] * h[j];
-    }
+    for (int i = 0; i < L; i++) vec_add_scaled(c, a[i], enc_h + ((size_t)b * S + i) * K, (size_t)K);
 }
 
 /* e_ti = scale * q_t . k_i: what the three dot-product scores share. */
@@ -174,11 +173,9 @@ static void product_sentence_backward(real *dquery, real *denergy, real *dkeys, 
                              K);
     /* e_i = scale * q . k_i: dk_i += scale de_i q, then (after q's last read, since dq may be
      * q itself) dq = scale sum_i de_i k_i */
-    for (int i = 0; i < L; i++)
-        for (int j = 0; j < F; j++) dk[(size_t)i * F + j] += scale * de[i] * q[j];
+    for (int i = 0; i < L; i++) vec_add_scaled(dk + (size_t)i * F, scale * de[i], q, (size_t)F);
     memset(dq, 0, sizeof(real) * (size_t)F);
-    for (int i = 0; i < L; i++)
-        for (int j = 0; j < F; j++) dq[j] += scale * de[i] * k[(size_t)i * F + j];
+    for (int i = 0; i < L; i++) vec_add_scaled(dq, scale * de[i], k + (size_t)i * F, (size_t)F);
 }
 
 static void product_backward(real *dquery, real *denergy, real *dkeys, real *denc_h,

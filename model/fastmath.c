@@ -199,6 +199,10 @@ VECTOR_CLONES double vec_sum(const real *x, size_t n) {
     return sum_squares_total(lane);
 }
 
+VECTOR_CLONES void vec_add_scaled(real *restrict y, real a, const real *restrict x, size_t n) {
+    for (size_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
 double sum_squares_total(const double part[SUM_SQUARES_LANES]) {
     double sum = 0;
     for (int j = 0; j < SUM_SQUARES_LANES; j++) sum += part[j];

@@ -58,5 +58,7 @@ double sum_squares_total(const double part[SUM_SQUARES_LANES]);
 double vec_sum(const real *x, size_t n);
 /* The largest of n >= 1 values (NaNs are passed over unless x[0] is one). */
 real vec_max(const real *x, size_t n);
+/* y += a * x over n values (x and y do not overlap). */
+void vec_add_scaled(real *y, real a, const real *x, size_t n);
 
 #endif
