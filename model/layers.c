@@ -19,16 +19,26 @@ void embedding_forward(real *out, int ld, const int *ids, const real *keep, cons
     }
 }
 
-void embedding_backward(real *demb, const real *dout, int ld, const int *ids, const real *keep,
-                        int rows, int dim) {
-    /* Serial on purpose: two rows with the same id add into the same gradient row, and a fixed
-     * order keeps the sum bit-reproducible. */
+/* Columns [j0, j1) of embedding_backward, every row in order. */
+static void embedding_backward_columns(real *demb, const real *dout, int ld, const int *ids,
+                                       const real *keep, int rows, int dim, int j0, int j1) {
     for (int r = 0; r < rows; r++) {
         real *d = demb + (size_t)ids[r] * dim;
         const real *g = dout + (size_t)r * ld;
         const real *k = keep ? keep + (size_t)r * dim : NULL;
-        for (int j = 0; j < dim; j++) d[j] += k ? g[j] * k[j] : g[j];
+        for (int j = j0; j < j1; j++) d[j] += k ? g[j] * k[j] : g[j];
     }
+}
+
+void embedding_backward(real *demb, const real *dout, int ld, const int *ids, const real *keep,
+                        int rows, int dim) {
+    /* Two rows with the same id add into the same gradient row, so each column goes through
+     * the rows in order (a bit-reproducible sum); threads take blocks of columns. */
+    enum { COLS = 64 };
+    PARALLEL_FOR(
+        c, (dim + COLS - 1) / COLS, (double)rows * dim, 65536,
+        embedding_backward_columns(demb, dout, ld, ids, keep, rows, dim, (int)c * COLS,
+                                   (int)c * COLS + COLS < dim ? (int)c * COLS + COLS : dim));
 }
 
 void linear_forward(real *y, const real *x, int ldx, const real *w, int ldw, const real *b,

@@ -735,12 +735,10 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
     int n = a->n_out;
     pack_rows(u, R, E, a->out_row, n);
     if (a->dropout > 0) pack_rows(a->o_keep, O, O, a->out_row, n);
-    for (int i = 0; i < n; i++) {
-        int r = a->out_row[i];
-        real *row = a->readout_in + (size_t)i * R;
-        memcpy(row, a->dec_state + (size_t)(r + B) * D, sizeof(real) * (size_t)D);
-        memcpy(row + D, a->context + (size_t)r * K, sizeof(real) * (size_t)K);
-    }
+    PARALLEL_FOR(i, n, (double)n * (D + K), 65536, real *row = a->readout_in + (size_t)i * R;
+                 int r = a->out_row[i];
+                 memcpy(row, a->dec_state + (size_t)(r + B) * D, sizeof(real) * (size_t)D);
+                 memcpy(row + D, a->context + (size_t)r * K, sizeof(real) * (size_t)K));
     linear_forward(a->readout, a->readout_in, R, w->out_w_o, R, w->out_b_o, n, R, O);
     tanh_forward(a->readout, (size_t)n * O);
     if (a->dropout > 0) {
