@@ -146,8 +146,9 @@ static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
     };
     /* Two groups that are never live at the same time share one region: the output layer's
      * chunk buffers, used by the output layer (in model_forward, or at the start of
-     * model_backward after a forward_only pass) until model_backward has added d_out_w and
-     * d_out_b to the gradients, and the backward pass's scratch, used only after that. */
+     * model_backward after a forward_only pass) until model_backward has added d_out_w (or
+     * formed it from the logits' gradients) and d_out_b to the gradients, and the backward
+     * pass's scratch, used only after that. */
     const Slab output[] = {
         {&a->logits, L * V},
         {&a->xent_parts, (L + XENT_GROUP - 1) / XENT_GROUP * V},
@@ -593,10 +594,17 @@ static void logits_forward(const Model *m, Acts *a, int r0, int n) {
          a->logits, V);
 }
 
+/* Whether all packed rows are one chunk: their d loss / d z then stay in a->logits until
+ * model_backward, which forms dW_out = dz^T o straight into the gradient (one pass over it,
+ * where d_out_w took three more: written, read, added to the gradient). */
+static int one_chunk(const Acts *a) {
+    return a->n_out <= a->logit_rows;
+}
+
 /* The loss and gradients of packed rows [r0, r0 + n), whose z_t are in a->logits. loss = mean
  * cross-entropy: the logits become d loss / d z (and d_out_b += their sum). z = W_out o +
- * b_out: the rows' d loss / d o go to the same rows of d_readout (packed alike), and
- * dW_out = dz^T o goes to d_out_w, added from the second chunk on. */
+ * b_out: the rows' d loss / d o go to the same rows of d_readout (packed alike), and, unless
+ * one_chunk, dW_out = dz^T o goes to d_out_w, added from the second chunk on. */
 static void logits_backward(const Model *m, Acts *a, int r0, int n, double *loss_sum) {
     int O = m->dims.readout, V = m->dims.tgt_vocab;
     double unused = 0;
@@ -606,8 +614,9 @@ static void logits_backward(const Model *m, Acts *a, int r0, int n, double *loss
     phase_end(a, PHASE_SOFTMAX);
     gemm(AS_STORED, AS_STORED, n, O, V, a->logits, V, m->w.out_w, O, 0,
          a->d_readout + (size_t)r0 * O, O);
-    gemm(TRANSPOSE, AS_STORED, V, O, n, a->logits, V, output_input(a) + (size_t)r0 * O, O, r0 > 0,
-         a->d_out_w, O);
+    if (!one_chunk(a))
+        gemm(TRANSPOSE, AS_STORED, V, O, n, a->logits, V, output_input(a) + (size_t)r0 * O, O,
+             r0 > 0, a->d_out_w, O);
     phase_end(a, PHASE_LOGITS_GRAD);
 }
 
@@ -842,7 +851,12 @@ void model_backward(Model *m, Acts *a) {
     a->phase_mark = omp_get_wtime();
     if (!a->out_grads_ready) output_layer(m, a, NULL, 1);
     a->out_grads_ready = 0;
-    add_into(g->out_w, a->d_out_w, (size_t)V * O);
+    if (one_chunk(a)) {
+        gemm(TRANSPOSE, AS_STORED, V, O, a->n_out, a->logits, V, output_input(a), O, 1, g->out_w,
+             O);
+        phase_end(a, PHASE_LOGITS_GRAD);
+    } else
+        add_into(g->out_w, a->d_out_w, (size_t)V * O);
     add_into(g->out_b, a->d_out_b, (size_t)V);
     /* o = dropout(tanh(W_o [s; c; u] + b_o)), on the packed output rows; then d_readout_in
      * goes back to the rows of the steps, which the time loop reads */

@@ -17,7 +17,9 @@
  *     chunk-sized buffer. A forward pass that a backward pass will follow (the default) also
  *     turns each chunk at once into its gradients (d loss / d o_t and the out.w, out.b
  *     gradients, kept in Acts until model_backward adds them to the model's), so the logits
- *     are computed once per step and never stored;
+ *     are computed once per step and never stored. When every row fits one chunk (a batch of
+ *     short sentences), its d loss / d z_t stay in the buffer and model_backward forms the
+ *     out.w gradient from them, straight into the model's;
  *   - attention's hidden layer tanh(W_q s_{t-1} + k_i) [T, B, S, A], when it is large, is kept
  *     for one step only; the backward pass recomputes it step by step.
  * Tools that read those activations after a forward pass (the gradient reference dump, the
@@ -156,7 +158,8 @@ typedef struct {
     real *xent_parts; /* [ceil(logit_rows / XENT_GROUP), Vt] and [logit_rows] doubles: */
     real *xent_nll;   /* xent_train's scratch */
     real *d_out_w;    /* [Vt, O] d loss / d out.w of the last forward pass (unless
-                         forward_only), added to the model's gradients by backward */
+                         forward_only, or its rows were one chunk), added to the model's
+                         gradients by backward */
     real *d_out_b;    /* [Vt] likewise d loss / d out.b */
     /* backward scratch */
     real *d_readout_in; /* [T*B, D+K+E] */
