@@ -116,6 +116,28 @@ VECTOR_CLONES real vec_max(const real *x, size_t n) {
     return top;
 }
 
+VECTOR_CLONES real vec_add_max(real *restrict x, const real *restrict b, size_t n) {
+    /* vec_max's running maxima, over the sums as they are formed (the largest value does not
+     * depend on which lane saw it) */
+    x[0] += b[0];
+    float part[16];
+    for (int j = 0; j < 16; j++) part[j] = x[0];
+    size_t i = 1;
+    for (; i + 16 <= n; i += 16)
+#pragma omp simd
+        for (int j = 0; j < 16; j++) {
+            x[i + j] += b[i + j];
+            part[j] = x[i + j] > part[j] ? x[i + j] : part[j];
+        }
+    for (int j = 0; i < n; i++, j++) {
+        x[i] += b[i];
+        part[j] = x[i] > part[j] ? x[i] : part[j];
+    }
+    float top = part[0];
+    for (int j = 1; j < 16; j++) top = part[j] > top ? part[j] : top;
+    return top;
+}
+
 VECTOR_CLONES real vec_dot(const real *x, const real *y, size_t n) {
     /* 16 partial sums in a fixed pattern, as vec_sum_exp: one chain would wait on the latency
      * of every multiply-add in turn */

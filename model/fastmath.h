@@ -58,6 +58,8 @@ double sum_squares_total(const double part[SUM_SQUARES_LANES]);
 double vec_sum(const real *x, size_t n);
 /* The largest of n >= 1 values (NaNs are passed over unless x[0] is one). */
 real vec_max(const real *x, size_t n);
+/* x += b over n >= 1 values, and then vec_max(x, n), in one pass (x and b do not overlap). */
+real vec_add_max(real *x, const real *b, size_t n);
 /* y += a * x over n values (x and y do not overlap). */
 void vec_add_scaled(real *y, real a, const real *x, size_t n);
 

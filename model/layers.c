@@ -59,8 +59,10 @@ void linear_columns(real *y, int ldy, const real *x, int ldx, const real *w, int
         for (int j = lo; j < hi; j++) y[(size_t)r * ldy + j] += b[j];
 }
 
-/* db[j0..j0+cols) += the sums of those columns of dy [rows, out], row by row in order. */
-static void bias_grad_columns(real *db, const real *dy, int rows, int out, int j0, int cols) {
+/* db[j0..j0+cols) += the sums of those columns of dy [rows, out], row by row in order (in
+ * vector clones: it reads all of dy, a second pass after the weight gradient's product). */
+VECTOR_CLONES static void bias_grad_columns(real *restrict db, const real *restrict dy, int rows,
+                                            int out, int j0, int cols) {
     int j1 = out - j0 < cols ? out : j0 + cols;
     for (int r = 0; r < rows; r++)
         for (int j = j0; j < j1; j++) db[j] += dy[(size_t)r * out + j];

@@ -18,9 +18,13 @@ void softmax_inplace(real *x, int n) {
     for (int i = 0; i < n; i++) x[i] /= sum;
 }
 
-real log_sum_exp(const real *x, int n) {
-    real max = vec_max(x, (size_t)n);
+/* log sum_j exp(x_j) from the largest x_j */
+static real log_sum_exp_from(real max, const real *x, int n) {
     return max + log(vec_sum_exp(x, (size_t)n, max));
+}
+
+real log_sum_exp(const real *x, int n) {
+    return log_sum_exp_from(vec_max(x, (size_t)n), x, n);
 }
 
 /* The mean of a row, in double (label smoothing's term); vectorised, as a plain loop in double
@@ -36,18 +40,18 @@ static double row_nll(real lse, real z_target, double mean_z, real eps) {
     return eps > 0 ? (1 - (double)eps) * nll + (double)eps * ((double)lse - mean_z) : nll;
 }
 
-/* z += b over a row (the output layer's bias, added here while the row is in cache) */
-static void add_bias(real *z, const real *bias, int V) {
-    if (bias)
-        for (int j = 0; j < V; j++) z[j] += bias[j];
+/* z += b over a row (the output layer's bias, added here while the row is in cache), and
+ * the row's largest value, in the same pass */
+static real add_bias_max(real *z, const real *bias, int V) {
+    return bias ? vec_add_max(z, bias, (size_t)V) : vec_max(z, (size_t)V);
 }
 
 void xent_forward(real *lse, real *logits, const real *bias, const int *targets, int rows, int V,
                   real eps, double *total) {
     /* Row losses are summed in row order after the parallel part, so the total does not
      * depend on the thread count. */
-    PARALLEL_FOR(r, rows, (double)rows * V, 65536, add_bias(logits + (size_t)r * V, bias, V);
-                 lse[r] = log_sum_exp(logits + (size_t)r * V, V));
+    PARALLEL_FOR(r, rows, (double)rows * V, 65536, real *z = logits + (size_t)r * V;
+                 lse[r] = log_sum_exp_from(add_bias_max(z, bias, V), z, V));
     for (int r = 0; r < rows; r++)
         if (targets[r] != 0) {
             const real *z = logits + (size_t)r * V;
@@ -72,9 +76,8 @@ VECTOR_CLONES static void xent_train_group(real *logits, const real *bias, real 
             lse[r] = 0, nll[r] = 0;
             continue;
         }
-        add_bias(z, bias, V);
         /* the loss's parts before z turns into e, then log_sum_exp's arithmetic exactly */
-        real z_target = z[y], max = vec_max(z, (size_t)V);
+        real max = add_bias_max(z, bias, V), z_target = z[y];
         double mean_z = eps > 0 ? row_mean(z, V) : 0;
         real sum = vec_exp_sum(z, z, (size_t)V, max);
         lse[r] = max + log(sum);
