@@ -10,13 +10,19 @@
 #include "fastmath.h"
 #include "gemm.h"
 
+/* Row r of embedding_forward. */
+static void embedding_row(real *out, int ld, const int *ids, const real *keep, const real *emb,
+                          int r, int dim) {
+    real *o = out + (size_t)r * ld;
+    memcpy(o, emb + (size_t)ids[r] * dim, sizeof(real) * (size_t)dim);
+    if (keep) dropout_apply(o, keep + (size_t)r * dim, (size_t)dim);
+}
+
 void embedding_forward(real *out, int ld, const int *ids, const real *keep, const real *emb,
                        int rows, int dim) {
-    for (int r = 0; r < rows; r++) {
-        real *o = out + (size_t)r * ld;
-        memcpy(o, emb + (size_t)ids[r] * dim, sizeof(real) * (size_t)dim);
-        if (keep) dropout_apply(o, keep + (size_t)r * dim, (size_t)dim);
-    }
+    /* in parallel: the rows of a large table are far apart, each a wait on memory */
+    PARALLEL_FOR(r, rows, (double)rows * dim, 65536,
+                 embedding_row(out, ld, ids, keep, emb, (int)r, dim));
 }
 
 /* Columns [j0, j1) of embedding_backward, every row in order. */
