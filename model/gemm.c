@@ -36,7 +36,9 @@
  *    ask for the lines they read next, 8 rows of B ahead (the normal kernels), the next call's
  *    8 rows (the C^T kernel) or the next 4 rows (the dot-product tiles, when B is larger than
  *    L2). With AVX-512 that made a step's products of 25-32 rows 13-16% faster, and of 5-12
- *    rows (beams) 10-30%; with AVX2, beam 5 on the medium model 8%.
+ *    rows (beams) 10-30%; with AVX2, beam 5 on the medium model 8%. The AVX-512 kernel also
+ *    asks for both lines of each row of its C tile as it starts (the output layer's C, tens
+ *    of MB, is far from the core): its products ~2% faster.
  *
  *  - Dispatch. The instruction set is chosen once, on the first call, with
  *    __builtin_cpu_supports: AVX-512F, else AVX2+FMA, else portable C. The environment
