@@ -179,6 +179,11 @@ real vec_max(const real *x, size_t n) {
     return top;
 }
 
+real vec_add_max(real *x, const real *b, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] += b[i];
+    return vec_max(x, n);
+}
+
 real vec_sum_exp(const real *x, size_t n, real shift) {
     real sum = 0;
     for (size_t i = 0; i < n; i++) sum += exp(x[i] - shift);
