@@ -25,9 +25,20 @@ void embedding_forward(real *out, int ld, const int *ids, const real *keep, cons
                  embedding_row(out, ld, ids, keep, emb, (int)r, dim));
 }
 
-/* Columns [j0, j1) of embedding_backward, every row in order. */
+/* Threads take blocks of COLUMN_BLOCK columns in the loops below that add rows into one row:
+ * each column still goes through the rows in order, so a sum does not depend on the thread
+ * count. */
+enum { COLUMN_BLOCK = 64 };
+
+/* The end of the block of columns from j0, of `cols` columns in all. */
+static int column_block_end(int j0, int cols) {
+    return cols - j0 < COLUMN_BLOCK ? cols : j0 + COLUMN_BLOCK;
+}
+
+/* The block of columns from j0 of embedding_backward, every row in order. */
 static void embedding_backward_columns(real *demb, const real *dout, int ld, const int *ids,
-                                       const real *keep, int rows, int dim, int j0, int j1) {
+                                       const real *keep, int rows, int dim, int j0) {
+    int j1 = column_block_end(j0, dim);
     for (int r = 0; r < rows; r++) {
         real *d = demb + (size_t)ids[r] * dim;
         const real *g = dout + (size_t)r * ld;
@@ -38,13 +49,10 @@ static void embedding_backward_columns(real *demb, const real *dout, int ld, con
 
 void embedding_backward(real *demb, const real *dout, int ld, const int *ids, const real *keep,
                         int rows, int dim) {
-    /* Two rows with the same id add into the same gradient row, so each column goes through
-     * the rows in order (a bit-reproducible sum); threads take blocks of columns. */
-    enum { COLS = 64 };
+    /* two rows with the same id add into the same gradient row: by blocks of columns */
     PARALLEL_FOR(
-        c, (dim + COLS - 1) / COLS, (double)rows * dim, 65536,
-        embedding_backward_columns(demb, dout, ld, ids, keep, rows, dim, (int)c * COLS,
-                                   (int)c * COLS + COLS < dim ? (int)c * COLS + COLS : dim));
+        c, (dim + COLUMN_BLOCK - 1) / COLUMN_BLOCK, (double)rows * dim, 65536,
+        embedding_backward_columns(demb, dout, ld, ids, keep, rows, dim, (int)c * COLUMN_BLOCK));
 }
 
 void linear_forward(real *y, const real *x, int ldx, const real *w, int ldw, const real *b,
@@ -65,25 +73,25 @@ void linear_columns(real *y, int ldy, const real *x, int ldx, const real *w, int
         for (int j = lo; j < hi; j++) y[(size_t)r * ldy + j] += b[j];
 }
 
-/* db[j0..j0+cols) += the sums of those columns of dy [rows, out], row by row in order (in
- * vector clones: it reads all of dy, a second pass after the weight gradient's product). */
-VECTOR_CLONES static void bias_grad_columns(real *restrict db, const real *restrict dy, int rows,
-                                            int out, int j0, int cols) {
-    int j1 = out - j0 < cols ? out : j0 + cols;
+/* The block of columns from j0 of add_column_sums, in vector clones (a bias gradient reads all
+ * of dy, a second pass after the weight gradient's product). */
+VECTOR_CLONES static void column_sums_block(real *restrict sums, const real *restrict x, int rows,
+                                            int cols, int j0) {
+    int j1 = column_block_end(j0, cols);
     for (int r = 0; r < rows; r++)
-        for (int j = j0; j < j1; j++) db[j] += dy[(size_t)r * out + j];
+        for (int j = j0; j < j1; j++) sums[j] += x[(size_t)r * cols + j];
+}
+
+void add_column_sums(real *sums, const real *x, int rows, int cols) {
+    PARALLEL_FOR(c, (cols + COLUMN_BLOCK - 1) / COLUMN_BLOCK, (double)rows * cols, 65536,
+                 column_sums_block(sums, x, rows, cols, (int)c * COLUMN_BLOCK));
 }
 
 void linear_backward(real *dx, real *dw, real *db, const real *dy, const real *x, int ldx,
                      const real *w, int ldw, int rows, int in, int out) {
     if (dx) gemm(AS_STORED, AS_STORED, rows, in, out, dy, out, w, ldw, 1, dx, ldx);
     gemm(TRANSPOSE, AS_STORED, out, in, rows, dy, out, x, ldx, 1, dw, ldw);
-    if (!db) return;
-    /* threads take blocks of columns; each column is still summed over the rows in order, so
-     * the result does not depend on the thread count */
-    enum { COLS = 64 };
-    PARALLEL_FOR(c, (out + COLS - 1) / COLS, (double)rows * out, 65536,
-                 bias_grad_columns(db, dy, rows, out, (int)c * COLS, COLS));
+    if (db) add_column_sums(db, dy, rows, out);
 }
 
 void tanh_forward(real *y, size_t n) {

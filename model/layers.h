@@ -33,6 +33,9 @@ void linear_forward(real *y, const real *x, int ldx, const real *w, int ldw, con
  * y has row stride ldy. */
 void linear_columns(real *y, int ldy, const real *x, int ldx, const real *w, int ldw, const real *b,
                     int rows, int in, int lo, int hi, int accumulate);
+/* sums[j] += the sum of column j of x [rows, cols], over the rows in order (the same bits
+ * for any number of threads): a bias gradient, or partial sums put together */
+void add_column_sums(real *sums, const real *x, int rows, int cols);
 /* dx += dy W (skipped when dx is NULL; dx has the row stride ldx of x),
  * dW += dy^T x, db += sum_r dy_r (skipped when db is NULL) */
 void linear_backward(real *dx, real *dw, real *db, const real *dy, const real *x, int ldx,

@@ -6,6 +6,7 @@
 #include <tgmath.h>
 
 #include "fastmath.h"
+#include "layers.h"
 #include "parallel.h"
 
 void softmax_inplace(real *x, int n) {
@@ -95,12 +96,6 @@ VECTOR_CLONES static void xent_train_group(real *logits, const real *bias, real 
     }
 }
 
-/* db[j] += the groups' parts, in group order, for columns [j0, j1). */
-static void add_parts(real *db, const real *parts, int groups, int V, int j0, int j1) {
-    for (int g = 0; g < groups; g++)
-        for (int j = j0; j < j1; j++) db[j] += parts[(size_t)g * V + j];
-}
-
 void xent_train(real *logits, const real *bias, real *lse, const int *targets, int rows, int V,
                 real eps, real scale, double *total, real *db, real *parts, double *nll) {
     int groups = (rows + XENT_GROUP - 1) / XENT_GROUP;
@@ -111,8 +106,5 @@ void xent_train(real *logits, const real *bias, real *lse, const int *targets, i
      * number of threads */
     for (int r = 0; r < rows; r++)
         if (targets[r] != 0) *total += nll[r];
-    enum { COLS = 1024 }; /* threads take blocks of columns, each summed over the groups in order */
-    PARALLEL_FOR(c, (V + COLS - 1) / COLS, (double)groups * V, 65536,
-                 add_parts(db, parts, groups, V, (int)c * COLS,
-                           (int)c * COLS + COLS < V ? (int)c * COLS + COLS : V));
+    add_column_sums(db, parts, groups, V);
 }

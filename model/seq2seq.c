@@ -601,6 +601,14 @@ static int one_chunk(const Acts *a) {
     return a->n_out <= a->logit_rows;
 }
 
+/* dW_out (+)= dz^T o over packed rows [r0, r0 + n), their d loss / d z in a->logits, into
+ * dw [Vt, O]: added when add, else stored. */
+static void out_w_grad(const Model *m, const Acts *a, int r0, int n, int add, real *dw) {
+    int O = m->dims.readout, V = m->dims.tgt_vocab;
+    gemm(TRANSPOSE, AS_STORED, V, O, n, a->logits, V, output_input(a) + (size_t)r0 * O, O, add, dw,
+         O);
+}
+
 /* The loss and gradients of packed rows [r0, r0 + n), whose z_t are in a->logits. loss = mean
  * cross-entropy: the logits become d loss / d z (and d_out_b += their sum). z = W_out o +
  * b_out: the rows' d loss / d o go to the same rows of d_readout (packed alike), and, unless
@@ -614,9 +622,7 @@ static void logits_backward(const Model *m, Acts *a, int r0, int n, double *loss
     phase_end(a, PHASE_SOFTMAX);
     gemm(AS_STORED, AS_STORED, n, O, V, a->logits, V, m->w.out_w, O, 0,
          a->d_readout + (size_t)r0 * O, O);
-    if (!one_chunk(a))
-        gemm(TRANSPOSE, AS_STORED, V, O, n, a->logits, V, output_input(a) + (size_t)r0 * O, O,
-             r0 > 0, a->d_out_w, O);
+    if (!one_chunk(a)) out_w_grad(m, a, r0, n, r0 > 0, a->d_out_w);
     phase_end(a, PHASE_LOGITS_GRAD);
 }
 
@@ -852,8 +858,7 @@ void model_backward(Model *m, Acts *a) {
     if (!a->out_grads_ready) output_layer(m, a, NULL, 1);
     a->out_grads_ready = 0;
     if (one_chunk(a)) {
-        gemm(TRANSPOSE, AS_STORED, V, O, a->n_out, a->logits, V, output_input(a), O, 1, g->out_w,
-             O);
+        out_w_grad(m, a, 0, a->n_out, 1, g->out_w);
         phase_end(a, PHASE_LOGITS_GRAD);
     } else
         add_into(g->out_w, a->d_out_w, (size_t)V * O);
