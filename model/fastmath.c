@@ -201,6 +201,8 @@ real vec_exp_sum(real *y, const real *x, size_t n, real shift) {
 
 #endif
 
+enum { SUM_SQUARES_AHEAD = 1024 };
+
 VECTOR_CLONES void vec_sum_squares_add(double part[SUM_SQUARES_LANES], const real *x, size_t n) {
     /* 32 partial sums in a fixed pattern, as vec_dot's 16: four vectors of doubles in flight
      * instead of one chain waiting on each addition; kept in a local array, which the
@@ -208,9 +210,16 @@ VECTOR_CLONES void vec_sum_squares_add(double part[SUM_SQUARES_LANES], const rea
     double lane[SUM_SQUARES_LANES];
     memcpy(lane, part, sizeof lane);
     size_t i = 0;
-    for (; i + SUM_SQUARES_LANES <= n; i += SUM_SQUARES_LANES)
+    for (; i + SUM_SQUARES_LANES <= n; i += SUM_SQUARES_LANES) {
+        /* 4 KB ahead: the gradient norm reads one stream a thread, which the hardware alone
+         * fetched at a third of Adam's rate (the norm of 8 M gradients: 1.8 -> 1.4 ms) */
+        if (i + SUM_SQUARES_AHEAD + SUM_SQUARES_LANES <= n) {
+            __builtin_prefetch(x + i + SUM_SQUARES_AHEAD);
+            __builtin_prefetch(x + i + SUM_SQUARES_AHEAD + SUM_SQUARES_LANES / 2);
+        }
 #pragma omp simd
         for (int j = 0; j < SUM_SQUARES_LANES; j++) lane[j] += (double)x[i + j] * x[i + j];
+    }
     for (int j = 0; i < n; i++, j++) lane[j] += (double)x[i] * x[i];
     memcpy(part, lane, sizeof lane);
 }
