@@ -520,18 +520,14 @@ store_t8x16(const __m512 v[8], float *c, ptrdiff_t ldc, int ni, int nj, int add)
     }
 }
 
-__attribute__((target("avx512f"))) static void kernel_t_avx512(int kc, const float *b,
-                                                               ptrdiff_t ldb, const float *a,
-                                                               float *c, ptrdiff_t ldc, int ni,
-                                                               int nj, int add) {
-    __m512 acc[2][8];
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; j++) acc[0][j] = acc[1][j] = _mm512_setzero_ps();
-    /* Rows past nj repeat the last valid one (computed, never stored) to stay in bounds. */
-    const float *bj[8];
-    for (int j = 0; j < 8; j++) bj[j] = b + imin(j, nj - 1) * ldb;
+/* kernel_t_avx512's sums over k for `halves` (1 or 2) vectors of 16 rows of op(A): a
+ * constant where it is inlined, so that a tile's last 16 or fewer rows cost half a tile. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+kernel_t_sums(int kc, const float *const bj[8], ptrdiff_t ldb, const float *a, __m512 acc[2][8],
+              int halves) {
     for (int k = 0; k < kc; k++, a += A512_NR) {
-        __m512 a0 = _mm512_load_ps(a), a1 = _mm512_load_ps(a + 16);
+        __m512 av[2];
+        for (int h = 0; h < halves; h++) av[h] = _mm512_load_ps(a + 16 * h);
         /* the next call's 8 rows of B, a line of each per 16 k: rows 1-3 KB long, far apart,
          * are too short for the hardware prefetchers, and without this each waited on L3 */
         if (k % 16 == 0)
@@ -542,10 +538,25 @@ __attribute__((target("avx512f"))) static void kernel_t_avx512(int kc, const flo
         for (int j = 0; j < 8; j++) {
             /* the same product B(k,j) A(i,k) as the normal kernel's A(i,k) B(k,j) */
             __m512 bk = _mm512_set1_ps(bj[j][k]);
-            acc[0][j] = _mm512_fmadd_ps(bk, a0, acc[0][j]);
-            acc[1][j] = _mm512_fmadd_ps(bk, a1, acc[1][j]);
+            for (int h = 0; h < halves; h++) acc[h][j] = _mm512_fmadd_ps(bk, av[h], acc[h][j]);
         }
     }
+}
+
+__attribute__((target("avx512f"))) static void kernel_t_avx512(int kc, const float *b,
+                                                               ptrdiff_t ldb, const float *a,
+                                                               float *c, ptrdiff_t ldc, int ni,
+                                                               int nj, int add) {
+    __m512 acc[2][8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) acc[0][j] = acc[1][j] = _mm512_setzero_ps();
+    /* Rows past nj repeat the last valid one (computed, never stored) to stay in bounds. */
+    const float *bj[8];
+    for (int j = 0; j < 8; j++) bj[j] = b + imin(j, nj - 1) * ldb;
+    if (ni <= 16)
+        kernel_t_sums(kc, bj, ldb, a, acc, 1);
+    else
+        kernel_t_sums(kc, bj, ldb, a, acc, 2);
     store_t8x16(acc[0], c, ldc, imin(ni, 16), nj, add);
     if (ni > 16) store_t8x16(acc[1], c + 16 * ldc, ldc, ni - 16, nj, add);
 }
