@@ -94,18 +94,13 @@ VECTOR_CLONES static void gates_row_backward(real *restrict dhp, real *restrict 
         }
 }
 
-void gru_gates_backward(real *dh_prev, real *dgi, real *dgh, const real *dh, const real *cache,
-                        const real *h_prev, const int *len, int pos, int B, int N) {
+void gru_step_backward(real *dh_prev, real *dgi, real *dgh, const real *dh, const real *cache,
+                       const real *h_prev, const real *w_hh, const int *len, int pos, int B,
+                       int N) {
     PARALLEL_FOR(b, B, (double)B * N, 4096,
                  gates_row_backward(dh_prev + b * N, dgi + b * 3 * N, dgh + b * 3 * N, dh + b * N,
                                     cache + b * GRU_CACHE_WIDTH * N, h_prev + b * N,
                                     !len || pos < len[b], N));
-}
-
-void gru_step_backward(real *dh_prev, real *dgi, real *dgh, const real *dh, const real *cache,
-                       const real *h_prev, const real *w_hh, const int *len, int pos, int B,
-                       int N) {
-    gru_gates_backward(dh_prev, dgi, dgh, dh, cache, h_prev, len, pos, B, N);
     /* h also entered through W_hh h: dh_prev += dgh W_hh */
     gemm(AS_STORED, AS_STORED, B, N, 3 * N, dgh, 3 * N, w_hh, N, 1, dh_prev, N);
 }

@@ -41,9 +41,4 @@ void gru_gates_units(real *h_out, real *cache, const real *gi, const real *gh, c
 void gru_step_backward(real *dh_prev, real *dgi, real *dgh, const real *dh, const real *cache,
                        const real *h_prev, const real *w_hh, const int *len, int pos, int B, int N);
 
-/* The same step's element-wise part: dgi, dgh and the part of dh_prev that does not go through
- * W_hh (dh z); the caller adds dgh W_hh to dh_prev, sharing out the product itself. */
-void gru_gates_backward(real *dh_prev, real *dgi, real *dgh, const real *dh, const real *cache,
-                        const real *h_prev, const int *len, int pos, int B, int N);
-
 #endif

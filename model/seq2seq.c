@@ -771,10 +771,9 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
 }
 
 /* Step st's attention backward for the dot-product scores, for the nb rows from b0: given
- * d loss / d c_t, adds the keys' and h_i's gradients into d_keys and d_enc_h, and for dot and
- * general d loss / d s_{t-1} into carry; for scaled_dot, st->query is left holding
- * d loss / d (W_q s_{t-1}), for step_back_query and W_q's gradient. (The additive score's is
- * in step_back_attention.) */
+ * d loss / d c_t, adds d loss / d s_{t-1} into carry, and the keys' and h_i's gradients into
+ * d_keys and d_enc_h; for scaled_dot, st->query is left holding d loss / d (W_q s_{t-1}) for
+ * W_q's gradient. (The additive score's is in model_backward.) */
 static void attention_step_backward(const Model *m, Acts *a, const DecoderStep *st, real *carry,
                                     const real *d_context, int b0, int nb) {
     const ModelDims *d = &m->dims;
@@ -794,80 +793,37 @@ static void attention_step_backward(const Model *m, Acts *a, const DecoderStep *
     default: /* scaled_dot: e_ti = q_t . k_i / sqrt(A), q_t = W_q s_{t-1} */
         attention_scaled_dot_backward(st->query, st->energy, d_keys, d_enc_h, d_context, st->alpha,
                                       st->query, keys, enc_h, src_len, nb, S, A, K);
+        gemm(AS_STORED, AS_STORED, nb, D, A, st->query, A, m->w.att_w_q, D, 1, carry, D);
         return;
     }
     /* dot and general: the query is s_{t-1} itself */
     for (size_t j = 0; j < (size_t)nb * D; j++) carry[j] += st->query[j];
 }
 
-/* Step t's backward is the mirror of decoder_step_forward in parts between which the threads
- * meet: the element-wise parts share out the step's rows (step_back_gates,
- * step_back_attention), the products over all its running rows share out their columns
- * (step_back_state, step_back_query). Each thread then streams its share of each weight
- * matrix instead of all of it for half the rows: with bench_gemm, a product of the 64-pair
- * line's shapes (33-64 rows, K 1536, 512 columns) took 0.6-0.85 of the time that way, and
- * "decoder steps back" went from 11.0 to 10.7 ms. Every sum is the one a product over all
- * the rows forms (gemm.h), so the results are the same. */
-
-/* Rows [b0, b0 + nb) of step t: given the carry d loss / d s_t from step t+1 and
- * d_readout_in, the GRU's gates backward (dgi in place of gi, dgh in d_gh, and the carry's
- * part that does not go through W_hh), and d_context's part from the readout. */
-static void step_back_gates(Acts *a, const ModelDims *d, int t, int b0, int nb) {
-    int B = a->B, K = dims_enc_state(d), D = d->dec_hidden, R = D + K + d->emb;
+/* Step t's backward for rows [b0, b0 + nb), the mirror of decoder_step_forward: given the
+ * carry d loss / d s_t from step t+1 and d_readout_in, leaves d loss / d s_{t-1} in the carry,
+ * dgi in place of gi, dgh in d_gh, dquery in query, and adds attention's gradients into
+ * d_keys, d_enc_h and d_att_v. */
+static void decoder_step_backward(Model *m, Acts *a, int t, int b0, int nb) {
+    const ModelDims *d = &m->dims;
+    const Weights *w = &m->w;
+    const GruWeights *dg = &w->dec_gru;
+    int B = a->B, S = a->S, E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att,
+        R = D + K + E;
     real *carry = a->carry + (size_t)b0 * D, *d_state = a->d_state + (size_t)b0 * D;
     real *d_context = a->d_context + (size_t)b0 * K;
     DecoderStep st = decoder_step(a, d, t, b0);
     size_t row = (size_t)(t - 1) * B + b0;
     const real *d_row = a->d_readout_in + row * R;
+    real *dgi = st.gi, *dgh = a->d_gh + row * 3 * D;
     for (int b = 0; b < nb; b++)
         for (int j = 0; j < D; j++)
             d_state[(size_t)b * D + j] = carry[(size_t)b * D + j] + d_row[(size_t)b * R + j];
-    gru_gates_backward(carry, st.gi, a->d_gh + row * 3 * D, d_state, st.cache, st.s_prev, NULL, 0,
-                       nb, D);
+    gru_step_backward(carry, dgi, dgh, d_state, st.cache, st.s_prev, dg->w_hh, NULL, 0, nb, D);
     /* c_t feeds the readout and the GRU input: dc = d_readout[c] + dgi W_ih[:, E:] */
     for (int b = 0; b < nb; b++)
         memcpy(d_context + (size_t)b * K, d_row + (size_t)b * R + D, sizeof(real) * (size_t)K);
-}
-
-/* The calling thread's columns [*lo, *hi) of a step's product with n columns. */
-static void thread_columns(int n, int *lo, int *hi) {
-    share_range(n, 32, omp_get_thread_num(), omp_get_num_threads(), lo, hi);
-}
-
-/* The calling thread's columns of step t's products over its `running` rows: the carry +=
- * dgh W_hh (s_{t-1} entered through W_hh s_{t-1} too) and d_context += dgi W_ih[:, E:]. */
-static void step_back_state(Model *m, Acts *a, int t, int running) {
-    const ModelDims *d = &m->dims;
-    const GruWeights *dg = &m->w.dec_gru;
-    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, lo, hi;
-    DecoderStep st = decoder_step(a, d, t, 0);
-    const real *dgh = a->d_gh + (size_t)(t - 1) * a->B * 3 * D;
-    thread_columns(D, &lo, &hi);
-    gemm(AS_STORED, AS_STORED, running, hi - lo, 3 * D, dgh, 3 * D, dg->w_hh + lo, D, 1,
-         a->carry + lo, D);
-    thread_columns(K, &lo, &hi);
-    gemm(AS_STORED, AS_STORED, running, hi - lo, 3 * D, st.gi, 3 * D, dg->w_ih + E + lo, E + K, 1,
-         a->d_context + lo, K);
-}
-
-/* Likewise the carry += dquery W_q, for the scores whose query is W_q s_{t-1}. */
-static void step_back_query(Model *m, Acts *a, int t, int running) {
-    const ModelDims *d = &m->dims;
-    int D = d->dec_hidden, A = d->att, lo, hi;
-    DecoderStep st = decoder_step(a, d, t, 0);
-    thread_columns(D, &lo, &hi);
-    gemm(AS_STORED, AS_STORED, running, hi - lo, A, st.query, A, m->w.att_w_q + lo, D, 1,
-         a->carry + lo, D);
-}
-
-/* Rows [b0, b0 + nb) of step t's attention backward, given d loss / d c_t: dquery in query
- * (for dot and general, added to the carry: their query is s_{t-1} itself), and the gradients
- * of the keys, h_i and v. */
-static void step_back_attention(Model *m, Acts *a, int t, int b0, int nb) {
-    const ModelDims *d = &m->dims;
-    int S = a->S, K = dims_enc_state(d), D = d->dec_hidden, A = d->att;
-    real *carry = a->carry + (size_t)b0 * D, *d_context = a->d_context + (size_t)b0 * K;
-    DecoderStep st = decoder_step(a, d, t, b0);
+    gemm(AS_STORED, AS_STORED, nb, K, 3 * D, dgi, 3 * D, dg->w_ih + E, E + K, 1, d_context, K);
     if (d->score != SCORE_ADDITIVE) {
         attention_step_backward(m, a, &st, carry, d_context, b0, nb);
         return;
@@ -881,7 +837,9 @@ static void step_back_attention(Model *m, Acts *a, int t, int b0, int nb) {
     attention_backward(st.query, st.energy, a->d_keys + (size_t)b0 * S * A,
                        a->d_enc_h + (size_t)b0 * S * K, a->d_att_v + (size_t)b0 * A, d_context,
                        st.alpha, st.hidden, a->enc_h + (size_t)b0 * S * K, a->src_len + b0,
-                       m->w.att_v, nb, S, A, K);
+                       w->att_v, nb, S, A, K);
+    /* query = W_q s_{t-1} */
+    gemm(AS_STORED, AS_STORED, nb, D, A, st.query, A, w->att_w_q, D, 1, carry, D);
 }
 
 void model_backward(Model *m, Acts *a) {
@@ -922,28 +880,15 @@ void model_backward(Model *m, Acts *a) {
     memset(a->d_keys, 0, sizeof(real) * (size_t)B * S * F);
     memset(a->d_att_v, 0, sizeof(real) * (size_t)B * A);
     memset(a->carry, 0, sizeof(real) * (size_t)B * D);
-    int query_product = d->score == SCORE_ADDITIVE || d->score == SCORE_SCALED_DOT;
-    SpinBarrier barrier;
 #pragma omp parallel
-    {
-#pragma omp single
-        spin_barrier_init(&barrier, omp_get_num_threads());
-        for (int t = T; t >= 1; t--) {
-            int b0, nb, running = a->running[t - 1];
-            thread_rows(running, &b0, &nb);
-            if (nb > 0) step_back_gates(a, d, t, b0, nb);
-            spin_barrier_wait(&barrier);
-            step_back_state(m, a, t, running);
-            spin_barrier_wait(&barrier);
-            if (nb > 0) step_back_attention(m, a, t, b0, nb);
-            if (query_product) {
-                spin_barrier_wait(&barrier);
-                step_back_query(m, a, t, running);
-            }
-            if (omp_get_thread_num() == 0) ended_rows_backward(a, d, t, running);
-            /* the previous step shares out more rows, so a row may change threads */
-            spin_barrier_wait(&barrier);
-        }
+    for (int t = T; t >= 1; t--) {
+        int b0, nb, running = a->running[t - 1];
+        thread_rows(running, &b0, &nb);
+        if (nb > 0) decoder_step_backward(m, a, t, b0, nb);
+        /* then the threads meet: the previous step shares out more rows, so a row may change
+         * threads */
+        if (omp_get_thread_num() == 0) ended_rows_backward(a, d, t, running);
+#pragma omp barrier
     }
 
     phase_end(a, PHASE_DECODER_GRAD);
