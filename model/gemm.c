@@ -25,11 +25,12 @@
  *    When op(B) is B itself, its rows are read in place. When B is transposed ([N,K], as in
  *    the forward y = x W^T), up to 16 rows (decoding, beams, a thread's share of a small
  *    batch) are done as dot products of rows of op(A) and B, in vector lanes along k, with B
- *    streamed through once (measured: 2x the transposed path below at 5-16 rows, which
- *    wastes half its 32-row panel there); up to 128
- *    rows (a training batch), as C^T = op(B)^T op(A)^T: rows of B are broadcast in place, only
- *    the small op(A) is packed, and each tile is transposed on its way to C. M == 1 with B not
- *    transposed is a vector-matrix loop; N == 1 is done as the transposed problem, with M == 1.
+ *    streamed through once (measured: 1.2-1.9x the transposed path below at 5-12 rows, even
+ *    with its half tiles; the same at 16); up to 128 rows (a training batch), as
+ *    C^T = op(B)^T op(A)^T: rows of B are broadcast in place, only the small op(A) is packed,
+ *    and each tile (32 rows, or 16 for the last 16 or fewer) is transposed on its way to C.
+ *    M == 1 with B not transposed is a vector-matrix loop; N == 1 is done as the transposed
+ *    problem, with M == 1.
  *
  *  - Prefetch. Where B is read in place, its rows are far apart and too short for the hardware
  *    prefetchers to follow (a decoder step's weights, from L3): the AVX-512 and AVX2 kernels
