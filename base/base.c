@@ -1,6 +1,7 @@
 /*
  * base.c: error messages, checked allocation and the memory check (see base.h).
  */
+#define _DEFAULT_SOURCE /* madvise's MADV_HUGEPAGE (Linux); the rest of this file is POSIX */
 #include "base.h"
 
 #include <math.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -52,6 +54,18 @@ uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
     const unsigned char *p = data;
     for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
     return h;
+}
+
+void advise_huge_pages(void *p, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+    enum { HUGE_PAGE = 2 << 20, AT_LEAST = 8 << 20 };
+    if (!p || bytes < AT_LEAST) return;
+    uintptr_t first = ((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+    uintptr_t end = ((uintptr_t)p + bytes) & ~(uintptr_t)(HUGE_PAGE - 1);
+    (void)madvise((void *)first, end - first, MADV_HUGEPAGE); /* refused: 4 KB pages, as before */
+#else
+    (void)p, (void)bytes;
+#endif
 }
 
 void *checked_calloc(size_t count, size_t size, const char *what, Error *err) {

@@ -37,6 +37,18 @@ int error_append(Error *err, const char *fmt, ...) __attribute__((format(printf,
 /* Allocates count*size zeroed bytes; on failure (or overflow) sets err naming `what`. */
 void *checked_calloc(size_t count, size_t size, const char *what, Error *err);
 
+/* Asks for 2 MB pages behind a block of at least 8 MB that is not yet written (from
+ * checked_calloc): a hint, for the arrays a training step reads and writes in full (the
+ * parameters, gradients, Adam's moments, the moving average). Linux's transparent huge pages
+ * follow it in their "madvise" mode ("always" gives such blocks huge pages anyway, "never"
+ * none); elsewhere it does nothing. A step streams ~450 MB through those arrays, and on a VM
+ * each TLB miss walks two levels of page tables: on this project's 2-core Xeon VM Adam took
+ * 8.1-8.2 ms a step of the 64-pair line instead of 8.8 and the gradient norm 1.2 instead of
+ * 1.4 to 1.8. Not for blocks that are touched only in part (a search's activations, planned
+ * for the longest input): each first write would bring in 2 MB, and bin/translate took 7-9
+ * ms a process instead of 5.6-5.8 with its activations on huge pages. */
+void advise_huge_pages(void *p, size_t bytes);
+
 /* A NUL-terminated copy of text[0..len) from malloc; on failure sets err naming `what`. */
 char *checked_strndup(const char *text, size_t len, const char *what, Error *err);
 

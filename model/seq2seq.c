@@ -29,6 +29,8 @@ int model_init(Model *m, const ModelDims *dims, Error *err) {
         model_free(m);
         return -1;
     }
+    advise_huge_pages(m->params, sizeof(real) * m->table.total);
+    advise_huge_pages(m->grads, sizeof(real) * m->table.total);
     weights_view(&m->w, &m->table, m->params);
     weights_view(&m->g, &m->table, m->grads);
     return 0;

@@ -19,6 +19,8 @@ int adam_init(Adam *adam, size_t n, double beta1, double beta2, double eps, Erro
         adam_free(adam);
         return -1;
     }
+    advise_huge_pages(adam->m, sizeof(real) * n);
+    advise_huge_pages(adam->v, sizeof(real) * n);
     return 0;
 }
 

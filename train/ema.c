@@ -12,6 +12,7 @@ int ema_init(Ema *ema, size_t n, double decay, const real *params, Error *err) {
     memset(ema, 0, sizeof *ema);
     ema->avg = checked_calloc(n, sizeof(real), "the parameters' moving average", err);
     if (!ema->avg) return -1;
+    advise_huge_pages(ema->avg, sizeof(real) * n);
     memcpy(ema->avg, params, sizeof(real) * n);
     ema->n = n, ema->decay = decay;
     return 0;
