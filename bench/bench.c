@@ -129,7 +129,8 @@ static int time_training(const ModelDims *dims, int B, int S, int T, int steps, 
     RandomBatch rb;
     Adam adam;
     Error err;
-    if (model_init(&m, dims, &err) || acts_init(&acts, dims, B, S, T, &err) ||
+    if (model_init(&m, dims, &err) ||
+        acts_init_plan(&acts, dims, B, S, T, &(ActsPlan){.huge_pages = 1}, &err) ||
         random_batch_make(&rb, dims, B, S, T, 1, &err) ||
         adam_init(&adam, m.table.total, 0.9, 0.999, 1e-8, &err)) {
         fprintf(stderr, "bench: %s\n", err.msg);
@@ -244,8 +245,8 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
     if (lengths_dataset(&ds, REAL_PAIRS, &REAL_DIMS, corpus, 7, &err) ||
         training_plan(&plan, &ds, &ct, 0, &err) ||
         batch_buffer_init(&bb, training_max_pairs(&ds, &ct), ds.max_src, ds.max_tgt, &err) ||
-        acts_init(&acts, &REAL_DIMS, training_max_pairs(&ds, &ct), ds.max_src + 1, ds.max_tgt + 1,
-                  &err) ||
+        acts_init_plan(&acts, &REAL_DIMS, training_max_pairs(&ds, &ct), ds.max_src + 1,
+                       ds.max_tgt + 1, &(ActsPlan){.huge_pages = 1}, &err) ||
         model_init(&m, &REAL_DIMS, &err) ||
         adam_init(&adam, m.table.total, 0.9, 0.999, 1e-8, &err)) {
         fprintf(stderr, "bench: %s\n", err.msg);

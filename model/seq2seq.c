@@ -229,6 +229,8 @@ int acts_init_plan(Acts *a, const ModelDims *dims, int max_B, int max_S, int max
     size_t total = acts_layout(a, dims, NULL);
     size_t ints = (size_t)max_S * max_B + 4 * (size_t)max_T * max_B + (size_t)max_B + max_T;
     a->block = checked_calloc(total + 16, sizeof(real), "activations", err);
+    if (a->block && plan && plan->huge_pages)
+        advise_huge_pages(a->block, sizeof(real) * (total + 16));
     a->int_block = checked_calloc(ints, sizeof(int), "activation ids", err);
     a->untouched = checked_calloc(max_untouched_spans(dims), sizeof(ParamSpan), "spans", err);
     a->row_used = checked_calloc(largest_vocab(dims), 1, "word flags", err);

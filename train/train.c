@@ -351,8 +351,8 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
     tr->share = checked_calloc((size_t)B, sizeof(size_t), "a batch's pair indices", err);
     if (!tr->share ||
         batch_buffer_init(&tr->batches, B, tr->train.max_src, tr->train.max_tgt, err) ||
-        acts_init(&tr->acts, &tr->nm.model.dims, B, tr->train.max_src + 1, tr->train.max_tgt + 1,
-                  err))
+        acts_init_plan(&tr->acts, &tr->nm.model.dims, B, tr->train.max_src + 1,
+                       tr->train.max_tgt + 1, &(ActsPlan){.huge_pages = 1}, err))
         return -1;
 
     if (tr->dist.rank != 0) return 0; /* the files and the messages are rank 0's */
