@@ -280,6 +280,7 @@ static int take_ema(Reader *r, TrainState *s, const ParamTable *table, uint64_t 
         return error_set(err, "%s: truncated parameter average", path);
     s->ema = checked_calloc(count, sizeof(real), "parameter average", err);
     if (!s->ema) return error_prefix(err, "%s: ", path);
+    advise_huge_pages(s->ema, sizeof(real) * count); /* training streams it, as ema_init's */
     if (take_reals(r, s->ema, count, width) ||
         check_values(s->ema, table, "averaged parameter", false, path, err)) {
         free(s->ema);
@@ -416,7 +417,12 @@ static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, b
             s.adam_m = checked_calloc(count, sizeof(real), "Adam first moments", err);
             s.adam_v = checked_calloc(count, sizeof(real), "Adam second moments", err);
             int bad = !s.adam_m || !s.adam_v;
-            if (bad) error_prefix(err, "%s: ", path);
+            if (bad) {
+                error_prefix(err, "%s: ", path);
+            } else { /* Adam streams them every step, as it does adam_init's */
+                advise_huge_pages(s.adam_m, sizeof(real) * count);
+                advise_huge_pages(s.adam_v, sizeof(real) * count);
+            }
             bad = bad || take_reals(r, s.adam_m, count, width) ||
                   take_reals(r, s.adam_v, count, width) ||
                   check_values(s.adam_m, &table, "Adam first moment of", false, path, err) ||

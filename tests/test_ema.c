@@ -577,6 +577,31 @@ START_TEST(resume_with_other_batches_starts_the_epoch_again) {
 }
 END_TEST
 
+START_TEST(resume_into_a_new_folder_starts_its_log) {
+    /* --resume=CHECKPOINT with an out_dir that has no log yet: the new log starts with its
+     * header (it used to get only rows, and the curves then refused it: exit status 1), and a
+     * resume in the same folder adds rows under the one header */
+    char dir[64] = "/tmp/nmt-relog-XXXXXX", a[128], b[128], log[160], cmd[1024];
+    ck_assert(mkdtemp(dir) != NULL);
+    snprintf(a, sizeof a, "%s/a", dir);
+    snprintf(b, sizeof b, "%s/b", dir);
+    ck_assert_int_eq(train_tiny(a, "--set train.max_steps=10"), 0);
+    snprintf(cmd, sizeof cmd, "--set train.max_steps=20 --resume=%s/last.ckpt", a);
+    ck_assert_int_eq(train_tiny(b, cmd), 0);
+    ck_assert_int_eq(train_tiny(b, "--set train.max_steps=30 --resume"), 0);
+    snprintf(log, sizeof log, "%s/train_log.tsv", b);
+    size_t len;
+    char *text = (char *)slurp_file(log, &len);
+    const char *header = "step\tepoch\tloss\t";
+    ck_assert_msg(strncmp(text, header, strlen(header)) == 0, "%s", text);
+    ck_assert_msg(strstr(text + 1, "step\t") == NULL, "a second header: %s", text);
+    ck_assert_msg(strstr(text, "\n15\t") && strstr(text, "\n30\t"), "%s", text);
+    free(text);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert(system(cmd) == 0);
+}
+END_TEST
+
 Suite *ema_suite(void) {
     Suite *s = suite_create("ema");
     TCase *tc = tcase_create("ema");
@@ -588,6 +613,7 @@ Suite *ema_suite(void) {
     tcase_add_test(tc, time_budget_stops_and_validates);
     tcase_add_test(tc, time_and_batches_in_checkpoint);
     tcase_add_test(tc, resume_with_other_batches_starts_the_epoch_again);
+    tcase_add_test(tc, resume_into_a_new_folder_starts_its_log);
     tcase_add_test(tc, budget_schedule_and_resumed_time);
     tcase_add_test(tc, budget_schedule_over_epochs);
     suite_add_tcase(s, tc);

@@ -113,6 +113,9 @@ typedef struct {
     FILE *log;
     char log_path[CONFIG_PATH_MAX + 32];
     char best_path[CONFIG_PATH_MAX + 16], last_path[CONFIG_PATH_MAX + 16];
+    /* best.ckpt beside a checkpoint resumed from another folder: the best model until one of
+     * this run's validations beats it (empty when resuming in out_dir itself) */
+    char resumed_best[CONFIG_PATH_MAX + 16];
     /* the newest resumable checkpoint known to be good: saved by this run or resumed from */
     char good_path[CONFIG_PATH_MAX + 16];
     uint64_t good_step;
@@ -313,6 +316,11 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
                              resume);
         snprintf(tr->good_path, sizeof tr->good_path, "%s", resume);
         tr->good_step = st->step;
+        const char *slash = strrchr(resume, '/');
+        int folder = slash ? (int)(slash - resume) : 1;
+        snprintf(tr->resumed_best, sizeof tr->resumed_best, "%.*s/best.ckpt", folder,
+                 slash ? resume : ".");
+        if (strcmp(tr->resumed_best, tr->best_path) == 0) tr->resumed_best[0] = '\0';
         /* the optimiser takes over the moments the checkpoint brought */
         tr->adam = (Adam){.n = tr->nm.model.table.total,
                           .t = st->adam_t,
@@ -365,7 +373,9 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
     if (write_config(cfg, cfg_path, err)) return -1;
     tr->log = fopen(tr->log_path, resume ? "a" : "w");
     if (!tr->log) return error_set(err, "cannot write %s: %s", tr->log_path, strerror(errno));
-    if (!resume)
+    /* a new log starts with its header, also a resumed run's in a folder that has no log yet
+     * (--resume=CHECKPOINT from another run's folder) */
+    if (fseek(tr->log, 0, SEEK_END) == 0 && ftell(tr->log) == 0)
         fprintf(tr->log, "step\tepoch\tloss\tlr\tdev_loss\tdev_ppl\tdev_bleu\tdev_chrf\t"
                          "tok_per_s\telapsed_s\tpadding\n");
     if (flush_log(tr, err)) return -1;
@@ -405,19 +415,37 @@ static void trainer_free(Trainer *tr) {
     nmt_model_free(&tr->nm);
 }
 
-/* Scores the best model on [data] test, as bin/evaluate would (greedy). */
+/* The best model's file at the end: out_dir's best.ckpt, or, when no validation of a run
+ * resumed from another folder beat the best it brought, the best.ckpt beside what it resumed;
+ * NULL when neither is there. */
+static const char *best_model(const Trainer *tr) {
+    if (access(tr->best_path, F_OK) == 0) return tr->best_path;
+    if (tr->resumed_best[0] && access(tr->resumed_best, F_OK) == 0) return tr->resumed_best;
+    return NULL;
+}
+
+/* Scores the best model on [data] test, as bin/evaluate would (greedy); the last model when
+ * there is no best one (see best_model). */
 static int score_test(const Trainer *tr, Error *err) {
     const Config *cfg = tr->cfg;
+    const char *path = best_model(tr);
+    if (!path) {
+        printf("note: no best.ckpt in %s (no validation beat the resumed run's best) nor beside "
+               "the checkpoint resumed: the test scores are the last model's\n",
+               cfg->train.out_dir);
+        path = tr->last_path;
+    }
     NmtModel best;
-    if (checkpoint_load(tr->best_path, &best, NULL, NULL, err)) return -1;
+    if (checkpoint_load(path, &best, NULL, NULL, err)) return -1;
     Scores sc;
     int rc = score_corpus(&best, &tr->test_corpus, &tr->test_tokens, cfg->data.test, 64, 1, &sc,
                           NULL, NULL, err);
     if (rc == 0) {
         char bleu[METRICS_LINE_MAX];
         bleu_format(&sc.bleu, bleu, sizeof bleu);
-        printf("test (%s, %zu pairs, best model): %s, chrF2 %.2f, perplexity %.3f\n",
-               cfg->data.test, sc.sentences, bleu, sc.chrf.score, sc.perplexity);
+        printf("test (%s, %zu pairs, %s model): %s, chrF2 %.2f, perplexity %.3f\n", cfg->data.test,
+               sc.sentences, path == tr->last_path ? "last" : "best", bleu, sc.chrf.score,
+               sc.perplexity);
     }
     nmt_model_free(&best);
     return rc;
@@ -669,8 +697,9 @@ static int train(Trainer *tr, Error *err) {
     char elapsed[32];
     format_duration(elapsed, sizeof elapsed, now() - tr->start_time);
     if (tr->out_of_time) printf("time budget of %g minutes spent\n", ct->max_minutes);
+    const char *best = best_model(tr);
     printf("done: %llu steps in %s, best dev BLEU %.2f -> %s\n", (unsigned long long)st->step,
-           elapsed, st->best_bleu, tr->best_path);
+           elapsed, st->best_bleu, best ? best : "(no best.ckpt saved)");
     fflush(stdout);
     return cfg->data.test[0] ? score_test(tr, err) : 0;
 }
