@@ -43,8 +43,8 @@ void *checked_calloc(size_t count, size_t size, const char *what, Error *err);
  * follow it in their "madvise" mode ("always" gives such blocks huge pages anyway, "never"
  * none); elsewhere it does nothing. A step streams ~450 MB through those arrays, and on a VM
  * each TLB miss walks two levels of page tables: on this project's 2-core Xeon VM Adam took
- * 8.1-8.2 ms a step of the 64-pair line instead of 8.8 and the gradient norm 1.2 instead of
- * 1.4 to 1.8. Not for blocks that are touched only in part (a search's activations, planned
+ * 8.3-8.6 ms a step of the 64-pair line instead of 8.9-9.1, and the gradient norm 1.2
+ * instead of 1.6. Not for blocks that are touched only in part (a search's activations, planned
  * for the longest input): each first write would bring in 2 MB, and bin/translate took 7-9
  * ms a process instead of 5.6-5.8 with its activations on huge pages. */
 void advise_huge_pages(void *p, size_t bytes);

@@ -63,6 +63,13 @@ void output_file_abort(OutputFile *o) {
     remove(o->tmp);
 }
 
+int path_beside(char *out, size_t size, const char *path, const char *name) {
+    const char *slash = strrchr(path, '/');
+    int folder = slash ? (int)(slash - path) + 1 : 0;
+    int n = snprintf(out, size, "%.*s%s", folder, path, name);
+    return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
 int make_dirs(const char *dir, Error *err) {
     char path[4096];
     if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)

@@ -32,6 +32,11 @@ int output_file_commit(OutputFile *o, Error *err);
 /* Closes and removes PATH.tmp (after a failure); harmless on a committed or unopened file. */
 void output_file_abort(OutputFile *o);
 
+/* Writes into out[size] the path of `name` in the folder of `path` ("dir/run.ckpt" and
+ * "best.ckpt" give "dir/best.ckpt"; a path without a folder gives name alone); -1 when it does
+ * not fit. */
+int path_beside(char *out, size_t size, const char *path, const char *name);
+
 /* Creates dir and its missing parents, like mkdir -p; an existing non-folder is an error. */
 int make_dirs(const char *dir, Error *err);
 

@@ -30,7 +30,10 @@ void embedding_forward(real *out, int ld, const int *ids, const real *keep, cons
  * count. */
 enum { COLUMN_BLOCK = 64 };
 
-/* The end of the block of columns from j0, of `cols` columns in all. */
+/* The blocks of `cols` columns, and the end of the block from column j0. */
+static long column_blocks(int cols) {
+    return (cols + COLUMN_BLOCK - 1) / COLUMN_BLOCK;
+}
 static int column_block_end(int j0, int cols) {
     return cols - j0 < COLUMN_BLOCK ? cols : j0 + COLUMN_BLOCK;
 }
@@ -51,7 +54,7 @@ void embedding_backward(real *demb, const real *dout, int ld, const int *ids, co
                         int rows, int dim) {
     /* two rows with the same id add into the same gradient row: by blocks of columns */
     PARALLEL_FOR(
-        c, (dim + COLUMN_BLOCK - 1) / COLUMN_BLOCK, (double)rows * dim, 65536,
+        c, column_blocks(dim), (double)rows * dim, 65536,
         embedding_backward_columns(demb, dout, ld, ids, keep, rows, dim, (int)c * COLUMN_BLOCK));
 }
 
@@ -83,7 +86,7 @@ VECTOR_CLONES static void column_sums_block(real *restrict sums, const real *res
 }
 
 void add_column_sums(real *sums, const real *x, int rows, int cols) {
-    PARALLEL_FOR(c, (cols + COLUMN_BLOCK - 1) / COLUMN_BLOCK, (double)rows * cols, 65536,
+    PARALLEL_FOR(c, column_blocks(cols), (double)rows * cols, 65536,
                  column_sums_block(sums, x, rows, cols, (int)c * COLUMN_BLOCK));
 }
 

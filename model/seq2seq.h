@@ -76,7 +76,7 @@ typedef struct {
                        ACTS_AUTO keeps it when it takes at most 8 MB */
     int huge_pages; /* 1: 2 MB pages asked for behind the activations (advise_huge_pages), for
                        training, whose steps pass over them in full (the 64-pair line's
-                       softmax and loss: 4.4-4.5 -> 4.0-4.2 ms); 0 for a search's, which
+                       softmax and loss: 4.4-4.5 -> 4.1-4.2 ms); 0 for a search's, which
                        planned for the longest input are touched only in part */
 } ActsPlan;
 

@@ -417,12 +417,10 @@ static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, b
             s.adam_m = checked_calloc(count, sizeof(real), "Adam first moments", err);
             s.adam_v = checked_calloc(count, sizeof(real), "Adam second moments", err);
             int bad = !s.adam_m || !s.adam_v;
-            if (bad) {
-                error_prefix(err, "%s: ", path);
-            } else { /* Adam streams them every step, as it does adam_init's */
-                advise_huge_pages(s.adam_m, sizeof(real) * count);
-                advise_huge_pages(s.adam_v, sizeof(real) * count);
-            }
+            if (bad) error_prefix(err, "%s: ", path);
+            /* Adam streams them every step, as it does adam_init's (NULL: nothing) */
+            advise_huge_pages(s.adam_m, sizeof(real) * count);
+            advise_huge_pages(s.adam_v, sizeof(real) * count);
             bad = bad || take_reals(r, s.adam_m, count, width) ||
                   take_reals(r, s.adam_v, count, width) ||
                   check_values(s.adam_m, &table, "Adam first moment of", false, path, err) ||

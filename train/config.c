@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/files.h"
 #include "base/utf8.h"
 #include "train/ini.h"
 
@@ -505,11 +506,8 @@ static int apply_override(LoadState *state, const char *override, Error *err) {
 
 /* Writes path's folder with its trailing '/' into base ("" when path has no folder). */
 static int folder_of(const char *path, char *base, size_t size, Error *err) {
-    const char *slash = strrchr(path, '/');
-    size_t length = slash ? (size_t)(slash - path) + 1 : 0;
-    if (length >= size) return error_set(err, "%s: the folder name is too long", path);
-    memcpy(base, path, length);
-    base[length] = '\0';
+    if (path_beside(base, size, path, ""))
+        return error_set(err, "%s: the folder name is too long", path);
     return 0;
 }
 

@@ -331,9 +331,7 @@ int curves_update(const char *log_path, Error *err) {
     CurveRun run;
     if (curves_read_log(log_path, &run, err)) return -1;
     char path[4096];
-    const char *slash = strrchr(log_path, '/');
-    int len = slash ? (int)(slash - log_path) + 1 : 0;
-    if (snprintf(path, sizeof path, "%.*scurves.svg", len, log_path) >= (int)sizeof path) {
+    if (path_beside(path, sizeof path, log_path, "curves.svg")) {
         curve_run_free(&run);
         return error_set(err, "%s: path too long for curves.svg beside it", log_path);
     }

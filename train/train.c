@@ -316,11 +316,9 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
                              resume);
         snprintf(tr->good_path, sizeof tr->good_path, "%s", resume);
         tr->good_step = st->step;
-        const char *slash = strrchr(resume, '/');
-        int folder = slash ? (int)(slash - resume) : 1;
-        snprintf(tr->resumed_best, sizeof tr->resumed_best, "%.*s/best.ckpt", folder,
-                 slash ? resume : ".");
-        if (strcmp(tr->resumed_best, tr->best_path) == 0) tr->resumed_best[0] = '\0';
+        if (path_beside(tr->resumed_best, sizeof tr->resumed_best, resume, "best.ckpt") ||
+            strcmp(tr->resumed_best, tr->best_path) == 0)
+            tr->resumed_best[0] = '\0';
         /* the optimiser takes over the moments the checkpoint brought */
         tr->adam = (Adam){.n = tr->nm.model.table.total,
                           .t = st->adam_t,
@@ -424,11 +422,10 @@ static const char *best_model(const Trainer *tr) {
     return NULL;
 }
 
-/* Scores the best model on [data] test, as bin/evaluate would (greedy); the last model when
- * there is no best one (see best_model). */
-static int score_test(const Trainer *tr, Error *err) {
+/* Scores the best model (best_model's path) on [data] test, as bin/evaluate would (greedy);
+ * the last model when there is no best one (path NULL). */
+static int score_test(const Trainer *tr, const char *path, Error *err) {
     const Config *cfg = tr->cfg;
-    const char *path = best_model(tr);
     if (!path) {
         printf("note: no best.ckpt in %s (no validation beat the resumed run's best) nor beside "
                "the checkpoint resumed: the test scores are the last model's\n",
@@ -701,7 +698,7 @@ static int train(Trainer *tr, Error *err) {
     printf("done: %llu steps in %s, best dev BLEU %.2f -> %s\n", (unsigned long long)st->step,
            elapsed, st->best_bleu, best ? best : "(no best.ckpt saved)");
     fflush(stdout);
-    return cfg->data.test[0] ? score_test(tr, err) : 0;
+    return cfg->data.test[0] ? score_test(tr, best, err) : 0;
 }
 
 int main(int argc, char **argv) {
