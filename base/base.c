@@ -68,6 +68,18 @@ void advise_huge_pages(void *p, size_t bytes) {
 #endif
 }
 
+void populate_pages(void *p, size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    if (!p || page == 0 || page == (uintptr_t)-1) return;
+    uintptr_t first = ((uintptr_t)p + page - 1) & ~(page - 1);
+    uintptr_t end = ((uintptr_t)p + bytes) & ~(page - 1);
+    if (end > first) (void)madvise((void *)first, end - first, MADV_POPULATE_WRITE);
+#else
+    (void)p, (void)bytes;
+#endif
+}
+
 void *checked_calloc(size_t count, size_t size, const char *what, Error *err) {
     if (count == 0 || size == 0) count = size = 1; /* a valid, freeable pointer */
     if (count > SIZE_MAX / size) {

@@ -31,6 +31,9 @@ int model_init(Model *m, const ModelDims *dims, Error *err) {
     }
     advise_huge_pages(m->params, sizeof(real) * m->table.total);
     advise_huge_pages(m->grads, sizeof(real) * m->table.total);
+    /* whoever made the model writes every parameter next (an initialiser, a checkpoint);
+     * the gradients a translating program never touches stay unbacked */
+    populate_pages(m->params, sizeof(real) * m->table.total);
     weights_view(&m->w, &m->table, m->params);
     weights_view(&m->g, &m->table, m->grads);
     return 0;
