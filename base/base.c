@@ -52,7 +52,7 @@ int error_append(Error *err, const char *fmt, ...) {
 
 uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
     const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * FNV1A_PRIME;
     return h;
 }
 

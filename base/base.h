@@ -68,6 +68,7 @@ real *checked_calloc_aligned(size_t n, void **block, const char *what, Error *er
 /* FNV-1a, 64 bits: fnv1a(FNV1A_START, data, n) hashes data[0..n); passing a previous result
  * as h continues it over more bytes. Hash tables of tokens and checkpoint checksums use it. */
 #define FNV1A_START 0xcbf29ce484222325ull
+#define FNV1A_PRIME 0x100000001b3ull
 uint64_t fnv1a(uint64_t h, const void *data, size_t n);
 
 /* Refuses, with an error naming `what`, to go on when `bytes` exceed the memory this process

@@ -283,17 +283,17 @@ START_TEST(test_checkpoint_keeps_merges) {
     ck_assert_str_eq(a, "Unseen words: Zorblaxian cats!");
     free(a);
     nmt_model_free(&back);
-    /* version 2 with subwords; a model without them is still written as version 1 */
+    /* the current version, with the subwords flag */
     size_t len;
     unsigned char *bytes = slurp_file(path, &len);
-    ck_assert_int_eq(bytes[8], 2);
+    ck_assert_int_eq(bytes[8], 3);
     ck_assert_int_eq(bytes[48] & 4, 4);
     free(bytes);
     toy_model_free(&t);
     toy_model(&t, "none", 100);
     ck_assert_msg(checkpoint_save(path, &t.nm, NULL, &err) == 0, "%s", err.msg);
     bytes = slurp_file(path, &len);
-    ck_assert_int_eq(bytes[8], 1);
+    ck_assert_int_eq(bytes[8], 3); /* the same version: the flag alone says "no subwords" */
     ck_assert_int_eq(bytes[48] & 4, 0);
     free(bytes);
     ck_assert_msg(checkpoint_load(path, &back, NULL, NULL, &err) == 0, "%s", err.msg);
