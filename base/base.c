@@ -68,18 +68,6 @@ void advise_huge_pages(void *p, size_t bytes) {
 #endif
 }
 
-void populate_pages(void *p, size_t bytes) {
-#ifdef MADV_POPULATE_WRITE
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    if (!p || page == 0 || page == (uintptr_t)-1) return;
-    uintptr_t first = ((uintptr_t)p + page - 1) & ~(page - 1);
-    uintptr_t end = ((uintptr_t)p + bytes) & ~(page - 1);
-    if (end > first) (void)madvise((void *)first, end - first, MADV_POPULATE_WRITE);
-#else
-    (void)p, (void)bytes;
-#endif
-}
-
 void *checked_calloc(size_t count, size_t size, const char *what, Error *err) {
     if (count == 0 || size == 0) count = size = 1; /* a valid, freeable pointer */
     if (count > SIZE_MAX / size) {
@@ -88,6 +76,29 @@ void *checked_calloc(size_t count, size_t size, const char *what, Error *err) {
     }
     void *p = calloc(count, size);
     if (!p) error_set(err, "out of memory allocating %s (%zu bytes)", what, count * size);
+    return p;
+}
+
+void *checked_calloc_pages(size_t bytes, const char *what, Error *err) {
+    enum { LINE = 64, HUGE_PAGE = 2 << 20, FROM = 1 << 20 };
+    size_t align = bytes >= FROM ? HUGE_PAGE : LINE;
+    if (bytes > SIZE_MAX - align) {
+        error_set(err, "cannot allocate %s: %zu bytes is too large", what, bytes);
+        return NULL;
+    }
+    size_t whole = (bytes + align - 1) / align * align + (bytes == 0 ? align : 0);
+    void *p = aligned_alloc(align, whole);
+    if (!p) {
+        error_set(err, "out of memory allocating %s (%zu bytes)", what, bytes);
+        return NULL;
+    }
+#if defined(MADV_HUGEPAGE) && defined(MADV_POPULATE_WRITE)
+    if (align == HUGE_PAGE) { /* refused: pages at first touch, as before */
+        (void)madvise(p, whole, MADV_HUGEPAGE);
+        (void)madvise(p, whole, MADV_POPULATE_WRITE);
+    }
+#endif
+    memset(p, 0, whole);
     return p;
 }
 

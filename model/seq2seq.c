@@ -23,17 +23,15 @@ int model_init(Model *m, const ModelDims *dims, Error *err) {
     if (dims_validate(dims, err)) return -1;
     m->dims = *dims;
     param_table_build(&m->table, dims);
-    m->params = checked_calloc_aligned(m->table.total, &m->param_block, "parameters", err);
+    /* whoever made the model writes every parameter next (an initialiser, a checkpoint) */
+    m->params = m->param_block =
+        checked_calloc_pages(sizeof(real) * m->table.total, "parameters", err);
     m->grads = checked_calloc_aligned(m->table.total, &m->grad_block, "gradients", err);
     if (!m->params || !m->grads) {
         model_free(m);
         return -1;
     }
-    advise_huge_pages(m->params, sizeof(real) * m->table.total);
     advise_huge_pages(m->grads, sizeof(real) * m->table.total);
-    /* whoever made the model writes every parameter next (an initialiser, a checkpoint);
-     * the gradients a translating program never touches stay unbacked */
-    populate_pages(m->params, sizeof(real) * m->table.total);
     weights_view(&m->w, &m->table, m->params);
     weights_view(&m->g, &m->table, m->grads);
     return 0;

@@ -372,11 +372,7 @@ static unsigned char *read_file(const char *path, size_t *size, Error *err) {
         fclose(f);
         return NULL;
     }
-    unsigned char *data = checked_calloc((size_t)st.st_size, 1, path, err);
-    if (data) { /* written in full next: its pages at once, not a fault each (base.h) */
-        advise_huge_pages(data, (size_t)st.st_size);
-        populate_pages(data, (size_t)st.st_size);
-    }
+    unsigned char *data = checked_calloc_pages((size_t)st.st_size, path, err);
     if (data && fread(data, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
         error_set(err, "%s: read error: %s", path,
                   ferror(f) ? strerror(errno) : "the file shrank while being read");
