@@ -354,7 +354,8 @@ static int take_ema(Reader *r, TrainState *s, const ParamTable *table, uint64_t 
     return 0;
 }
 
-/* Reads the whole file, refusing directories and absurd sizes. */
+/* Reads the whole file, refusing directories, absurd sizes and, before allocating for the
+ * rest, a start that is not a checkpoint's (a corpus given as the model is not read whole). */
 static unsigned char *read_file(const char *path, size_t *size, Error *err) {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -372,6 +373,14 @@ static unsigned char *read_file(const char *path, size_t *size, Error *err) {
         fclose(f);
         return NULL;
     }
+    char magic[sizeof MAGIC];
+    if (fread(magic, 1, sizeof magic, f) == sizeof magic &&
+        memcmp(magic, MAGIC, sizeof magic) != 0) {
+        error_set(err, "%s: not a checkpoint (bad magic)", path);
+        fclose(f);
+        return NULL;
+    }
+    rewind(f);
     unsigned char *data = checked_calloc_pages((size_t)st.st_size, path, err);
     if (data && fread(data, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
         error_set(err, "%s: read error: %s", path,

@@ -437,6 +437,31 @@ START_TEST(hostile_checkpoint_wrong_magic) {
 }
 END_TEST
 
+/* A large file that is not a checkpoint (a corpus given as the model) is refused by its first
+ * bytes, before the loader allocates for the rest: 4 GiB (sparse) under a 1 GiB address-space
+ * limit, which reading it whole would exceed. */
+START_TEST(hostile_checkpoint_large_text_is_refused_by_its_start) {
+    if (under_address_sanitizer()) {
+        test_skip("hostile_checkpoint_large_text_is_refused_by_its_start",
+                  "needs an address-space limit");
+        return;
+    }
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_text(&s, "corpus.tsv", "I love cats\tj'aime les chats\n");
+    char path[512];
+    scratch_path(&s, "corpus.tsv", path, sizeof path);
+    ck_assert_int_eq(truncate(path, (off_t)4 << 30), 0);
+    RunResult r;
+    RunLimits limits = {.address_space = (rlim_t)1 << 30};
+    run_program(&r, &s, (const char *const[]){"../bin/translate", "-m", path, "I love cats", NULL},
+                NULL, 30, &limits);
+    assert_one_line_error(&r, "translate", 1,
+                          (const char *const[]){path, "not a checkpoint (bad magic)", NULL});
+    scratch_free(&s);
+}
+END_TEST
+
 START_TEST(hostile_checkpoint_other_version) {
     Scratch s;
     scratch_make(&s);
@@ -1028,6 +1053,7 @@ Suite *hostile_suite(void) {
     tcase_set_timeout(checkpoint, 120);
     tcase_add_test(checkpoint, hostile_checkpoint_wrong_magic);
     tcase_add_test(checkpoint, hostile_checkpoint_other_version);
+    tcase_add_test(checkpoint, hostile_checkpoint_large_text_is_refused_by_its_start);
     tcase_add_loop_test(checkpoint, hostile_checkpoint_header_field, 0, N_HEADER_FORGERIES);
     tcase_add_test(checkpoint, hostile_checkpoint_huge_sizes_are_not_allocated);
     tcase_add_test(checkpoint, hostile_checkpoint_truncated_at_every_byte);
