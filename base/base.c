@@ -92,12 +92,14 @@ void *checked_calloc_pages(size_t bytes, const char *what, Error *err) {
         error_set(err, "out of memory allocating %s (%zu bytes)", what, bytes);
         return NULL;
     }
-#if defined(MADV_HUGEPAGE) && defined(MADV_POPULATE_WRITE)
-    if (align == HUGE_PAGE) { /* refused: pages at first touch, as before */
+    if (align == HUGE_PAGE) { /* hints: where refused, the pages come at first touch */
+#ifdef MADV_HUGEPAGE
         (void)madvise(p, whole, MADV_HUGEPAGE);
-        (void)madvise(p, whole, MADV_POPULATE_WRITE);
-    }
 #endif
+#ifdef MADV_POPULATE_WRITE
+        (void)madvise(p, whole, MADV_POPULATE_WRITE);
+#endif
+    }
     memset(p, 0, whole);
     return p;
 }
