@@ -456,9 +456,9 @@ START_TEST(hostile_checkpoint_large_text_is_refused_by_its_start) {
     RunLimits limits = {.address_space = (rlim_t)1 << 30};
     run_program(&r, &s, (const char *const[]){"../bin/translate", "-m", path, "I love cats", NULL},
                 NULL, 30, &limits);
+    scratch_free(&s); /* the 4 GiB file goes even when the assertion fails */
     assert_one_line_error(&r, "translate", 1,
                           (const char *const[]){path, "not a checkpoint (bad magic)", NULL});
-    scratch_free(&s);
 }
 END_TEST
 
