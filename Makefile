@@ -162,6 +162,7 @@ $(BUILD)/libnmt.a: $(NMT_LIB_OBJ)
 PREFIX ?= /usr/local
 DESTDIR ?=
 INSTALL_PROGRAMS = $(filter-out bin/run_tests bin/bench bin/bench_gemm,$(BINS))
+NMT_VERSION := $(shell sed -n 's/^\#define NMT_VERSION "\(.*\)"/\1/p' nmt/nmt.h)
 
 install: $(BINS) $(BUILD)/libnmt.a
 	mkdir -p $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
@@ -170,7 +171,7 @@ install: $(BINS) $(BUILD)/libnmt.a
 	cp nmt/nmt.h $(DESTDIR)$(PREFIX)/include/nmt.h
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
 	    'Name: nmt' 'Description: attention-based neural machine translation in plain C' \
-	    'Version: 1.0.0' 'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lnmt -fopenmp -lm' \
+	    'Version: $(NMT_VERSION)' 'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lnmt -fopenmp -lm' \
 	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nmt.pc
 
 uninstall:

@@ -36,7 +36,9 @@
 extern "C" {
 #endif
 
-#define NMT_VERSION "1.0.0"
+/* 1.1.0: bin/train writes checkpoint format 3 (nmt/checkpoint.h), which 1.0.0 refuses; every
+ * file that 1.0.0 reads still opens. The Makefile's nmt.pc takes its version from here. */
+#define NMT_VERSION "1.1.0"
 
 typedef struct nmt_model nmt_model; /* opaque */
 

@@ -1,8 +1,8 @@
 /*
  * test_install.c: the library as an embedding program sees it: `make install` into a
- * temporary DESTDIR, docs/example.c compiled with `pkg-config --cflags --libs nmt`, its output
- * equal to bin/translate's, `make uninstall` leaving nothing behind; and the public API's
- * answers to bad arguments and bad input.
+ * temporary DESTDIR (nmt.pc with nmt.h's version), docs/example.c compiled with
+ * `pkg-config --cflags --libs nmt`, its output equal to bin/translate's, `make uninstall`
+ * leaving nothing behind; and the public API's answers to bad arguments and bad input.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,8 +30,9 @@ START_TEST(installed_library_builds_the_example) {
              ">/dev/null; test -x $root/usr/local/bin/nmt-translate; "
              "export PKG_CONFIG_PATH=$root/usr/local/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root; "
              "cc -std=c17 -Wall -Wextra -Werror ../docs/example.c $(pkg-config --cflags --libs "
-             "nmt) %s -o %s/example",
-             s.dir, make_flags ? make_flags : "", example_flags ? example_flags : "", s.dir);
+             "nmt) %s -o %s/example; test \"$(pkg-config --modversion nmt)\" = %s",
+             s.dir, make_flags ? make_flags : "", example_flags ? example_flags : "", s.dir,
+             NMT_VERSION);
     RunResult r;
     run_program(&r, &s, (const char *const[]){"/bin/sh", "-c", script, NULL}, NULL, 300, NULL);
     ck_assert_msg(r.status == 0 && !r.timed_out, "install and build failed (%d): %s", r.status,
