@@ -220,17 +220,17 @@ static int take_reals(Reader *r, real *dst, size_t n, uint32_t width) {
     const unsigned char *p = r->data + r->pos;
     if (width == sizeof(real)) {
         memcpy(dst, p, n * width);
+    } else if (width == 4) {
+        for (size_t i = 0; i < n; i++) {
+            float x;
+            memcpy(&x, p + 4 * i, 4);
+            dst[i] = (real)x;
+        }
     } else {
         for (size_t i = 0; i < n; i++) {
-            if (width == 4) {
-                float x;
-                memcpy(&x, p + 4 * i, 4);
-                dst[i] = (real)x;
-            } else {
-                double x;
-                memcpy(&x, p + 8 * i, 8);
-                dst[i] = (real)x;
-            }
+            double x;
+            memcpy(&x, p + 8 * i, 8);
+            dst[i] = (real)x;
         }
     }
     r->pos += n * width;
