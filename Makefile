@@ -15,7 +15,10 @@
 #
 # Layers, each using only those below it: base/ (errors, allocation, files, UTF-8, batches);
 # data/ and model/; nmt/ (the library that uses a trained model, public header nmt/nmt.h);
-# train/; tools/ (thin programs). A program is one file with a main().
+# reference/ (the plain reference of the spec and what checks the engine against it);
+# train/; tools/ (thin programs). Beside them, notes/ is the course-notes calculator and its
+# program, and data/toy/gencorpus.c the program that writes the toy corpus. A program is one
+# file with a main().
 
 CC       ?= gcc
 REAL     ?= float
@@ -50,10 +53,16 @@ endif
 # MPI objects live apart, so switching MPI=1 and back does not rebuild everything each time.
 BUILD    = build$(if $(filter 1,$(MPI)),/mpi)
 # Each program's main() lives in the file named here; everything else is library code.
+# Programs live in tools/ but for three that live beside what they serve.
 PROGRAMS = train translate evaluate align gradcheck gradref gencorpus attend plot
-MAIN_SRC = train/train.c $(addprefix tools/,$(addsuffix .c,$(filter-out train,$(PROGRAMS))))
-LIB_SRC  = $(filter-out $(MAIN_SRC),$(wildcard base/*.c model/*.c data/*.c nmt/*.c train/*.c tools/*.c))
-LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
+MAIN_SRC = train/train.c notes/attend.c data/toy/gencorpus.c \
+           $(addprefix tools/,$(addsuffix .c,$(filter-out train attend gencorpus,$(PROGRAMS))))
+LIB_SRC  = $(filter-out $(MAIN_SRC),$(wildcard base/*.c model/*.c data/*.c nmt/*.c reference/*.c \
+                                               train/*.c tools/*.c notes/*.c))
+# The attention page's style sheet and script, linked in as data (nmt/align_html.c).
+PAGE_SRC = nmt/attention-page.css nmt/attention-page.js
+PAGE_OBJ = $(PAGE_SRC:%=$(BUILD)/%.o)
+LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o) $(PAGE_OBJ)
 # What a program that embeds the translator links: the layers up to nmt/, not training.
 NMT_LIB_OBJ = $(filter $(BUILD)/base/% $(BUILD)/data/% $(BUILD)/model/% $(BUILD)/nmt/%,$(LIB_OBJ))
 TEST_SRC = $(wildcard tests/*.c)
@@ -88,7 +97,18 @@ $(BUILD)/%.o: %.c $(STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(if $(filter model/fastmath,$*),$(FASTMATH_FLAGS)) -MMD -MP -c $< -o $@
 
+# Each symbol is named after the path given: _binary_nmt_attention_page_js_start and _end.
+$(PAGE_OBJ): $(BUILD)/%.o: % $(STAMP)
+	@mkdir -p $(dir $@)
+	ld -r -b binary -z noexecstack -o $@ $<
+
 bin/train: $(BUILD)/train/train.o $(LIB_OBJ) $(LINK_STAMP)
+	$(LINK)
+
+bin/attend: $(BUILD)/notes/attend.o $(LIB_OBJ) $(LINK_STAMP)
+	$(LINK)
+
+bin/gencorpus: $(BUILD)/data/toy/gencorpus.o $(LIB_OBJ) $(LINK_STAMP)
 	$(LINK)
 
 bin/%: $(BUILD)/tools/%.o $(LIB_OBJ) $(LINK_STAMP)
@@ -200,7 +220,7 @@ FUZZ_TARGETS  = config corpus checkpoint worked bpe pages
 FUZZ_CFLAGS   = -std=c17 -O1 -g -Wall -Wextra -fopenmp -D_POSIX_C_SOURCE=200809L -I. \
                 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
                 -Wno-pass-failed
-FUZZ_LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/fuzz/%.o)
+FUZZ_LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/fuzz/%.o) $(PAGE_OBJ)
 
 $(BUILD)/fuzz/%.o: %.c
 	@mkdir -p $(dir $@)

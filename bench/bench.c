@@ -25,7 +25,7 @@
 
 #include "bench/lengths.h"
 #include "bench/peak.h"
-#include "tools/fdcheck.h"
+#include "reference/fdcheck.h"
 #include "model/gemm.h"
 #include "model/search.h"
 #include "train/adam.h"

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "nmt/worked.h"
+#include "notes/worked.h"
 #include "suites.h"
 
 /* The expected values below are printed to 6 decimals. */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/fdcheck.h"
+#include "reference/fdcheck.h"
 #include "tools/cli.h"
 
 static void usage(FILE *out) {

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "tools/cli.h"
-#include "nmt/refdump.h"
+#include "reference/refdump.h"
 #include "nmt/text.h"
 #include "train/new_model.h"
 

@@ -1,6 +1,6 @@
 /*
  * fuzz_worked.c: libFuzzer target for the worked-example reader and computation behind
- * bin/attend (nmt/worked.c): worked_parse on the input, then worked_run with each score a
+ * bin/attend (notes/worked.c): worked_parse on the input, then worked_run with each score a
  * command line can ask for, then worked_check.
  *
  * Besides crashes, it checks what a success promises: every step finite, every published
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nmt/worked.h"
+#include "notes/worked.h"
 
 static void check_error(const Error *err) {
     if (strncmp(err->msg, "in.txt:", 7) != 0 || strchr(err->msg, '\n')) abort();

@@ -1,7 +1,7 @@
 /*
  * fdcheck.c: whole-model finite-difference gradient check and random batches (see fdcheck.h).
  */
-#include "fdcheck.h"
+#include "reference/fdcheck.h"
 
 #include <math.h>
 #include <stdlib.h>

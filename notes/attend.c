@@ -1,6 +1,6 @@
 /*
  * attend.c: the course notes' hand computations of attention, exactly. Reads a worked example
- * (named matrices, token labels, the notes' published results; nmt/worked.h has the language),
+ * (named matrices, token labels, the notes' published results; notes/worked.h has the language),
  * prints every step the notes compute by hand (Q, K, V, scores, scaling, exp, row sums,
  * softmax, the weighted sum) with 6 decimals and token labels, or as JSON, and with --check
  * says which of the published numbers are wrong.
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nmt/worked.h"
+#include "notes/worked.h"
 #include "tools/cli.h"
 
 static void usage(FILE *out) {

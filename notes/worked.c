@@ -7,7 +7,7 @@
  * and column, so every error names FILE:LINE:COLUMN. Nothing here has a fixed-size buffer
  * that input can reach: values, rows and token lists grow as needed, up to WORKED_MAX_DIM.
  */
-#include "nmt/worked.h"
+#include "notes/worked.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /*
  * refdump.c: the gradient reference dump of the model spec (see refdump.h).
  */
-#include "nmt/refdump.h"
+#include "reference/refdump.h"
 
 #include <stdio.h>
 #include <stdlib.h>
