@@ -241,3 +241,44 @@ fuzz: $(FUZZ_TARGETS:%=bin/fuzz_%)
 	done
 
 -include $(FUZZ_LIB_OBJ:.o=.d)
+
+# ---- the live attention page (live/, docs/live.md) ---------------------------------------
+# make wasm: the translation library and live/live.c as one WebAssembly module inside one
+# JavaScript file (build/wasm/nmt-live.js), inference only and one thread: emcc compiles
+# without -fopenmp, so the `#pragma omp` lines compile away and live/serial/omp.h answers
+# the runtime calls as a team of one; model/gemm.c compiles its portable kernel only (its
+# x86 kernels need __x86_64__). Optional like MPI=1: live/need-emcc.sh installs Debian's
+# emscripten as root, otherwise says what to install and the target reports SKIPPED.
+# make live MODEL=... OUT=...: one self-contained HTML page with the module and the model.
+EMCC        ?= emcc
+WASM_BUILD   = build/wasm
+WASM_SRC     = $(filter-out nmt/align_html.c,$(wildcard base/*.c data/*.c model/*.c nmt/*.c)) live/live.c
+WASM_OBJ     = $(WASM_SRC:%.c=$(WASM_BUILD)/%.o)
+WASM_CFLAGS  = -std=c17 -O3 -Wall -Wextra -fno-math-errno -D_POSIX_C_SOURCE=200809L -I. -Ilive/serial
+WASM_EXPORTS = _live_open,_live_close,_live_info,_live_translate,_live_force,_malloc,_free
+WASM_LDFLAGS = -O3 -s SINGLE_FILE=1 -s MODULARIZE=1 -s EXPORT_NAME=createLiveModule \
+               -s ALLOW_MEMORY_GROWTH=1 -s ENVIRONMENT=web,node -s FILESYSTEM=0 \
+               -s EXPORTED_FUNCTIONS=$(WASM_EXPORTS) -s EXPORTED_RUNTIME_METHODS=UTF8ToString
+# Debian's emcc runs its JavaScript optimizer with Debian's acorn (node-acorn), which a
+# Node.js that is not Debian's finds only through NODE_PATH.
+export NODE_PATH := $(if $(NODE_PATH),$(NODE_PATH):)/usr/share/nodejs
+MODEL       ?= runs/toy/best.ckpt
+OUT         ?= live.html
+
+.PHONY: wasm live
+wasm:
+	@sh live/need-emcc.sh; status=$$?; [ $$status = 2 ] && exit 0; [ $$status = 0 ] || exit 1; \
+	    $(MAKE) --no-print-directory $(WASM_BUILD)/nmt-live.js
+
+$(WASM_BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(EMCC) $(WASM_CFLAGS) -MMD -MP -c $< -o $@
+
+$(WASM_BUILD)/nmt-live.js: $(WASM_OBJ)
+	$(EMCC) $(WASM_LDFLAGS) $^ -o $@
+
+live:
+	@sh live/need-emcc.sh && $(MAKE) --no-print-directory $(WASM_BUILD)/nmt-live.js && \
+	    sh live/make-page.sh $(WASM_BUILD)/nmt-live.js '$(MODEL)' '$(OUT)'
+
+-include $(WASM_OBJ:.o=.d)

@@ -83,6 +83,9 @@ static void write_json(FILE *out, const Alignment *a) {
         }
         fputc(']', out);
     }
+    fputs("], \"prob\": [", out);
+    for (int t = 0; t < a->rows; t++)
+        fprintf(out, t ? ", %.*g" : "%.*g", REAL_DIGITS, (double)a->prob[t]);
     fputs("]}\n", out);
 }
 

@@ -526,6 +526,7 @@ START_TEST(json_lines) {
     Alignment a[2];
     hand_made(&a[0], "say \"hi\" back\\slash", NULL, src, 4, tgt, 3, alpha);
     hand_made(&a[1], "é", "line\nbreak", src, 4, tgt, 3, alpha);
+    for (int t = 0; t < 3; t++) a[0].prob[t] = a[1].prob[t] = (real)(0.25 * (t + 1));
     char *text = written(ALIGN_JSON, a, 2);
     int lines = 0;
     for (char *line = text, *next; *line; line = next + 1, lines++) {
@@ -541,7 +542,8 @@ START_TEST(json_lines) {
         ck_assert_ptr_nonnull(strstr(line, "\"\\\"salut\\\"\\tà\\n\\u0001\""));
         ck_assert(sizeof(real) == 8 || /* in a double build 0.1 prints with 17 digits */
                   strstr(line, "\"alpha\": [[0.5, 0.25, 0.125, 0.125], [0, 1, 0, 0], "
-                               "[0.100000001, 0.200000003, 0.300000012, 0.400000006]]}"));
+                               "[0.100000001, 0.200000003, 0.300000012, 0.400000006]], "));
+        ck_assert_ptr_nonnull(strstr(line, "\"prob\": [0.25, 0.5, 0.75]}"));
     }
     ck_assert_int_eq(lines, 2);
     free(text);
