@@ -257,7 +257,8 @@ WASM_OBJ     = $(WASM_SRC:%.c=$(WASM_BUILD)/%.o)
 WASM_CFLAGS  = -std=c17 -O3 -Wall -Wextra -fno-math-errno -D_POSIX_C_SOURCE=200809L -I. -Ilive/serial
 WASM_EXPORTS = _live_open,_live_close,_live_info,_live_translate,_live_force,_malloc,_free
 WASM_LDFLAGS = -O3 -s SINGLE_FILE=1 -s MODULARIZE=1 -s EXPORT_NAME=createLiveModule \
-               -s ALLOW_MEMORY_GROWTH=1 -s ENVIRONMENT=web,node -s FILESYSTEM=0 \
+               -s WASM_ASYNC_COMPILATION=0 -s ALLOW_MEMORY_GROWTH=1 -s ENVIRONMENT=web,node \
+               -s FILESYSTEM=0 \
                -s EXPORTED_FUNCTIONS=$(WASM_EXPORTS) -s EXPORTED_RUNTIME_METHODS=UTF8ToString
 # Debian's emcc runs its JavaScript optimizer with Debian's acorn (node-acorn), which a
 # Node.js that is not Debian's finds only through NODE_PATH.
@@ -270,12 +271,19 @@ wasm:
 	@sh live/need-emcc.sh; status=$$?; [ $$status = 2 ] && exit 0; [ $$status = 0 ] || exit 1; \
 	    $(MAKE) --no-print-directory $(WASM_BUILD)/nmt-live.js
 
-$(WASM_BUILD)/%.o: %.c
+# As for $(STAMP): the commands recorded, so that changing a flag rebuilds what it made.
+WASM_STAMP = $(WASM_BUILD)/commands
+$(WASM_STAMP): FORCE
+	@mkdir -p $(WASM_BUILD)
+	@echo '$(EMCC) $(WASM_CFLAGS) $(WASM_LDFLAGS)' | cmp -s - $@ || \
+	    echo '$(EMCC) $(WASM_CFLAGS) $(WASM_LDFLAGS)' > $@
+
+$(WASM_BUILD)/%.o: %.c $(WASM_STAMP)
 	@mkdir -p $(dir $@)
 	$(EMCC) $(WASM_CFLAGS) -MMD -MP -c $< -o $@
 
-$(WASM_BUILD)/nmt-live.js: $(WASM_OBJ)
-	$(EMCC) $(WASM_LDFLAGS) $^ -o $@
+$(WASM_BUILD)/nmt-live.js: $(WASM_OBJ) $(WASM_STAMP)
+	$(EMCC) $(WASM_LDFLAGS) $(WASM_OBJ) -o $@
 
 live:
 	@sh live/need-emcc.sh && $(MAKE) --no-print-directory $(WASM_BUILD)/nmt-live.js && \
