@@ -5,7 +5,9 @@
 #   make MPI=1           the programs built with mpicc, bin/train data-parallel over MPI ranks
 #                        (objects in build/mpi/); make test-mpi checks it against one process
 #   make test            builds and runs the whole test suite (installs `check` when it can)
-#   make test-browser    the attention page tested in headless Chromium (tests/browser/run.sh)
+#   make test-browser    the attention pages tested in headless Chromium (tests/browser/run.sh)
+#   make wasm            the translator as WebAssembly for the live page (emscripten; docs/live.md)
+#   make live MODEL=M OUT=F  the live attention page for model M, one self-contained HTML file
 #   make test-cpus       the numerical suites on emulated CPUs without AVX-512 / AVX2 (qemu-user)
 #   make bench           performance benchmark (not a test)
 #   make SANITIZE=1 test the suite under AddressSanitizer and UndefinedBehaviorSanitizer

@@ -147,10 +147,10 @@ function line(list, label, lhs, value, cls) {
 }
 
 const FORMULAS = {
-  additive: (t, i) => 'e_' + t + i + ' = v\u1d40 tanh(W_q s_' + (t - 1) + ' + W_k h_' + i + ' + b)',
-  dot: (t, i) => 'e_' + t + i + ' = s_' + (t - 1) + ' \u00b7 h_' + i,
-  general: (t, i) => 'e_' + t + i + ' = s_' + (t - 1) + ' \u00b7 (W_a h_' + i + ')',
-  scaled_dot: (t, i) => 'e_' + t + i + ' = (W_q s_' + (t - 1) + ') \u00b7 (W_k h_' + i + ') / \u221aA',
+  additive: (t, i) => 'e_' + t + ',' + i + ' = v\u1d40 tanh(W_q s_' + (t - 1) + ' + W_k h_' + i + ' + b)',
+  dot: (t, i) => 'e_' + t + ',' + i + ' = s_' + (t - 1) + ' \u00b7 h_' + i,
+  general: (t, i) => 'e_' + t + ',' + i + ' = s_' + (t - 1) + ' \u00b7 (W_a h_' + i + ')',
+  scaled_dot: (t, i) => 'e_' + t + ',' + i + ' = (W_q s_' + (t - 1) + ') \u00b7 (W_k h_' + i + ') / \u221aA',
 };
 
 // The score e_ti worked out from the trace, for the model's score. Writes into list and
@@ -165,7 +165,7 @@ function workScore(list, score, tr, t, i, S) {
     line(list, 'sum', 'W_q s_' + t + ' + W_k h_' + i + ' + b', vector(sum, 'the sum'));
     line(list, 'tanh', 'tanh(sum)', vector(hid, 'tanh of the sum'));
     line(list, 'v', 'v', vector(tr.v, 'v'));
-    line(list, 'score', 'e_' + T1 + i + ' = v \u00b7 tanh(sum)', products(tr.v, hid) + ' = ' + fmt(e), 'score');
+    line(list, 'score', 'e_' + T1 + ',' + i + ' = v \u00b7 tanh(sum)', products(tr.v, hid) + ' = ' + fmt(e), 'score');
     own.sum = sum;
     own.hidden = hid;
     own.dot = tr.v.reduce((acc, x, j) => acc + x * hid[j], 0);
@@ -179,10 +179,10 @@ function workScore(list, score, tr, t, i, S) {
     if (scaled) {
       const root = Math.sqrt(tr.A);
       line(list, 'dot', qName + ' \u00b7 ' + kName, products(q, k) + ' = ' + fmt(own.dot));
-      line(list, 'score', 'e_' + T1 + i + ' = that / \u221a' + tr.A, fmt(own.dot) + ' / ' + fmt(root) + ' = ' + fmt(e), 'score');
+      line(list, 'score', 'e_' + T1 + ',' + i + ' = that / \u221a' + tr.A, fmt(own.dot) + ' / ' + fmt(root) + ' = ' + fmt(e), 'score');
       own.dot /= root;
     } else {
-      line(list, 'score', 'e_' + T1 + i + ' = ' + qName + ' \u00b7 ' + kName, products(q, k) + ' = ' + fmt(e), 'score');
+      line(list, 'score', 'e_' + T1 + ',' + i + ' = ' + qName + ' \u00b7 ' + kName, products(q, k) + ' = ' + fmt(e), 'score');
     }
   }
   return own;

@@ -16,6 +16,7 @@
 # Nothing is trained for real: a 4-step model of size 4 is made in a scratch folder (and
 # runs/toy/best.ckpt is used for the main page when it exists). Without Chromium, as root it
 # is installed with apt-get; otherwise the test says SKIPPED and how to install it.
+# Then tests/browser/live.sh tests the live page (make live), which runs the model itself.
 # BROWSER_OUT=DIR keeps the pages, DOM dumps and the screenshot in DIR.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -183,4 +184,7 @@ if [ -n "${BROWSER_OUT:-}" ]; then
     mkdir -p "$BROWSER_OUT" && cp "$T"/*.html "$T"/*.dom "$T"/*.png "$T"/*.svg "$BROWSER_OUT"/ &&
         say "files kept in $BROWSER_OUT"
 fi
+
+# ---- the live page (tests/browser/live.sh: SKIPPED there when emscripten cannot be had) ----
+bash tests/browser/live.sh || exit 1
 say "passed"

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# live.sh (make test-browser, after run.sh's attention pages): the live attention page in
+# headless Chromium. Builds the WebAssembly module (make wasm; live/need-emcc.sh installs
+# emscripten as root, and when it cannot be installed this part says SKIPPED and why), makes
+# the toy model (runs/toy/best.ckpt when it exists, else a quick 60-step training of
+# configs/toy.ini: the toy's sizes, so the page's size and speed are the toy's), writes what
+# bin/align prints for a few sentences (greedy and beam 4) and the page with them, and checks:
+#   - `make live` writes the page in one command, at most 5 MB;
+#   - #selftest: the page translates the same sentences and matches bin/align's translations,
+#     weights and probabilities to 1e-5, every cell's worked step adds up, and hostile text
+#     typed into the box (markup, </script>, 10,000 characters, lone surrogates) is refused or
+#     translated without breaking the page: PASS, no JavaScript error;
+#   - the first translation appears within 1 s of the page starting to load;
+#   - a page whose bin/align weight is off by 2e-5 FAILs.
+# Needs chromium (run.sh installs it) and bin/train, bin/align. BROWSER_OUT=DIR keeps the pages.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+
+say() { echo "test-browser: live: $*"; }
+fail() {
+    echo "test-browser: live: FAIL: $*"
+    exit 1
+}
+
+reason=$(sh live/need-emcc.sh 2>&1)
+case $? in
+0) ;;
+*)
+    say "SKIPPED: the WebAssembly module cannot be built: $(printf '%s\n' "$reason" | tr '\n' ' ')"
+    exit 0
+    ;;
+esac
+CHROMIUM_BIN=${CHROMIUM_BIN:-chromium}
+command -v "$CHROMIUM_BIN" >/dev/null 2>&1 || fail "$CHROMIUM_BIN is missing (tests/browser/run.sh installs it)"
+
+T=$(mktemp -d /tmp/nmt-live.XXXXXX) || fail "mktemp"
+trap 'rm -rf "$T"' EXIT
+start=$(date +%s%N)
+make --no-print-directory -s -j2 build/wasm/nmt-live.js >"$T/build.log" 2>&1 || fail "make wasm failed: $(tail -n 5 "$T/build.log")"
+say "module built (make wasm) in $((($(date +%s%N) - start) / 1000000)) ms: $(wc -c <build/wasm/nmt-live.js) bytes"
+
+CHROMIUM=("$CHROMIUM_BIN" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run
+    --disable-background-networking --disable-component-update --disable-sync
+    --enable-logging=stderr --v=0)
+
+MODEL=runs/toy/best.ckpt
+if [ ! -f "$MODEL" ]; then
+    MODEL="$T/toy/best.ckpt"
+    bin/train configs/toy.ini --set train.max_steps=60 --set train.valid_every=60 \
+        --set train.threads=1 --set train.out_dir="$T/toy" >"$T/train.log" 2>&1 ||
+        fail "training the toy model: $(tail -n 2 "$T/train.log")"
+fi
+say "model: $MODEL"
+
+SENTENCES=("I love machine learning" "the black cat sees a dog" "où est le chien ?" "我爱你"
+    "she has a beautiful house")
+bin/align -m "$MODEL" --format json "${SENTENCES[@]}" >"$T/greedy.jsonl" || fail "bin/align (greedy)"
+bin/align -m "$MODEL" --beam 4 --format json "${SENTENCES[@]:0:3}" >"$T/beam4.jsonl" ||
+    fail "bin/align --beam 4"
+
+# the one command
+make --no-print-directory -s live MODEL="$MODEL" OUT="$T/live.html" 2>"$T/make-live.log" ||
+    fail "make live: $(cat "$T/make-live.log")"
+size=$(wc -c <"$T/live.html")
+[ "$size" -le 5000000 ] || fail "the page is $size bytes, more than 5 MB"
+say "make live MODEL=$MODEL: a page of $size bytes"
+
+# Loads PAGE#selftest into NAME.dom; prints the result (the <pre>'s text).
+selftest() {
+    local page=$1 name=$2
+    timeout 120 "${CHROMIUM[@]}" --user-data-dir="$T/profile-$name" \
+        --dump-dom "file://$page#selftest" >"$T/$name.dom" 2>"$T/$name.log" ||
+        fail "$name: chromium failed (exit $?): $(tail -n 3 "$T/$name.log")"
+    sed -n '/<pre id="selftest-result"/,/<\/pre>/p' "$T/$name.dom" | sed 's/<[^>]*>//g'
+}
+
+sh live/make-page.sh build/wasm/nmt-live.js "$MODEL" "$T/selftest.html" 1="$T/greedy.jsonl" \
+    4="$T/beam4.jsonl" 2>/dev/null || fail "make-page.sh with references"
+result=$(selftest "$T/selftest.html" selftest)
+case "$result" in
+'PASS '*) ;;
+*) fail "self-test: $result" ;;
+esac
+if grep -E 'Uncaught|SyntaxError|TypeError|ReferenceError' "$T/selftest.log" >/dev/null; then
+    fail "JavaScript error: $(grep -E 'Uncaught|Error' "$T/selftest.log" | head -n 3)"
+fi
+grep -o '<html[^>]*>' "$T/selftest.dom" | grep -q xpwned && fail "a script from the hostile text ran"
+[ "$(grep -o '<script' "$T/selftest.dom" | wc -l)" = 5 ] || fail "the DOM has other script elements"
+say "self-test: $(printf '%s\n' "$result" | head -n 1)"
+first=$(printf '%s\n' "$result" | sed -n 's/^first translation: \([0-9]*\) ms.*/\1/p')
+[ -n "$first" ] || fail "the self-test reported no first-translation time: $result"
+say "$(printf '%s\n' "$result" | sed -n 2p)"
+[ "$first" -le 1000 ] || fail "the first translation took $first ms, more than 1 s"
+
+# one weight of bin/align's first sentence off by 2e-5: the self-test must FAIL on it
+awk 'NR == 1 {
+    at = index($0, "\"alpha\": [[") + 11; rest = substr($0, at)
+    match(rest, /^[-0-9.e]+/); value = substr(rest, 1, RLENGTH) + 2e-5
+    $0 = substr($0, 1, at - 1) sprintf("%.9g", value) substr(rest, RLENGTH + 1)
+} { print }' "$T/greedy.jsonl" >"$T/broken.jsonl"
+cmp -s "$T/greedy.jsonl" "$T/broken.jsonl" && fail "broken: the awk edit changed nothing"
+sh live/make-page.sh build/wasm/nmt-live.js "$MODEL" "$T/broken.html" 1="$T/broken.jsonl" \
+    2>/dev/null || fail "make-page.sh (broken)"
+result=$(selftest "$T/broken.html" broken)
+case "$result" in
+*FAIL*'beam 1 sentence 1 step 1: alpha_0 '*) say "broken weight: the self-test fails as it should: $(printf '%s\n' "$result" | sed -n 2p)" ;;
+*) fail "broken: the self-test did not catch a wrong weight: $result" ;;
+esac
+
+if [ -n "${BROWSER_OUT:-}" ]; then
+    mkdir -p "$BROWSER_OUT" && cp "$T"/*.html "$T"/*.dom "$BROWSER_OUT"/ && say "files kept in $BROWSER_OUT"
+fi
+say "passed"
