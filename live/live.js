@@ -279,7 +279,7 @@ function heatmap(box, panel, h, score, compare) {
       cells.push(td);
       row.append(td);
     }
-    row.append(el('td', 'p', h.prob[t].toFixed(3)));
+    row.append(el('td', 'p', h.prob[t] < 1e-3 ? h.prob[t].toExponential(1) : h.prob[t].toFixed(3)));
     if (compare) {
       const mine = h.src[h.peak[t]], theirs = t < compare.T ? compare.src[compare.peak[t]] : null;
       row.append(el('td', 'compare', theirs === null ? mine + ' (no such row above)' : mine === theirs ? mine + ' (same)' : mine + ' (above: ' + theirs + ')'));
