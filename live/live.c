@@ -119,7 +119,9 @@ static FILE *answer_open(LiveModel *lm) {
 
 /* Ends the answer; when writing it failed, the answer is an error (a static string). */
 static const char *answer_close(LiveModel *lm, FILE *out) {
-    if (!out || ferror(out) | fclose(out)) {
+    bool bad = !out || ferror(out);
+    if (out && fclose(out)) bad = true;
+    if (bad) {
         free(lm->result);
         lm->result = NULL;
         return "{\"error\":\"out of memory while writing the answer\"}";

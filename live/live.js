@@ -525,7 +525,7 @@ function checkShown(h, where, check, near) {
   }
   // the "what if" box: the translation itself, force-decoded, gives the same weights
   const prefix = h.tgt.filter((tok, t) => t < h.T - (h.complete ? 1 : 0)).join(' ');
-  if (!h.text.includes('<unk>') && !h.tgt.includes('<unk>')) {
+  if (prefix !== '' && !h.text.includes('<unk>') && !h.tgt.includes('<unk>')) {
     document.getElementById('prefix').value = prefix;
     document.getElementById('force-button').click();
     const f = page.forced;

@@ -4,7 +4,8 @@
 # emscripten as root, and when it cannot be installed this part says SKIPPED and why), makes
 # the toy model (runs/toy/best.ckpt when it exists, else a quick 60-step training of
 # configs/toy.ini: the toy's sizes, so the page's size and speed are the toy's), writes what
-# bin/align prints for a few sentences (greedy and beam 4) and the page with them, and checks:
+# bin/align prints for a few sentences (greedy and beam 4) and the page with them (and the same
+# for small models of the three other attention scores), and checks:
 #   - `make live` writes the page in one command, at most 5 MB;
 #   - #selftest: the page translates the same sentences and matches bin/align's translations,
 #     weights and probabilities to 1e-5, every cell's worked step adds up, and hostile text
@@ -91,6 +92,26 @@ first=$(printf '%s\n' "$result" | sed -n 's/^first translation: \([0-9]*\) ms.*/
 [ -n "$first" ] || fail "the self-test reported no first-translation time: $result"
 say "$(printf '%s\n' "$result" | sed -n 2p)"
 [ "$first" -le 1000 ] || fail "the first translation took $first ms, more than 1 s"
+
+# the other three scores, each with a small model (sizes 8 to 16, 150 steps): the worked
+# steps of dot, general and scaled_dot, checked the same way
+for score in dot general scaled_dot; do
+    bin/train configs/toy.ini --set model.score=$score --set model.emb_size=16 \
+        --set model.enc_hidden=8 --set model.dec_hidden=16 --set model.att_size=12 \
+        --set model.readout_size=16 --set train.max_steps=150 --set train.valid_every=150 \
+        --set train.threads=1 --set train.out_dir="$T/$score" >"$T/train-$score.log" 2>&1 ||
+        fail "training the $score model: $(tail -n 2 "$T/train-$score.log")"
+    bin/align -m "$T/$score/best.ckpt" --format json "${SENTENCES[@]:0:3}" >"$T/$score-1.jsonl" &&
+        bin/align -m "$T/$score/best.ckpt" --beam 3 --format json "${SENTENCES[@]:0:2}" \
+            >"$T/$score-3.jsonl" || fail "bin/align ($score)"
+    sh live/make-page.sh build/wasm/nmt-live.js "$T/$score/best.ckpt" "$T/$score.html" \
+        1="$T/$score-1.jsonl" 3="$T/$score-3.jsonl" 2>/dev/null || fail "make-page.sh ($score)"
+    result=$(selftest "$T/$score.html" "$score")
+    case "$result" in
+    'PASS '*) say "$score: $(printf '%s\n' "$result" | head -n 1)" ;;
+    *) fail "$score: $result" ;;
+    esac
+done
 
 # one weight of bin/align's first sentence off by 2e-5: the self-test must FAIL on it
 awk 'NR == 1 {
