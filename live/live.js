@@ -178,7 +178,7 @@ function workScore(list, score, tr, t, i, S) {
     own.dot = q.reduce((acc, x, j) => acc + x * k[j], 0);
     if (scaled) {
       const root = Math.sqrt(tr.A);
-      line(list, 'dot', qName + ' \u00b7 ' + kName, products(q, k) + ' = ' + fmt(own.dot));
+      line(list, 'dot', '(' + qName + ') \u00b7 (' + kName + ')', products(q, k) + ' = ' + fmt(own.dot));
       line(list, 'score', 'e_' + T1 + ',' + i + ' = that / \u221a' + tr.A, fmt(own.dot) + ' / ' + fmt(root) + ' = ' + fmt(e), 'score');
       own.dot /= root;
     } else {
