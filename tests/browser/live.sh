@@ -23,9 +23,11 @@ fail() {
     exit 1
 }
 
+had_emcc=$(command -v "${EMCC:-emcc}")
+start=$(date +%s)
 reason=$(sh live/need-emcc.sh 2>&1)
 case $? in
-0) ;;
+0) [ -n "$had_emcc" ] || say "emscripten installed with apt-get in $(($(date +%s) - start)) s" ;;
 *)
     say "SKIPPED: the WebAssembly module cannot be built: $(printf '%s\n' "$reason" | tr '\n' ' ')"
     exit 0
