@@ -1,0 +1,337 @@
+/*
+ * test_docs.c: the documentation holds no broken link and names no program that is not built.
+ *
+ * Every relative link of README.md and of the .md pages in docs/ must name a file that exists,
+ * and a #anchor a heading of the page it points into (GitHub's slugs: lower case, spaces to
+ * '-', other punctuation dropped, "-1", "-2" after repeats). Every bin/NAME the README names
+ * must be a program of the Makefile's PROGRAMS that `make` built (make test builds them all
+ * before it runs the suites), or a target of its own (bin/bench). Tests run from tests/, so
+ * the repository is "..".
+ *
+ * Deliberately not checked: web addresses (no network in tests), links written inside code
+ * (fenced blocks and `spans` are examples, not links), anchors into pages other than .md
+ * (an HTML page's ids are its script's business).
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "suites.h"
+
+enum { REPORT_SIZE = 8192, SLUG_SIZE = 160, MAX_HEADINGS = 512 };
+
+/* Programs the README already names whose branch has not been merged yet: each is tolerated
+ * (and the test reported as skipped, not passed) only while the Makefile does not list it.
+ * Once merged it is checked like any other; then delete its entry. */
+static const char *const PROGRAMS_ARRIVING[] = {"reference-train"};
+
+/* Appends one formatted line to a report of REPORT_SIZE bytes. */
+static void report_add(char *report, const char *where, int line, const char *what,
+                       const char *detail) {
+    size_t used = strlen(report);
+    if (used + 1 < REPORT_SIZE)
+        snprintf(report + used, REPORT_SIZE - used, "%s:%d: %s %s\n", where, line, what, detail);
+}
+
+/* A file's text, NUL-terminated, or NULL when it cannot be read. free() the result. */
+static char *read_text(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return NULL;
+    size_t len;
+    return (char *)slurp_file(path, &len);
+}
+
+/* A fence opens or closes a code block: ``` or ~~~ after at most three spaces. */
+static int is_fence(const char *line) {
+    int spaces = 0;
+    while (line[spaces] == ' ' && spaces < 3) spaces++;
+    return strncmp(line + spaces, "```", 3) == 0 || strncmp(line + spaces, "~~~", 3) == 0;
+}
+
+/* GitHub's anchor of a heading's text (after the #s): link syntax reduced to its text,
+ * A-Z lowered, letters, digits, '_' and '-' kept (and every non-ASCII byte: GitHub keeps
+ * accented letters; these pages put no symbol outside ASCII in a heading), spaces to '-',
+ * everything else dropped. */
+static void heading_slug(const char *text, size_t len, char *slug) {
+    size_t n = 0;
+    for (size_t i = 0; i < len && n + 1 < SLUG_SIZE; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == ']' && i + 1 < len && text[i + 1] == '(') {
+            while (i < len && text[i] != ')') i++; /* a link's target is not in its text */
+            continue;
+        }
+        if (c >= 'A' && c <= 'Z')
+            slug[n++] = (char)(c - 'A' + 'a');
+        else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+                 c >= 0x80)
+            slug[n++] = (char)c;
+        else if (c == ' ')
+            slug[n++] = '-';
+    }
+    slug[n] = '\0';
+}
+
+/* Whether anchor is the slug of one of the headings of markdown text; a heading whose slug
+ * came before gets "-1", "-2", ... as on GitHub. */
+static int has_anchor(const char *text, const char *anchor) {
+    char(*bases)[SLUG_SIZE] = calloc(MAX_HEADINGS, sizeof *bases);
+    ck_assert_ptr_nonnull(bases);
+    int count = 0, in_code = 0, found = 0;
+    for (const char *line = text; *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : "") {
+        size_t len = strcspn(line, "\n");
+        if (is_fence(line)) in_code = !in_code;
+        size_t hashes = strspn(line, "#");
+        if (in_code || hashes == 0 || hashes > 6 || line[hashes] != ' ') continue;
+        const char *heading = line + hashes + 1;
+        size_t heading_len = len - hashes - 1;
+        while (heading_len > 0 &&
+               (heading[heading_len - 1] == ' ' || heading[heading_len - 1] == '\r'))
+            heading_len--;
+        char slug[SLUG_SIZE + 16];
+        heading_slug(heading, heading_len, bases[count]);
+        int repeats = 0;
+        for (int k = 0; k < count; k++) repeats += strcmp(bases[k], bases[count]) == 0;
+        if (repeats)
+            snprintf(slug, sizeof slug, "%s-%d", bases[count], repeats);
+        else
+            snprintf(slug, sizeof slug, "%s", bases[count]);
+        if (strcmp(slug, anchor) == 0) {
+            found = 1;
+            break;
+        }
+        if (count + 1 < MAX_HEADINGS) count++;
+    }
+    free(bases);
+    return found;
+}
+
+/* One link target of page md_path (which has text md_text): appends what is wrong with it to
+ * report and returns 1, or returns 0. */
+static int check_target(const char *md_path, const char *md_text, int line_no, const char *target,
+                        char *report) {
+    if (strstr(target, "://") || strncmp(target, "mailto:", 7) == 0) return 0;
+    char path[1024];
+    const char *hash = strchr(target, '#');
+    size_t path_len = hash ? (size_t)(hash - target) : strlen(target);
+    const char *slash = strrchr(md_path, '/');
+    int dir_len = slash ? (int)(slash - md_path + 1) : 0;
+    snprintf(path, sizeof path, "%.*s%.*s", dir_len, md_path, (int)path_len, target);
+    if (path_len > 0) {
+        struct stat st;
+        if (stat(path, &st) != 0) {
+            report_add(report, md_path, line_no, target, "-> no such file");
+            return 1;
+        }
+    }
+    if (!hash || !hash[1]) return 0;
+    int markdown = path_len == 0 || (path_len > 3 && strncmp(target + path_len - 3, ".md", 3) == 0);
+    if (!markdown) return 0;
+    char *text = path_len == 0 ? NULL : read_text(path);
+    int found = has_anchor(text ? text : md_text, hash + 1);
+    free(text);
+    if (found) return 0;
+    report_add(report, md_path, line_no, target, "-> no heading with that anchor");
+    return 1;
+}
+
+/* The broken relative links of one markdown page, each reported as "page:line: target -> why";
+ * returns how many. A page that cannot be read is one problem. */
+static int check_links(const char *md_path, char *report) {
+    char *text = read_text(md_path);
+    if (!text) {
+        report_add(report, md_path, 0, "", "cannot be read");
+        return 1;
+    }
+    int broken = 0, in_block = 0, line_no = 0;
+    for (const char *line = text; *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : "") {
+        size_t len = strcspn(line, "\n");
+        line_no++;
+        if (is_fence(line)) {
+            in_block = !in_block;
+            continue;
+        }
+        if (in_block) continue;
+        int in_span = 0;
+        for (size_t i = 0; i + 1 < len; i++) {
+            if (line[i] == '`') in_span = !in_span;
+            if (in_span || line[i] != ']' || line[i + 1] != '(') continue;
+            size_t start = i + 2, end = start;
+            while (end < len && line[end] != ')' && line[end] != ' ') end++;
+            char target[512];
+            snprintf(target, sizeof target, "%.*s", (int)(end - start), line + start);
+            broken += check_target(md_path, text, line_no, target, report);
+            i = end;
+        }
+    }
+    free(text);
+    return broken;
+}
+
+/* The Makefile's PROGRAMS (continuation lines included) as " a b c ", for " name " lookups. */
+static void makefile_programs(const char *makefile, char *out, size_t size) {
+    snprintf(out, size, " ");
+    const char *at = strstr(makefile, "\nPROGRAMS");
+    const char *equals = at ? strchr(at, '=') : NULL;
+    for (const char *p = equals ? equals + 1 : ""; *p; p++) {
+        if (*p == '\\' && p[1] == '\n')
+            p++;
+        else if (*p == '\n')
+            break;
+        size_t used = strlen(out);
+        if (used + 2 < size)
+            out[used] = (*p == '\t' || *p == '\n') ? ' ' : *p, out[used + 1] = '\0';
+    }
+    size_t used = strlen(out);
+    if (used + 2 < size) strcat(out, " ");
+}
+
+/* Every bin/NAME of readme_path (code included: that is where commands are) that is neither a
+ * built program of PROGRAMS (bin_dir/NAME executable) nor a target of its own ("bin/NAME:" in
+ * the Makefile), each reported; returns how many. *arriving counts the names tolerated as
+ * PROGRAMS_ARRIVING. bin/ as a folder, and .../bin/ inside another path, are not names. */
+static int check_programs(const char *readme_path, const char *makefile_path, const char *bin_dir,
+                          char *report, int *arriving) {
+    char *readme = read_text(readme_path), *makefile = read_text(makefile_path);
+    int problems = 0;
+    *arriving = 0;
+    if (!readme || !makefile) {
+        report_add(report, readme ? makefile_path : readme_path, 0, "", "cannot be read");
+        free(readme), free(makefile);
+        return 1;
+    }
+    char programs[2048];
+    makefile_programs(makefile, programs, sizeof programs);
+    int line_no = 1;
+    for (const char *p = readme; *p; p++) {
+        if (*p == '\n') line_no++;
+        if (strncmp(p, "bin/", 4) != 0) continue;
+        if (p > readme &&
+            strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-", p[-1]))
+            continue;
+        size_t len = strspn(p + 4, "abcdefghijklmnopqrstuvwxyz0123456789_-");
+        if (len == 0 || len > 64) continue;
+        char name[80], listed[96], rule[96], built[1024];
+        snprintf(name, sizeof name, "%.*s", (int)len, p + 4);
+        snprintf(listed, sizeof listed, " %s ", name);
+        snprintf(rule, sizeof rule, "\nbin/%s:", name);
+        snprintf(built, sizeof built, "%s/%s", bin_dir, name);
+        if (strstr(programs, listed)) {
+            if (access(built, X_OK) == 0) continue;
+            report_add(report, readme_path, line_no, name, "is in PROGRAMS but was not built");
+        } else if (strstr(makefile, rule)) {
+            continue;
+        } else {
+            int tolerated = 0;
+            for (size_t k = 0; k < sizeof PROGRAMS_ARRIVING / sizeof *PROGRAMS_ARRIVING; k++)
+                tolerated |= strcmp(name, PROGRAMS_ARRIVING[k]) == 0;
+            if (tolerated) {
+                (*arriving)++;
+                continue;
+            }
+            report_add(report, readme_path, line_no, name, "is not a program make builds");
+        }
+        problems++;
+    }
+    free(readme), free(makefile);
+    return problems;
+}
+
+/* ---- the repository's own pages ---- */
+
+START_TEST(docs_links_resolve) {
+    char report[REPORT_SIZE] = "";
+    int broken = check_links("../README.md", report), pages = 0;
+    DIR *dir = opendir("../docs");
+    ck_assert_msg(dir != NULL, "cannot open ../docs");
+    for (struct dirent *e; (e = readdir(dir));) {
+        size_t len = strlen(e->d_name);
+        if (len < 4 || strcmp(e->d_name + len - 3, ".md") != 0) continue;
+        char path[512];
+        snprintf(path, sizeof path, "../docs/%s", e->d_name);
+        broken += check_links(path, report);
+        pages++;
+    }
+    closedir(dir);
+    ck_assert_msg(pages >= 8, "only %d pages in docs/", pages);
+    ck_assert_msg(broken == 0, "%d broken links:\n%s", broken, report);
+}
+END_TEST
+
+START_TEST(docs_readme_names_built_programs) {
+    char report[REPORT_SIZE] = "";
+    int arriving;
+    int problems = check_programs("../README.md", "../Makefile", "../bin", report, &arriving);
+    ck_assert_msg(problems == 0, "%d programs named in README.md:\n%s", problems, report);
+    if (arriving)
+        test_skip("docs_readme_names_built_programs",
+                  "README.md names a program whose branch is not merged yet (PROGRAMS_ARRIVING)");
+}
+END_TEST
+
+/* ---- the checker itself: it must find what is broken ---- */
+
+START_TEST(docs_checker_reports_broken_link_and_anchor) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_text(&s, "other.md", "# Other page\n\n## The C API: `nmt.h`, in short\n");
+    scratch_write_text(&s, "page.md",
+                       "# A page\n"
+                       "## Quick start\n"
+                       "## Quick start\n"
+                       "Good: [self](#quick-start), [repeat](#quick-start-1), [other](other.md),\n"
+                       "[api](other.md#the-c-api-nmth-in-short), [web](https://example.org/x.md).\n"
+                       "Broken: [gone](missing.md) and [bad](#no-such-heading),\n"
+                       "[far](other.md#quick-start).\n"
+                       "In code, not links: `[x](nowhere.md)`\n"
+                       "```\n"
+                       "[y](nowhere-either.md)\n"
+                       "```\n");
+    char page[128], report[REPORT_SIZE] = "";
+    scratch_path(&s, "page.md", page, sizeof page);
+    int broken = check_links(page, report);
+    scratch_free(&s);
+    ck_assert_msg(broken == 3, "expected 3 broken links, found %d:\n%s", broken, report);
+    ck_assert_msg(strstr(report, "page.md:6: missing.md -> no such file"), "%s", report);
+    ck_assert_msg(strstr(report, "page.md:6: #no-such-heading -> no heading"), "%s", report);
+    ck_assert_msg(strstr(report, "page.md:7: other.md#quick-start -> no heading"), "%s", report);
+    ck_assert_msg(!strstr(report, "nowhere"), "a link in code was followed:\n%s", report);
+}
+END_TEST
+
+START_TEST(docs_checker_reports_program_not_built) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_text(&s, "Makefile",
+                       "CC ?= gcc\nPROGRAMS = train translate \\\n\tnothere\n"
+                       "bin/bench: bench.o\n");
+    scratch_write_text(&s, "README.md",
+                       "Run bin/train, then `bin/translate`, see bin/ and $HOME/.local/bin/x;\n"
+                       "bin/bench is a target of its own, bin/nothere is listed but not built,\n"
+                       "and bin/nosuch is nowhere.\n");
+    char readme[128], makefile[128], report[REPORT_SIZE] = "";
+    scratch_path(&s, "README.md", readme, sizeof readme);
+    scratch_path(&s, "Makefile", makefile, sizeof makefile);
+    int arriving, problems = check_programs(readme, makefile, "../bin", report, &arriving);
+    scratch_free(&s);
+    ck_assert_msg(problems == 2, "expected 2 problems, found %d:\n%s", problems, report);
+    ck_assert_msg(strstr(report, "README.md:2: nothere is in PROGRAMS but was not built"), "%s",
+                  report);
+    ck_assert_msg(strstr(report, "README.md:3: nosuch is not a program make builds"), "%s", report);
+    ck_assert_int_eq(arriving, 0);
+}
+END_TEST
+
+Suite *docs_suite(void) {
+    Suite *s = suite_create("docs");
+    TCase *tc = tcase_create("docs");
+    tcase_add_test(tc, docs_links_resolve);
+    tcase_add_test(tc, docs_readme_names_built_programs);
+    tcase_add_test(tc, docs_checker_reports_broken_link_and_anchor);
+    tcase_add_test(tc, docs_checker_reports_program_not_built);
+    suite_add_tcase(s, tc);
+    return s;
+}
