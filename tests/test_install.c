@@ -57,6 +57,16 @@ START_TEST(installed_library_builds_the_example) {
     ck_assert_int_eq(lines, N_INPUTS);
     ck_assert_str_eq(ours.out, theirs.out);
 
+    /* an installed program has no default model beside it: it asks for -m MODEL instead of
+     * naming PREFIX/bin/../runs/toy and a checkout's bin/train */
+    char installed[512];
+    scratch_path(&s, "root/usr/local/bin/nmt-translate", installed, sizeof installed);
+    RunResult bare;
+    run_program(&bare, &s, (const char *const[]){installed, "I love cats", NULL}, NULL, 60, NULL);
+    assert_one_line_error(&bare, "translate", 1, (const char *const[]){"-m MODEL", NULL});
+    ck_assert_msg(!strstr(bare.err, "runs/toy") && !strstr(bare.err, "bin/train configs"), "%s",
+                  bare.err);
+
     snprintf(script, sizeof script,
              "set -e; root=%s/root; make -s -C .. %s uninstall DESTDIR=$root PREFIX=/usr/local "
              ">/dev/null; test -z \"$(find $root -type f)\"",

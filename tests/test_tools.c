@@ -460,6 +460,74 @@ START_TEST(scoring_reports_in_corpus_order) {
 }
 END_TEST
 
+/* One convention for command-line mistakes (issue #36): an unknown option, a missing value or
+ * a bad one is a single line "PROGRAM: PROBLEM (see PROGRAM --help)" with the program's short
+ * name, never the whole usage; --help prints the usage to stdout, also for run_tests. */
+START_TEST(every_program_gives_usage_errors_in_one_form) {
+    static const char *const programs[] = {"train",  "translate", "evaluate",
+                                           "align",  "gradcheck", "gradref",
+                                           "attend", "gencorpus", "plot"};
+    Scratch s;
+    scratch_make(&s);
+    RunResult r;
+    for (size_t k = 0; k < sizeof programs / sizeof programs[0]; k++) {
+        char path[64], expected[160];
+        snprintf(path, sizeof path, "../bin/%s", programs[k]);
+        run_program(&r, &s, (const char *const[]){path, "--bogus", "x", NULL}, NULL, 30, NULL);
+        snprintf(expected, sizeof expected, "%s: unknown option '--bogus' (see %s --help)\n",
+                 programs[k], programs[k]);
+        ck_assert_int_eq(r.status, 2);
+        ck_assert_str_eq(r.err, expected);
+        run_program(&r, &s, (const char *const[]){path, "--help", NULL}, NULL, 30, NULL);
+        ck_assert_int_eq(r.status, 0);
+        snprintf(expected, sizeof expected, "usage: %s ", programs[k]);
+        ck_assert_msg(strncmp(r.out, expected, strlen(expected)) == 0, "%s --help: %.80s",
+                      programs[k], r.out);
+    }
+    const struct {
+        const char *const argv[5], *expected;
+    } cases[] = {
+        {{"../bin/translate", "--beam", NULL},
+         "translate: option '--beam' needs a value (see translate --help)\n"},
+        {{"../bin/translate", "--keep-unk=1", NULL},
+         "translate: option '--keep-unk' takes no value (see translate --help)\n"},
+        {{"../bin/translate", "-q", NULL},
+         "translate: unknown option '-q' (see translate --help)\n"},
+        {{"../bin/translate", "--beam", "0", NULL},
+         "translate: invalid --beam '0' (expected a whole number from 1 to 100) (see translate "
+         "--help)\n"},
+        {{"../bin/train", "--set", NULL},
+         "train: option '--set' needs a value (see train --help)\n"},
+        {{"../bin/train", NULL}, "train: missing CONFIG (see train --help)\n"},
+        {{"../bin/plot", "log.tsv", NULL}, "plot: -o FILE.svg is required (see plot --help)\n"},
+        {{"../bin/run_tests", "--bogus", NULL},
+         "run_tests: unknown option '--bogus' (see run_tests --help)\n"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        run_program(&r, &s, cases[k].argv, NULL, 30, NULL);
+        ck_assert_int_eq(r.status, 2);
+        ck_assert_str_eq(r.err, cases[k].expected);
+    }
+    /* the runner's --help is its usage, not a run of every suite */
+    run_program(&r, &s, (const char *const[]){"../bin/run_tests", "--help", NULL}, NULL, 10, NULL);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_msg(strncmp(r.out, "usage: run_tests", 16) == 0, "%.200s", r.out);
+    ck_assert_ptr_null(strstr(r.out, " passed, ")); /* the closing line of a run */
+    /* translate's usage line names every option */
+    run_program(&r, &s, (const char *const[]){"../bin/translate", "--help", NULL}, NULL, 10, NULL);
+    const char *body = strstr(r.out, "\nTranslates");
+    ck_assert_ptr_nonnull(body);
+    static const char *const options[] = {"-m MODEL",         "--beam N",     "--nbest N",
+                                          "--max-len N",      "--len-norm X", "--align FILE",
+                                          "--align-format F", "--keep-unk",   "--unbuffered"};
+    for (size_t k = 0; k < sizeof options / sizeof options[0]; k++) {
+        const char *at = strstr(r.out, options[k]);
+        ck_assert_msg(at && at < body, "translate's usage line lacks %s", options[k]);
+    }
+    scratch_free(&s);
+}
+END_TEST
+
 Suite *tools_suite(void) {
     Suite *s = suite_create("tools");
     TCase *tc = tcase_create("tools");
@@ -472,6 +540,7 @@ Suite *tools_suite(void) {
     tcase_add_test(tc, align_matches_the_gradient_reference_dump);
     tcase_add_test(tc, interrupted_training_saves_a_resumable_checkpoint);
     tcase_add_test(tc, scoring_reports_in_corpus_order);
+    tcase_add_test(tc, every_program_gives_usage_errors_in_one_form);
     suite_add_tcase(s, tc);
     return s;
 }

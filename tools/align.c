@@ -242,8 +242,7 @@ static int parse_options(Options *o, int argc, char **argv) {
     Error err;
     bool format_given = format != NULL;
     if (format_given && align_format_parse(format, &o->format, &err)) {
-        fprintf(stderr, "align: %s\n", err.msg);
-        return 2;
+        return usage_error("align", "%s", err.msg);
     }
     int texts = argc - optind;
     const char *problem = NULL;
@@ -257,10 +256,7 @@ static int parse_options(Options *o, int argc, char **argv) {
     } else if (o->ref && o->beam != 1) {
         problem = "--ref force-decodes; it does not search with --beam";
     }
-    if (problem) {
-        fprintf(stderr, "align: %s (see align --help)\n", problem);
-        return 2;
-    }
+    if (problem) return usage_error("align", "%s", problem);
     if (!format_given && !(o->output && format_from_path(o->output, &o->format)))
         o->format = !o->output && isatty(STDOUT_FILENO) ? ALIGN_TEXT : ALIGN_TSV;
     return CLI_GO_ON;

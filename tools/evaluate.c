@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "tools/cli.h"
 #include "nmt/text.h"
 #include "nmt/scoring.h"
@@ -72,10 +73,11 @@ int main(int argc, char **argv) {
     int status = cli_parse("evaluate", argc, argv, options, usage);
     if (status != CLI_GO_ON) return status;
     Error err;
-    if (!test_path || optind < argc) {
-        fprintf(stderr, "evaluate: %s\n",
-                test_path ? "unexpected argument" : "missing --test FILE.tsv (try --help)");
-        return 2;
+    if (!test_path) return usage_error("evaluate", "missing --test FILE.tsv");
+    if (optind < argc) {
+        char quoted[96];
+        return usage_error("evaluate", "unexpected argument '%s'",
+                           text_for_message(quoted, sizeof quoted, argv[optind], 60));
     }
     NmtModel nm = {0};
     Corpus corpus = {0};

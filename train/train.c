@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "base/files.h"
+#include "base/usage.h"
 #include "nmt/text.h"
 #include "train/adam.h"
 #include "train/curves.h"
@@ -519,22 +520,36 @@ static int train_step(Trainer *tr, const Batch *batch, const ForwardOptions *fwd
     return 0;
 }
 
-/* The live progress line (on a terminal) after a step. */
+/* Seconds until training ends, by whichever limit comes first: the steps left at this run's
+ * pace (the step limit, or the epochs' steps), or what is left of the time budget; INFINITY
+ * when no limit gives an estimate yet. */
+static double seconds_left(const Trainer *tr, const Progress *p, double t) {
+    const TrainState *st = &tr->state;
+    double left = INFINITY;
+    if (p->expected_steps != UINT64_MAX && st->step > p->first_step)
+        left = (t - tr->start_time) / (double)(st->step - p->first_step) *
+               (double)(p->expected_steps > st->step ? p->expected_steps - st->step : 0);
+    if (tr->cfg->train.max_minutes > 0)
+        left = fmin(left, fmax(0, 60 * tr->cfg->train.max_minutes - seconds_trained(tr)));
+    return left;
+}
+
+/* The live progress line (on a terminal) after a step: the step count with its total when one
+ * is known ("~" when batch_tokens makes it an estimate), and the time to the nearest end. */
 static void show_progress(const Trainer *tr, const Progress *p, double loss, double t) {
     const TrainState *st = &tr->state;
-    char elapsed[32], eta[32] = "?";
-    bool known = p->expected_steps != UINT64_MAX;
+    char elapsed[32], eta[32] = "?", total[32] = "";
     format_duration(elapsed, sizeof elapsed, t - tr->start_time);
-    if (known)
-        format_duration(eta, sizeof eta,
-                        (t - tr->start_time) / (double)(st->step - p->first_step) *
-                            (double)(p->expected_steps - st->step));
+    double left = seconds_left(tr, p, t);
+    if (isfinite(left)) format_duration(eta, sizeof eta, left);
+    if (p->expected_steps != UINT64_MAX)
+        snprintf(total, sizeof total, "/%s%llu", p->total_steps == p->expected_steps ? "" : "~",
+                 (unsigned long long)p->expected_steps);
     fprintf(
         stderr,
-        "\r\033[Kepoch %llu  step %llu/%s  loss %.4f  lr %.2e  %.0f tok/s  pad %.1f%%  %s  ETA %s",
-        (unsigned long long)st->epoch + 1, (unsigned long long)st->step, known ? "" : "?", loss,
-        p->lr, p->tok_per_s, 100 * padding_share(&p->padding), elapsed, eta);
-    if (known) fprintf(stderr, "\b");
+        "\r\033[Kepoch %llu  step %llu%s  loss %.4f  lr %.2e  %.0f tok/s  pad %.1f%%  %s  ETA %s",
+        (unsigned long long)st->epoch + 1, (unsigned long long)st->step, total, loss, p->lr,
+        p->tok_per_s, 100 * padding_share(&p->padding), elapsed, eta);
 }
 
 /* Validates (rank 0) and starts a new window. Every rank takes rank 0's outcome, early stop
@@ -715,7 +730,8 @@ int main(int argc, char **argv) {
                                           {"help", no_argument, 0, 'h'},
                                           {0, 0, 0, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+    opterr = 0; /* usage_getopt_error says what was wrong, in every program's words */
+    while ((c = getopt_long(argc, argv, ":h", longs, NULL)) != -1) {
         switch (c) {
         case 's':
             overrides[n_overrides++] = optarg;
@@ -728,19 +744,16 @@ int main(int argc, char **argv) {
             free(overrides);
             return 0;
         default:
-            usage(stderr);
             free(overrides);
-            return 2;
+            return usage_getopt_error("train", argv, c);
         }
     }
     if (optind != argc - 1) {
         char quoted[96];
-        fprintf(stderr,
-                optind < argc ? "train: expected one CONFIG, got extra '%s'\n"
-                              : "train: missing CONFIG%s (try --help)\n",
-                optind < argc ? text_for_message(quoted, sizeof quoted, argv[optind + 1], 60) : "");
         free(overrides);
-        return 2;
+        return usage_error(
+            "train", optind < argc ? "expected one CONFIG, got extra '%s'" : "missing CONFIG%s",
+            optind < argc ? text_for_message(quoted, sizeof quoted, argv[optind + 1], 60) : "");
     }
     Config cfg;
     Error err;
