@@ -528,6 +528,98 @@ START_TEST(every_program_gives_usage_errors_in_one_form) {
 }
 END_TEST
 
+/* Interactive bin/translate (issue #36): on a terminal, or with --unbuffered, each line is
+ * answered as soon as it arrives, with standard input still open; from a pipe without the
+ * flag it reads in chunks (the speed a file needs), so nothing comes before the chunk ends. */
+START_TEST(translate_answers_each_line_as_it_arrives) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char model[128];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    RunResult r;
+    run_program(&r, &s,
+                (const char *const[]){"../bin/translate", "-m", model, "I love cats",
+                                      "the black cat", NULL},
+                NULL, 30, NULL);
+    ck_assert_int_eq(r.status, 0);
+    char first[256], second[256];
+    ck_assert(sscanf(r.out, "%255[^\n]\n%255[^\n]", first, second) == 2);
+
+    Conversation c;
+    conversation_start(
+        &c, (const char *const[]){"../bin/translate", "-m", model, "--unbuffered", NULL});
+    conversation_send(&c, "I love cats\n");
+    ck_assert_msg(conversation_wait_for(&c, first, 20), "no answer to the first line: '%s'", c.out);
+    conversation_send(&c, "the black cat\n");
+    ck_assert_msg(conversation_wait_for(&c, second, 20), "no answer to the second line: '%s'",
+                  c.out);
+    ck_assert_int_eq(conversation_end(&c, 20), 0);
+
+    conversation_start(&c, (const char *const[]){"../bin/translate", "-m", model, NULL});
+    conversation_send(&c, "I love cats\n");
+    ck_assert_msg(!conversation_wait_for(&c, first, 1), "a pipe is read a line at a time");
+    ck_assert_int_eq(conversation_end(&c, 20), 0);
+
+    /* a terminal: `script` gives the program a pseudo-terminal for its standard streams */
+    const char *script = script_program();
+    if (!script) {
+        test_skip("translate_answers_each_line_as_it_arrives (terminal part)",
+                  "`script` (util-linux) is not installed, so no pseudo-terminal");
+        scratch_free(&s);
+        return;
+    }
+    char command[256];
+    snprintf(command, sizeof command, "../bin/translate -m %s", model);
+    conversation_start(&c, (const char *const[]){script, "-q", "-c", command, "/dev/null", NULL});
+    conversation_send(&c, "I love cats\n");
+    ck_assert_msg(conversation_wait_for(&c, first, 20), "no answer on a terminal: '%s'", c.out);
+    conversation_end(&c, 5);
+    scratch_free(&s);
+}
+END_TEST
+
+/* Unknown words never vanish silently (issue #36): each source word read as <unk> is named on
+ * stderr, and so is each word <unk> replacement copied into the translation. A target
+ * vocabulary of one word makes the model write <unk> for the rest. */
+START_TEST(translate_names_unknown_and_copied_words) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_setup(&s);
+    char config[128], model[128];
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    RunResult r;
+    run_program(&r, &s,
+                (const char *const[]){"../bin/train", config, "--set", "data.tgt_vocab_size=5",
+                                      "--set", "train.max_steps=20", "--set", "optim.lr=0.05",
+                                      NULL},
+                NULL, 60, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    run_program(&r, &s,
+                (const char *const[]){"../bin/translate", "-m", model, "I love quantum cats",
+                                      "zzz qqq", NULL},
+                NULL, 30, NULL);
+    ck_assert_int_eq(r.status, 0);
+    assert_contains(r.err, "translate: argument 1: unknown to the model, read as <unk>: "
+                           "'quantum'\n");
+    assert_contains(r.err, "translate: argument 2: no word of it is known to the model\n");
+    assert_contains(r.err, "translate: argument 1: <unk> in the translation replaced by the "
+                           "source word");
+    ck_assert_ptr_null(strstr(r.out, "<unk>"));
+    /* --keep-unk copies nothing, so it says nothing about copies */
+    run_program(&r, &s,
+                (const char *const[]){"../bin/translate", "-m", model, "--keep-unk",
+                                      "I love quantum cats", NULL},
+                NULL, 30, NULL);
+    ck_assert_int_eq(r.status, 0);
+    assert_contains(r.out, "<unk>");
+    assert_contains(r.err, "'quantum'");
+    ck_assert_ptr_null(strstr(r.err, "replaced"));
+    scratch_free(&s);
+}
+END_TEST
+
 Suite *tools_suite(void) {
     Suite *s = suite_create("tools");
     TCase *tc = tcase_create("tools");
@@ -541,6 +633,8 @@ Suite *tools_suite(void) {
     tcase_add_test(tc, interrupted_training_saves_a_resumable_checkpoint);
     tcase_add_test(tc, scoring_reports_in_corpus_order);
     tcase_add_test(tc, every_program_gives_usage_errors_in_one_form);
+    tcase_add_test(tc, translate_answers_each_line_as_it_arrives);
+    tcase_add_test(tc, translate_names_unknown_and_copied_words);
     suite_add_tcase(s, tc);
     return s;
 }
