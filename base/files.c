@@ -70,6 +70,39 @@ int path_beside(char *out, size_t size, const char *path, const char *name) {
     return n < 0 || (size_t)n >= size ? -1 : 0;
 }
 
+void path_normalise(char *path) {
+    bool absolute = path[0] == '/';
+    char *out = path; /* the normalised path is never longer, so it is written over the input */
+    size_t kept = 0;  /* components written that a ".." may take back */
+    if (absolute) *out++ = '/';
+    char *start = out;
+    for (const char *p = path + absolute; *p;) {
+        while (*p == '/') p++;
+        size_t len = strcspn(p, "/");
+        if (len == 0) break;
+        if (len == 1 && p[0] == '.') {
+            p += len;
+            continue;
+        }
+        if (len == 2 && p[0] == '.' && p[1] == '.' && (kept > 0 || absolute)) {
+            if (kept > 0) { /* drop the last component and its slash */
+                while (out > start && out[-1] != '/') out--;
+                if (out > start) out--;
+                kept--;
+            }
+            p += len;
+            continue;
+        }
+        if (out > start) *out++ = '/';
+        memmove(out, p, len);
+        out += len;
+        p += len;
+        if (!(len == 2 && out[-1] == '.' && out[-2] == '.')) kept++;
+    }
+    if (out == path) *out++ = '.';
+    *out = '\0';
+}
+
 int make_dirs(const char *dir, Error *err) {
     char path[4096];
     if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)

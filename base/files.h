@@ -37,6 +37,11 @@ void output_file_abort(OutputFile *o);
  * not fit. */
 int path_beside(char *out, size_t size, const char *path, const char *name);
 
+/* Rewrites path in place without "." components, repeated slashes, a trailing slash and
+ * "folder/.." pairs ("configs/../runs/toy/" becomes "runs/toy"), as a shell's cd does; leading
+ * ".." of a relative path stay, "" becomes ".". Paths are shown and stored this way. */
+void path_normalise(char *path);
+
 /* Creates dir and its missing parents, like mkdir -p; an existing non-folder is an error. */
 int make_dirs(const char *dir, Error *err);
 

@@ -254,13 +254,22 @@ static int check_resume_matches(const NmtModel *nm, const Config *cfg, const cha
     return 0;
 }
 
-/* Writes the resolved settings to path through path.tmp, so a full disk cannot leave a
- * truncated record of a run in place of a complete one. */
+/* Writes the resolved settings to path through a temporary file, so a full disk cannot leave
+ * a truncated record of a run in place of a complete one. Its paths are absolute: relative
+ * ones would be read against OUT_DIR, and `bin/train OUT_DIR/config.ini` must rerun the run. */
 static int write_config(const Config *cfg, const char *path, Error *err) {
+    Config *absolute = checked_calloc(1, sizeof *absolute, "the settings to record", err);
+    if (!absolute) return -1;
+    *absolute = *cfg;
     OutputFile out;
-    if (output_file_open(&out, path, false, err)) return -1;
-    config_print(cfg, out.file);
-    return output_file_commit(&out, err);
+    int rc = config_absolute_paths(absolute, err);
+    if (rc == 0) rc = output_file_open(&out, path, false, err);
+    if (rc == 0) {
+        config_print(absolute, out.file);
+        rc = output_file_commit(&out, err);
+    }
+    free(absolute);
+    return rc;
 }
 
 /* The memory training will touch, checked before it is allocated: the Adam moments and the
