@@ -13,11 +13,24 @@
 int output_file_open(OutputFile *o, const char *path, bool durable, Error *err) {
     memset(o, 0, sizeof *o);
     o->durable = durable;
-    if (snprintf(o->path, sizeof o->path, "%s", path) >= (int)sizeof o->path ||
-        snprintf(o->tmp, sizeof o->tmp, "%s.tmp", path) >= (int)sizeof o->tmp)
+    if (snprintf(o->path, sizeof o->path, "%s", path) >= (int)sizeof o->path)
         return error_set(err, "%s: path too long", path);
-    o->file = fopen(o->tmp, "wb");
-    if (!o->file) return error_set(err, "cannot create %s: %s", o->tmp, strerror(errno));
+    /* O_EXCL: a name another writer (another process, or this one) holds is never reused, so
+     * no writer truncates a file another is writing */
+    int fd = -1;
+    for (int attempt = 0; fd < 0 && attempt < 100; attempt++) {
+        snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld.%d", path, (long)getpid(), attempt);
+        fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0) return error_set(err, "cannot create %s: %s", o->tmp, strerror(errno));
+    o->file = fdopen(fd, "wb");
+    if (!o->file) {
+        int saved = errno;
+        close(fd);
+        remove(o->tmp);
+        return error_set(err, "cannot create %s: %s", o->tmp, strerror(saved));
+    }
     return 0;
 }
 

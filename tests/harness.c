@@ -10,6 +10,7 @@
 #include "harness.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -209,6 +210,25 @@ void test_skip(const char *test, const char *why) {
         fclose(f);
     }
     fprintf(stderr, "skipped: %s: %s\n", test, why);
+}
+
+bool temporary_file_beside(const char *path) {
+    char folder[4096];
+    snprintf(folder, sizeof folder, "%s", path);
+    char *slash = strrchr(folder, '/');
+    const char *name = slash ? slash + 1 : path;
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(folder, sizeof folder, ".");
+    char prefix[4096];
+    snprintf(prefix, sizeof prefix, "%s.tmp", name);
+    DIR *dir = opendir(folder);
+    bool found = false;
+    for (struct dirent *e; dir && !found && (e = readdir(dir));)
+        found = strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    if (dir) closedir(dir);
+    return found;
 }
 
 const char *script_program(void) {

@@ -72,6 +72,9 @@ void assert_contains(const char *text, const char *fragment);
  * that could not run is never mistaken for one that passed. */
 void test_skip(const char *test, const char *why);
 
+/* Whether a temporary file of path's writers (path.tmp...) is in its folder. */
+bool temporary_file_beside(const char *path);
+
 /* Where `script` (util-linux) is, to run a program under a pseudo-terminal, or NULL when it
  * is not installed: a test that needs a terminal then skips (test_skip) saying so. */
 const char *script_program(void);

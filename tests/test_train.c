@@ -560,6 +560,34 @@ START_TEST(progress_line_shows_the_total_and_the_nearest_end) {
 }
 END_TEST
 
+/* OUT_DIR/config.ini reruns the run it records (issue #36): its paths are absolute, so it
+ * does not matter that it lives in another folder than the config it was made from. */
+START_TEST(recorded_config_reruns_the_run) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char recorded[128], log[128];
+    scratch_path(&s, "run/config.ini", recorded, sizeof recorded);
+    scratch_path(&s, "run/train_log.tsv", log, sizeof log);
+    size_t len;
+    char *text = (char *)slurp_file(recorded, &len);
+    char expected[160];
+    snprintf(expected, sizeof expected, "train = %s/train.tsv\n", s.dir);
+    assert_contains(text, expected);
+    snprintf(expected, sizeof expected, "out_dir = %s/run\n", s.dir);
+    assert_contains(text, expected);
+    free(text);
+    remove(log);
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/train", recorded, NULL}, NULL, 60, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    char steps[256];
+    log_column(log, 0, steps, sizeof steps);
+    ck_assert_str_eq(steps, "step,1,2,2,3,4,4,");
+    scratch_free(&s);
+}
+END_TEST
+
 Suite *train_suite(void) {
     Suite *s = suite_create("train");
     TCase *tc = tcase_create("train");
@@ -576,6 +604,7 @@ Suite *train_suite(void) {
     tcase_add_test(tc, learning_rate_schedules);
     tcase_add_test(tc, ranks_share_each_batch);
     tcase_add_test(tc, progress_line_shows_the_total_and_the_nearest_end);
+    tcase_add_test(tc, recorded_config_reruns_the_run);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -13,6 +13,7 @@
  * rank 0 alone validates, logs, prints and saves, and tells the others what it decided.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <omp.h>
@@ -121,6 +122,7 @@ typedef struct {
     char good_path[CONFIG_PATH_MAX + 16];
     uint64_t good_step;
     double start_time;
+    int lock_fd; /* OUT_DIR/.lock, locked while this run writes the folder; -1 before */
 } Trainer;
 
 /* Wall time spent in the training loop: this run's and that of the runs it resumes. */
@@ -305,8 +307,50 @@ static int setup_ema(Trainer *tr, const char *resume, Error *err) {
     return ema_init(&tr->ema, n, decay, tr->nm.model.params, err);
 }
 
+/* Claims out_dir for this run: a POSIX lock on OUT_DIR/.lock, which holds the owner's process
+ * id. Two runs writing one folder would overwrite each other's checkpoints and log, so a
+ * second is refused, naming the process that has the folder. The lock goes with the process,
+ * so a killed run leaves no stale claim. */
+static int lock_out_dir(Trainer *tr, Error *err) {
+    const char *dir = tr->cfg->train.out_dir;
+    char path[CONFIG_PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT, 0666);
+    if (fd < 0) return error_set(err, "cannot create %s: %s", path, strerror(errno));
+    struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (fcntl(fd, F_SETLK, &lock) != 0) {
+        int saved = errno;
+        struct flock holder = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+        long pid = fcntl(fd, F_GETLK, &holder) == 0 && holder.l_type != F_UNLCK ? holder.l_pid : 0;
+        close(fd);
+        if (saved != EACCES && saved != EAGAIN)
+            return error_set(err, "cannot lock %s: %s", path, strerror(saved));
+        char who[64] = "another process";
+        if (pid > 0) snprintf(who, sizeof who, "process %ld", pid);
+        return error_set(err,
+                         "%s is in use by another training (%s, see %s); wait for it to end, "
+                         "or set another [train] out_dir",
+                         dir, who, path);
+    }
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || write(fd, pid, (size_t)len) != len) {
+        int saved = errno;
+        close(fd);
+        return error_set(err, "cannot write %s: %s", path, strerror(saved));
+    }
+    tr->lock_fd = fd;
+    return 0;
+}
+
 static int setup(Trainer *tr, const char *resume, Error *err) {
     const Config *cfg = tr->cfg;
+    /* a folder that exists already is claimed before any work, so a second run is refused at
+     * once; a new one is made (and claimed) below, once every input has been checked */
+    struct stat folder;
+    if (tr->dist.rank == 0 && stat(cfg->train.out_dir, &folder) == 0 && S_ISDIR(folder.st_mode) &&
+        lock_out_dir(tr, err))
+        return -1;
     snprintf(tr->best_path, sizeof tr->best_path, "%s/best.ckpt", cfg->train.out_dir);
     snprintf(tr->last_path, sizeof tr->last_path, "%s/last.ckpt", cfg->train.out_dir);
     if (corpus_load(cfg->data.train, cfg->data.lowercase, &tr->train_corpus, &tr->train_tokens,
@@ -374,7 +418,7 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
     if (tr->dist.rank != 0) return 0; /* the files and the messages are rank 0's */
     /* out_dir only now, when every input has been checked: a mistyped path or a bad value
      * leaves no empty folder behind */
-    if (make_dirs(cfg->train.out_dir, err)) return -1;
+    if (make_dirs(cfg->train.out_dir, err) || (tr->lock_fd < 0 && lock_out_dir(tr, err))) return -1;
     char cfg_path[CONFIG_PATH_MAX + 32];
     snprintf(tr->log_path, sizeof tr->log_path, "%s/train_log.tsv", cfg->train.out_dir);
     snprintf(cfg_path, sizeof cfg_path, "%s/config.ini", cfg->train.out_dir);
@@ -408,6 +452,7 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
 
 static void trainer_free(Trainer *tr) {
     if (tr->log) fclose(tr->log);
+    if (tr->lock_fd >= 0) close(tr->lock_fd); /* releases the folder */
     acts_free(&tr->acts);
     free(tr->share);
     batch_buffer_free(&tr->batches);
@@ -766,7 +811,7 @@ int main(int argc, char **argv) {
     }
     Config cfg;
     Error err;
-    Trainer tr = {.cfg = &cfg};
+    Trainer tr = {.cfg = &cfg, .lock_fd = -1};
     if (dist_init(&tr.dist, &argc, &argv, &err) ||
         config_load(&cfg, argv[optind], overrides, n_overrides, &err)) {
         fprintf(stderr, "train: %s\n", err.msg);
