@@ -628,6 +628,29 @@ START_TEST(programs_write_curves_and_pages) {
     ck_assert_ptr_nonnull(page);
     ck_assert_int_eq(count_of(page, "\"q\":\""), 2);
     assert_contains(page, "\"source\":\"a dog\"");
+    /* the page keeps the inputs' numbers: "a dog" is argument 3, after the refused empty one
+     * (issue #36: it was shown as sentence 2) */
+    assert_contains(page, "{\"source\":\"the cat\",\"translation\":");
+    assert_contains(page, "\"n\":1,");
+    assert_contains(page, "\"n\":3,");
+    ck_assert_ptr_null(strstr(page, "\"n\":2,"));
+    /* a label of one or two characters is not turned on its side */
+    assert_contains(page, "th.src.short span { writing-mode: horizontal-tb; }");
+    assert_contains(page, "th.classList.add('short')");
+    free(page);
+    /* and so does bin/align on standard input with a blank line */
+    scratch_write_text(&s, "in.txt", "the cat\n\na dog\n");
+    char in[256];
+    scratch_path(&s, "in.txt", in, sizeof in);
+    run_program(&r, &s, (const char *const[]){"../bin/align", "-m", model, "-o", out, NULL}, in, 30,
+                NULL);
+    ck_assert_int_eq(r.status, 1); /* the blank line */
+    assert_contains(r.err, "line 2");
+    page = (char *)slurp_file(out, &len);
+    ck_assert_ptr_nonnull(page);
+    assert_contains(page, "\"n\":1,");
+    assert_contains(page, "\"n\":3,");
+    ck_assert_ptr_null(strstr(page, "\"n\":2,"));
     free(page);
     scratch_free(&s);
 }

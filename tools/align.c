@@ -99,6 +99,7 @@ static int deliver(Run *r, int index, Alignment *a, const Alignment *explained,
         return alignment_write_npy(r->opt.output ? r->opt.output : "align.npy",
                                    r->several ? index : -1, a, err);
     if (r->opt.format == ALIGN_SVG || r->opt.format == ALIGN_HTML) {
+        a->number = index + 1;     /* a refused input is left out, but not renumbered */
         r->kept[r->n_kept++] = *a; /* the run owns it now */
         memset(a, 0, sizeof *a);
         return 0;

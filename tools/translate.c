@@ -92,6 +92,7 @@ static int write_alignment(Run *r, const char *text, const Translation *x, const
         r->failures++;
         return alignment_write_missing(r->align_out, r->align_format, err);
     }
+    a.number = (int)number; /* a refused input is left out of the page, but not renumbered */
     if (r->align_format == ALIGN_HTML) return keep_alignment(r, &a, err);
     int rc = alignment_write(r->align_out, r->align_format, &a, err);
     alignment_free(&a);
