@@ -1073,6 +1073,51 @@ START_TEST(hostile_two_trainings_one_folder) {
 }
 END_TEST
 
+/* A word of 1 MiB in the dev or test file of a model with subwords is one token, but a
+ * million pieces: it was refused for needing 139 GiB of activations, naming no file. It is
+ * refused by its file and line, before training starts, and by bin/evaluate. */
+START_TEST(hostile_bpe_mebibyte_word_in_dev_and_test) {
+    enum { WORD = 1 << 20 };
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_setup(&s);
+    char *text = malloc(WORD + 64);
+    ck_assert_ptr_nonnull(text);
+    strcpy(text, "I love cats\tj'aime les chats\n");
+    size_t at = strlen(text);
+    memset(text + at, 'q', WORD);
+    at += WORD;
+    strcpy(text + at, "\tle chat\n");
+    scratch_write(&s, "long.tsv", text, strlen(text));
+    free(text);
+    char config[128], dev[128], location[256];
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    scratch_path(&s, "long.tsv", dev, sizeof dev);
+    snprintf(location, sizeof location, "%s:2: the source has %d subword pieces", dev, WORD);
+    char dev_override[160];
+    snprintf(dev_override, sizeof dev_override, "data.dev=%s", dev);
+    RunResult r;
+    run_program(&r, &s,
+                (const char *const[]){"../bin/train", config, "--set", "data.subwords=bpe", "--set",
+                                      dev_override, NULL},
+                NULL, 60, NULL);
+    assert_one_line_error(&r, "train", 1,
+                          (const char *const[]){location, "more than the 250", NULL});
+    ck_assert_msg(strstr(r.out, "step") == NULL, "it trained before refusing: %s", r.out);
+    /* as a test file of a trained model with subwords */
+    run_program(&r, &s,
+                (const char *const[]){"../bin/train", config, "--set", "data.subwords=bpe", NULL},
+                NULL, 60, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    char model[128];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    run_program(&r, &s, (const char *const[]){"../bin/evaluate", "-m", model, "--test", dev, NULL},
+                NULL, 60, NULL);
+    assert_one_line_error(&r, "evaluate", 1, (const char *const[]){location, NULL});
+    scratch_free(&s);
+}
+END_TEST
+
 Suite *hostile_suite(void) {
     Suite *s = suite_create("hostile");
     TCase *config = tcase_create("config");
@@ -1138,6 +1183,7 @@ Suite *hostile_suite(void) {
     TCase *surfaces = tcase_create("new surfaces");
     tcase_set_timeout(surfaces, 120);
     tcase_add_test(surfaces, hostile_two_trainings_one_folder);
+    tcase_add_test(surfaces, hostile_bpe_mebibyte_word_in_dev_and_test);
     suite_add_tcase(s, surfaces);
     return s;
 }

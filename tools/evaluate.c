@@ -90,7 +90,7 @@ int main(int argc, char **argv) {
         goto done;
     }
     nm.keep_unk = keep_unk;
-    if (score_check_lengths(&corpus, &tokens, test_path, &err)) {
+    if (score_check_lengths(&nm, &corpus, &tokens, test_path, &err)) {
         fprintf(stderr, "evaluate: %s\n", err.msg);
         goto done;
     }

@@ -398,9 +398,9 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
      * end; read and check both now */
     if (cfg->data.test[0] &&
         (corpus_load(cfg->data.test, tr->nm.lowercase, &tr->test_corpus, &tr->test_tokens, err) ||
-         score_check_lengths(&tr->test_corpus, &tr->test_tokens, cfg->data.test, err)))
+         score_check_lengths(&tr->nm, &tr->test_corpus, &tr->test_tokens, cfg->data.test, err)))
         return -1;
-    if (score_check_lengths(&tr->dev_corpus, &tr->dev_tokens, cfg->data.dev, err) ||
+    if (score_check_lengths(&tr->nm, &tr->dev_corpus, &tr->dev_tokens, cfg->data.dev, err) ||
         check_training_memory(tr, resume != NULL, err))
         return -1;
     if (!resume && adam_init(&tr->adam, tr->nm.model.table.total, cfg->optim.beta1,
