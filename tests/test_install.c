@@ -4,6 +4,7 @@
  * `pkg-config --cflags --libs nmt`, its output equal to bin/translate's, `make uninstall`
  * leaving nothing behind; and the public API's answers to bad arguments and bad input.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,26 @@ START_TEST(api_refuses_bad_arguments_and_input) {
     nmt_options beam = {.beam = 3, .nbest = 4};
     ck_assert_int_eq(nmt_translate(m, INPUTS, 1, &beam, out, &err), -1);
     ck_assert_msg(strstr(err.message, "beam"), "%s", err.message);
+    /* beam and max_len are bounded as nmt.h says (issue #36: INT_MAX was refused only because
+     * the allocation failed), and the bounds themselves are accepted */
+    const struct {
+        nmt_options options;
+        const char *message;
+    } out_of_bounds[] = {
+        {{.beam = INT_MAX}, "beam 2147483647 is outside 0..100"},
+        {{.beam = NMT_MAX_BEAM + 1}, "beam 101 is outside 0..100"},
+        {{.beam = -1}, "beam -1 is outside"},
+        {{.nbest = INT_MAX}, "nbest 2147483647 is outside"},
+        {{.max_len = INT_MAX}, "max_len 2147483647 is outside 0..1000"},
+        {{.max_len = -5}, "max_len -5 is outside"},
+    };
+    for (size_t k = 0; k < sizeof out_of_bounds / sizeof out_of_bounds[0]; k++) {
+        ck_assert_int_eq(nmt_translate(m, INPUTS, 1, &out_of_bounds[k].options, out, &err), -1);
+        ck_assert_msg(strstr(err.message, out_of_bounds[k].message), "%s", err.message);
+    }
+    nmt_options widest = {.beam = NMT_MAX_BEAM, .max_len = NMT_MAX_OUTPUT_LEN};
+    ck_assert_msg(nmt_translate(m, INPUTS, 1, &widest, out, &err) == 0, "%s", err.message);
+    nmt_translation_free(out, 1);
 
     nmt_score_result scored[2];
     const char *src[] = {"the cat", "the cat"}, *tgt[] = {"le chat", ""};
