@@ -38,7 +38,7 @@ static void usage(FILE *out) {
         "  --format F         tsv, npy, json, svg, text, marian, pharaoh or html (default:\n"
         "                     from the extension of -o PATH, else text on a terminal, else\n"
         "                     tsv)\n"
-        "  -o, --output PATH  write to PATH (through PATH.tmp, renamed when complete)\n"
+        "  -o, --output PATH  write to PATH (through PATH.tmp.*, renamed when whole)\n"
         "                     instead of standard output; npy needs a file (default align.npy)\n"
         "  --explain          print every decoding step as worked arithmetic (query, scores,\n"
         "                     softmax by hand, context, chosen token) instead of the matrix;\n"

@@ -16,7 +16,7 @@ static void usage(FILE *out) {
           "training loss and dev loss, and dev BLEU, against steps and against wall time,\n"
           "one colour per run, named by the LOG's folder. bin/train draws its own run into\n"
           "OUT_DIR/curves.svg at every validation.\n"
-          "  -o, --output FILE  the SVG file to write (required; through FILE.tmp, renamed\n"
+          "  -o, --output FILE  the SVG file to write (required; through FILE.tmp.*, renamed\n"
           "                     when complete)\n"
           "  -h, --help         this text\n"
           "A log that cannot be read is a one-line error naming its file and line.\n",

@@ -38,7 +38,7 @@ static void usage(FILE *out) {
             "  --max-len N        at most N output tokens (default: 2 x input length + 10)\n"
             "  --len-norm X       length-normalisation exponent of beam scores (default 1)\n"
             "  --align FILE       also write the attention alignment of each input's best\n"
-            "                     translation to FILE (written whole, through FILE.tmp)\n"
+            "                     translation to FILE (written whole, through FILE.tmp.*)\n"
             "  --align-format F   pharaoh (word links i-j, default), marian (soft weights),\n"
             "                     json, tsv, text or html (one interactive page); bin/align\n"
             "                     --help describes them\n"
