@@ -622,7 +622,7 @@ void config_help(FILE *out) {
         if (key->default_text == REQUIRED)
             fprintf(out, "required");
         else if (key->default_text[0] == '\0')
-            fprintf(out, "optional, no default");
+            fprintf(out, "optional, no default; an empty value clears it");
         else
             fprintf(out, "default %s", key->default_text);
         if (range[0]) fprintf(out, ", %s", range);

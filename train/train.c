@@ -54,8 +54,9 @@ static void usage(FILE *out) {
                  "  -h, --help               this text\n"
                  "Writes OUT_DIR/best.ckpt (best dev BLEU), OUT_DIR/last.ckpt (resumable),\n"
                  "OUT_DIR/train_log.tsv, OUT_DIR/curves.svg (redrawn at each validation) and\n"
-                 "OUT_DIR/config.ini; when [data] test is set, scores the best model on it at the\n"
-                 "end.\n");
+                 "OUT_DIR/config.ini (the settings, with absolute paths: it reruns the run); when\n"
+                 "[data] test is set, scores the best model on it at the end. OUT_DIR/.lock is\n"
+                 "locked while it runs: a second training into the folder is refused.\n");
     char mpi[256];
     dist_build_info(mpi, sizeof mpi);
     fprintf(out, "%s\n\n", mpi);
