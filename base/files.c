@@ -13,11 +13,24 @@
 int output_file_open(OutputFile *o, const char *path, bool durable, Error *err) {
     memset(o, 0, sizeof *o);
     o->durable = durable;
-    if (snprintf(o->path, sizeof o->path, "%s", path) >= (int)sizeof o->path ||
-        snprintf(o->tmp, sizeof o->tmp, "%s.tmp", path) >= (int)sizeof o->tmp)
+    if (snprintf(o->path, sizeof o->path, "%s", path) >= (int)sizeof o->path)
         return error_set(err, "%s: path too long", path);
-    o->file = fopen(o->tmp, "wb");
-    if (!o->file) return error_set(err, "cannot create %s: %s", o->tmp, strerror(errno));
+    /* O_EXCL: a name another writer (another process, or this one) holds is never reused, so
+     * no writer truncates a file another is writing */
+    int fd = -1;
+    for (int attempt = 0; fd < 0 && attempt < 100; attempt++) {
+        snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld.%d", path, (long)getpid(), attempt);
+        fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0) return error_set(err, "cannot create %s: %s", o->tmp, strerror(errno));
+    o->file = fdopen(fd, "wb");
+    if (!o->file) {
+        int saved = errno;
+        close(fd);
+        remove(o->tmp);
+        return error_set(err, "cannot create %s: %s", o->tmp, strerror(saved));
+    }
     return 0;
 }
 
@@ -68,6 +81,39 @@ int path_beside(char *out, size_t size, const char *path, const char *name) {
     int folder = slash ? (int)(slash - path) + 1 : 0;
     int n = snprintf(out, size, "%.*s%s", folder, path, name);
     return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+void path_normalise(char *path) {
+    bool absolute = path[0] == '/';
+    char *out = path; /* the normalised path is never longer, so it is written over the input */
+    size_t kept = 0;  /* components written that a ".." may take back */
+    if (absolute) *out++ = '/';
+    char *start = out;
+    for (const char *p = path + absolute; *p;) {
+        while (*p == '/') p++;
+        size_t len = strcspn(p, "/");
+        if (len == 0) break;
+        if (len == 1 && p[0] == '.') {
+            p += len;
+            continue;
+        }
+        if (len == 2 && p[0] == '.' && p[1] == '.' && (kept > 0 || absolute)) {
+            if (kept > 0) { /* drop the last component and its slash */
+                while (out > start && out[-1] != '/') out--;
+                if (out > start) out--;
+                kept--;
+            }
+            p += len;
+            continue;
+        }
+        if (out > start) *out++ = '/';
+        memmove(out, p, len);
+        out += len;
+        p += len;
+        if (!(len == 2 && out[-1] == '.' && out[-2] == '.')) kept++;
+    }
+    if (out == path) *out++ = '.';
+    *out = '\0';
 }
 
 int make_dirs(const char *dir, Error *err) {

@@ -2,9 +2,11 @@
  * files.h: files written whole or not at all, folders, and reading lines.
  *
  * Every file a program produces (checkpoints, logs, dumps, alignments, corpora) goes through
- * OutputFile: it is written as PATH.tmp and renamed over PATH only once every byte is out, so
- * a crash, a full disk or a failed write never leaves a half-written file in place of a good
- * one.
+ * OutputFile: it is written as a temporary file beside PATH and renamed over PATH only once
+ * every byte is out, so a crash, a full disk or a failed write never leaves a half-written
+ * file in place of a good one. The temporary name is the writer's own (PATH.tmp.PID.N, created
+ * exclusively): two writers of one PATH never write into each other's file, and the last
+ * rename wins with a whole file.
  */
 #ifndef NMT_BASE_FILES_H
 #define NMT_BASE_FILES_H
@@ -18,24 +20,31 @@
 typedef struct {
     FILE *file;
     bool durable; /* fsync the data before the rename and the folder after it */
-    char path[4096], tmp[4096 + 8];
+    char path[4096], tmp[4096 + 48];
 } OutputFile;
 
-/* Creates PATH.tmp for writing. durable: the commit also syncs to disk (checkpoints), so the
- * renamed file survives a power cut, at the cost of waiting for the disk. */
+/* Creates the temporary file (PATH.tmp.PID.N, a name no other file has) for writing. durable: the
+ * commit also syncs to disk (checkpoints), so the renamed file survives a power cut, at the cost of
+ * waiting for the disk. */
 int output_file_open(OutputFile *o, const char *path, bool durable, Error *err);
 
-/* Flushes, (syncs,) closes and renames PATH.tmp to PATH; on failure removes PATH.tmp, leaves
- * PATH as it was and says why. */
+/* Flushes, (syncs,) closes and renames the temporary file to PATH; on failure removes it,
+ * leaves PATH as it was and says why. */
 int output_file_commit(OutputFile *o, Error *err);
 
-/* Closes and removes PATH.tmp (after a failure); harmless on a committed or unopened file. */
+/* Closes and removes the temporary file (after a failure); harmless on a committed or
+ * unopened file. */
 void output_file_abort(OutputFile *o);
 
 /* Writes into out[size] the path of `name` in the folder of `path` ("dir/run.ckpt" and
  * "best.ckpt" give "dir/best.ckpt"; a path without a folder gives name alone); -1 when it does
  * not fit. */
 int path_beside(char *out, size_t size, const char *path, const char *name);
+
+/* Rewrites path in place without "." components, repeated slashes, a trailing slash and
+ * "folder/.." pairs ("configs/../runs/toy/" becomes "runs/toy"), as a shell's cd does; leading
+ * ".." of a relative path stay, "" becomes ".". Paths are shown and stored this way. */
+void path_normalise(char *path);
 
 /* Creates dir and its missing parents, like mkdir -p; an existing non-folder is an error. */
 int make_dirs(const char *dir, Error *err);

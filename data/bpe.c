@@ -232,8 +232,15 @@ static int check_text(const char *s, size_t len, Error *err) {
     if (utf8_validate(s, len, err) != 0) return -1;
     size_t offset;
     uint32_t control;
+    static const struct {
+        char c;
+        const char *name;
+    } SPACES[] = {{' ', "a space"},         {'\t', "a tab"},       {'\n', "a newline"},
+                  {'\v', "a vertical tab"}, {'\f', "a form feed"}, {'\r', "a carriage return"}};
     for (size_t i = 0; i < len; i++)
-        if (strchr(" \t\n\v\f\r", s[i])) return error_set(err, "holds a space at byte %zu", i);
+        for (size_t k = 0; k < sizeof SPACES / sizeof SPACES[0]; k++)
+            if (s[i] == SPACES[k].c)
+                return error_set(err, "holds %s at byte %zu", SPACES[k].name, i);
     if (utf8_find_control(s, len, &offset, &control))
         return error_set(err, "holds the control character U+%04X at byte %zu", (unsigned)control,
                          offset);

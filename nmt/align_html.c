@@ -92,6 +92,9 @@ static void write_sentence(FILE *out, const Alignment *a) {
     json_write_script_string(out, a->source);
     fputs(",\"translation\":", out);
     json_write_script_string(out, a->translation);
+    /* the input's own number, so that the page's sentence 4 is input line 4 even when line 3
+     * was blank (refused, and not on the page) */
+    if (a->number > 0) fprintf(out, ",\"n\":%d", a->number);
     fputs(",\"reference\":", out);
     if (a->reference)
         json_write_script_string(out, a->reference);

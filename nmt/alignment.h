@@ -33,6 +33,8 @@ typedef struct {
     bool lowercase;       /* the model's setting, needed to re-split the source into words */
     bool subwords;        /* the tokens are BPE pieces (the model has subwords) */
     AttentionScore score; /* how the model scored e_ti */
+    int number;           /* the input's number (its line or argument, from 1) for a page of
+                             several, which skips refused inputs; 0: its place in the list */
 } Alignment;
 
 void alignment_free(Alignment *a);

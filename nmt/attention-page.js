@@ -24,9 +24,13 @@ function decode(codes, n, what) {
   return out;
 }
 
+// The number a sentence is shown with: its input's own (line or argument), which the page keeps
+// when refused inputs (blank lines) are left out; else its place on the page.
+function label(d, k) { return Number.isInteger(d.n) && d.n > 0 ? d.n : k + 1; }
+
 // One sentence: e_ti = lse_t - q_ti and alpha_ti = exp(-q_ti), row t at [t * S + i].
 function unpack(d, k) {
-  const S = d.src.length, T = d.tgt.length, what = 'sentence ' + (k + 1);
+  const S = d.src.length, T = d.tgt.length, what = 'sentence ' + label(d, k);
   const q = decode(d.q, S * T, what + ' weights'), nlp = decode(d.nlp, T, what + ' probabilities');
   if (!Array.isArray(d.lse) || d.lse.length !== T) throw new Error(what + ': expected ' + T + ' sums');
   const e = new Float64Array(S * T), alpha = new Float64Array(S * T), prob = new Float64Array(T);
@@ -39,7 +43,7 @@ function unpack(d, k) {
       if (alpha[t * S + i] > alpha[t * S + peak[t]]) peak[t] = i;
     }
   }
-  return { d: d, k: k, S: S, T: T, e: e, alpha: alpha, prob: prob, peak: peak, heads: [], cells: [], rows: [], panel: null };
+  return { d: d, k: k, n: label(d, k), S: S, T: T, e: e, alpha: alpha, prob: prob, peak: peak, heads: [], cells: [], rows: [], panel: null };
 }
 
 // The worked softmax of step t, as the course notes do it: exp of each score, their sum, ratios.
@@ -74,9 +78,9 @@ let current = null; // { s, t } of the selected row
 
 function render(s, parent) {
   const d = s.d, sec = el('section', 'sentence');
-  sec.id = 'sentence-' + (s.k + 1);
+  sec.id = 'sentence-' + s.n;
   const h = el('h2');
-  h.append(el('span', 'num', (s.k + 1) + '.'), ' ', el('span', 'source', d.source), el('span', 'arrow', ' \u2192 '), el('span', 'translation', d.translation));
+  h.append(el('span', 'num', s.n + '.'), ' ', el('span', 'source', d.source), el('span', 'arrow', ' \u2192 '), el('span', 'translation', d.translation));
   sec.append(h);
   if (d.reference !== null) {
     const note = el('p', 'note');
@@ -92,6 +96,9 @@ function render(s, parent) {
   head.append(corner);
   d.src.forEach((tok) => {
     const th = el('th', 'src');
+    // a label of one or two characters ("i", "a") turned on its side reads as "-" or ".":
+    // only longer labels are rotated
+    if (Array.from(tok).length <= 2) th.classList.add('short');
     th.scope = 'col';
     th.title = tok;
     th.append(el('span', null, tok));
@@ -141,7 +148,7 @@ function render(s, parent) {
 // For screen readers (and print): each output token, the source token it attends to most.
 function summary(s) {
   const table = el('table', 'summary sr-only'), head = el('tr');
-  table.append(el('caption', null, 'Sentence ' + (s.k + 1) + ' as a table: each output token, its probability, and the source token it attends to most.'));
+  table.append(el('caption', null, 'Sentence ' + s.n + ' as a table: each output token, its probability, and the source token it attends to most.'));
   ['output token', 'probability', 'most attended source token', 'weight'].forEach((x) => { const th = el('th', null, x); th.scope = 'col'; head.append(th); });
   table.appendChild(el('thead')).append(head);
   const body = el('tbody');
@@ -218,7 +225,8 @@ function build() {
   data.sentences.forEach((d, k) => {
     const s = unpack(d, k), li = el('li'), a = el('a');
     sentences.push(s);
-    a.href = '#sentence-' + (k + 1);
+    li.value = s.n; // the list counts as the input did, blank lines included
+    a.href = '#sentence-' + s.n;
     a.append(el('span', 'source', d.source), ' \u2192 ', el('span', 'translation', d.translation));
     li.append(a);
     list.append(li);
@@ -226,7 +234,7 @@ function build() {
   });
   // #s2t3 selects step 3 of sentence 2; otherwise the first step is shown
   const m = /^#s(\d+)t(\d+)$/.exec(location.hash);
-  const s = m ? sentences[Number(m[1]) - 1] : sentences[0];
+  const s = m ? sentences.find((x) => x.n === Number(m[1])) : sentences[0];
   if (s) select(s, m ? Math.min(Number(m[2]), s.T) - 1 : 0);
 }
 
@@ -241,7 +249,7 @@ function selftest() {
   check(sentences.length === JSON.parse(document.getElementById('alignment-data').textContent).sentences.length, 'every sentence drawn');
   check(document.querySelectorAll('section.sentence').length === sentences.length, 'one section per sentence');
   sentences.forEach((s) => {
-    const where = 'sentence ' + (s.k + 1), sec = document.getElementById('sentence-' + (s.k + 1));
+    const where = 'sentence ' + s.n, sec = document.getElementById('sentence-' + s.n);
     check(sec !== null, where + ': drawn');
     if (!sec) return;
     check(sec.querySelector('h2 .source').textContent === s.d.source, where + ': source text verbatim');
@@ -250,6 +258,8 @@ function selftest() {
     const cols = sec.querySelectorAll('th.src');
     check(cols.length === s.S, where + ': one column per source token');
     cols.forEach((th, i) => check(th.textContent === s.d.src[i], where + ': source token ' + i + ' verbatim'));
+    cols.forEach((th, i) => check((getComputedStyle(th.firstChild).writingMode === 'horizontal-tb') === (Array.from(s.d.src[i]).length <= 2), where + ': source token ' + i + ' turned on its side only when longer than two characters'));
+    check(sec.querySelector('h2 .num').textContent === s.n + '.', where + ': numbered as its input');
     for (let t = 0; t < s.T; t++) {
       const at = where + ' step ' + (t + 1);
       let sum = 0;

@@ -160,6 +160,13 @@ int nmt_translate(nmt_model *m, const char *const *sources, int n, const nmt_opt
     if (n < 0) return fail(err, "nmt_translate: %d sentences", n);
     for (int i = 0; i < n; i++)
         if (!sources[i]) return fail(err, "nmt_translate: source %d is NULL", i);
+    if (options && (options->beam < 0 || options->beam > NMT_MAX_BEAM))
+        return fail(err, "nmt_translate: beam %d is outside 0..%d", options->beam, NMT_MAX_BEAM);
+    if (options && (options->nbest < 0 || options->nbest > NMT_MAX_BEAM))
+        return fail(err, "nmt_translate: nbest %d is outside 0..%d", options->nbest, NMT_MAX_BEAM);
+    if (options && (options->max_len < 0 || options->max_len > NMT_MAX_OUTPUT_LEN))
+        return fail(err, "nmt_translate: max_len %d is outside 0..%d", options->max_len,
+                    NMT_MAX_OUTPUT_LEN);
     if (n > 0) memset(out, 0, sizeof *out * (size_t)n); /* out may be NULL when n = 0 */
     SearchOptions opt = search_options(options);
     m->nm.keep_unk = options && options->keep_unk;

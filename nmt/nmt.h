@@ -46,12 +46,18 @@ typedef struct {
     char message[512];
 } nmt_error;
 
+/* The largest beam (and n-best list) and output length a call takes, as bin/translate's
+ * --beam, --nbest and --max-len: a search's memory grows with both, and a value above them is
+ * a mistake, refused with a message rather than attempted. */
+enum { NMT_MAX_BEAM = 100, NMT_MAX_OUTPUT_LEN = 1000 };
+
 /* Search options; a zeroed struct (or NULL) means greedy search, one hypothesis, output up to
- * 2 x input length + 10 tokens, length normalisation 1. */
+ * 2 x input length + 10 tokens, length normalisation 1. A value outside the bounds given here
+ * makes nmt_translate fail, naming it. */
 typedef struct {
-    int beam;        /* hypotheses kept per step (0 or 1: greedy) */
-    int nbest;       /* hypotheses returned per sentence (0: 1; at most beam) */
-    int max_len;     /* most output tokens (0: 2 x input length + 10) */
+    int beam;        /* hypotheses kept per step, 0..NMT_MAX_BEAM (0 or 1: greedy) */
+    int nbest;       /* hypotheses returned per sentence, 0..NMT_MAX_BEAM (0: 1; at most beam) */
+    int max_len;     /* most output tokens, 0..NMT_MAX_OUTPUT_LEN (0: 2 x input length + 10) */
     double len_norm; /* ranks hypotheses by logprob / length^len_norm (negative: 1) */
     int keep_unk;    /* 1: keep <unk> in the text (default 0: a word-level model's <unk>
                         becomes the source word it attends to most) */

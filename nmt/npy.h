@@ -2,7 +2,8 @@
  * npy.h: NumPy .npy files (format version 1.0, little-endian, C order), written so that
  * numpy.load reads them as they are, and read back for tests and comparisons.
  *
- * Writes go to PATH.tmp and are renamed into place only when complete.
+ * Writes go to a temporary file beside PATH (files.h) and are renamed into place only when
+ * complete.
  */
 #ifndef NMT_NPY_H
 #define NMT_NPY_H

@@ -10,17 +10,36 @@
 #include "nmt/text.h"
 #include "nmt/translator.h"
 
-int score_check_lengths(const Corpus *corpus, const TokenizedCorpus *tc, const char *name,
-                        Error *err) {
+/* The BPE pieces of tokens, counted only when there may be too many: a token is at least one
+ * piece and at most one per byte, so a side of at most NMT_MAX_TOKENS bytes needs no count. */
+static int count_pieces(const Bpe *bpe, const TokenList *tokens, size_t *count, Error *err) {
+    size_t bytes = 0;
+    for (size_t k = 0; k < tokens->count; k++) bytes += strlen(tokens->tokens[k]);
+    *count = tokens->count;
+    if (bytes <= NMT_MAX_TOKENS) return 0;
+    TokenList pieces = {0};
+    if (bpe_apply_list(bpe, tokens, &pieces, err)) return -1;
+    *count = pieces.count;
+    token_list_free(&pieces);
+    return 0;
+}
+
+int score_check_lengths(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus *tc,
+                        const char *name, Error *err) {
+    bool pieces = nm && nm->subwords;
     for (size_t i = 0; i < tc->count; i++) {
-        size_t sides[2] = {tc->src[i].count, tc->tgt[i].count};
+        size_t line = corpus ? corpus->line[i] : i + 1,
+               sides[2] = {tc->src[i].count, tc->tgt[i].count};
+        if (pieces && (count_pieces(&nm->src_bpe, &tc->src[i], &sides[0], err) ||
+                       count_pieces(&nm->tgt_bpe, &tc->tgt[i], &sides[1], err)))
+            return error_prefix(err, "%s:%zu: ", name, line);
         for (int side = 0; side < 2; side++)
             if (sides[side] > NMT_MAX_TOKENS)
                 return error_set(err,
-                                 "%s:%zu: the %s has %zu tokens, more than the %d a pair to "
-                                 "score may have",
-                                 name, corpus ? corpus->line[i] : i + 1, side ? "target" : "source",
-                                 sides[side], NMT_MAX_TOKENS);
+                                 "%s:%zu: the %s has %zu %s, more than the %d a pair to score "
+                                 "may have",
+                                 name, line, side ? "target" : "source", sides[side],
+                                 pieces ? "subword pieces" : "tokens", NMT_MAX_TOKENS);
     }
     return 0;
 }
@@ -84,7 +103,7 @@ int score_corpus(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus
                  const char *name, int batch_size, int beam, Scores *out, TranslationSink sink,
                  void *user, Error *err) {
     memset(out, 0, sizeof *out);
-    if (score_check_lengths(corpus, tc, name, err) ||
+    if (score_check_lengths(nm, corpus, tc, name, err) ||
         corpus_loss(nm, tc, corpus, batch_size, out, err))
         return -1;
     Translator translator;

@@ -25,10 +25,11 @@ typedef struct {
     size_t sentences;
 } Scores;
 
-/* Refuses the corpus when a pair has a side longer than NMT_MAX_TOKENS (text.h) tokens, with an
- * error naming name:line and the side. */
-int score_check_lengths(const Corpus *corpus, const TokenizedCorpus *tc, const char *name,
-                        Error *err);
+/* Refuses the corpus when a pair has a side longer than NMT_MAX_TOKENS (text.h) units of nm
+ * (tokens, or the BPE pieces of a model with subwords, so that one long word cannot become
+ * thousands of pieces), with an error naming name:line and the side. */
+int score_check_lengths(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus *tc,
+                        const char *name, Error *err);
 
 /* Called with each translation (for printing samples), in corpus order; may be NULL. */
 typedef void (*TranslationSink)(void *user, size_t index, const char *source,

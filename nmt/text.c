@@ -121,17 +121,19 @@ char *decode_target(const NmtModel *nm, const int *ids, int n, Error *err) {
     return text;
 }
 
+int unk_source_position(const real *row, int cols) {
+    int best = 0;
+    for (int i = 1; i < cols - 1; i++)
+        if (row[i] > row[best]) best = i;
+    return best;
+}
+
 void unk_replace(const char **tokens, const int *ids, int n, const real *alpha, int cols,
                  const char *const *src_tokens) {
     if (cols < 2) return; /* only </s>: nothing to copy */
-    for (int t = 0; t < n; t++) {
-        if (ids[t] != TOK_UNK) continue;
-        const real *row = alpha + (size_t)t * cols;
-        int best = 0;
-        for (int i = 1; i < cols - 1; i++)
-            if (row[i] > row[best]) best = i;
-        tokens[t] = src_tokens[best];
-    }
+    for (int t = 0; t < n; t++)
+        if (ids[t] == TOK_UNK)
+            tokens[t] = src_tokens[unk_source_position(alpha + (size_t)t * cols, cols)];
 }
 
 char *decode_hypothesis(const NmtModel *nm, const char *source, const Hypothesis *h, Error *err) {

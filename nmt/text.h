@@ -58,6 +58,10 @@ char *decode_target(const NmtModel *nm, const int *ids, int n, Error *err);
 void unk_replace(const char **tokens, const int *ids, int n, const real *alpha, int cols,
                  const char *const *src_tokens);
 
+/* The source position unk_replace copies for one output position: the column of row [cols]
+ * with the largest weight, </s> (the last column) left out, the first on a tie; cols >= 2. */
+int unk_source_position(const real *row, int cols);
+
 /* The text of hypothesis h, translated from source. An output <unk> of a model without
  * subwords is replaced by the source token it attends to most (unk_replace), unless
  * nm->keep_unk is set; a model with subwords keeps <unk> (its pieces are not words, and it

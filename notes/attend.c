@@ -303,22 +303,17 @@ int main(int argc, char **argv) {
     if (parsed != CLI_GO_ON) return parsed;
     Error err;
     if (format && strcmp(format, "text") && strcmp(format, "json")) {
-        fprintf(stderr, "attend: invalid --format '%.60s' (text or json)\n", format);
-        return 2;
+        return usage_error("attend", "invalid --format '%.60s' (text or json)", format);
     }
     int json = format && strcmp(format, "json") == 0;
     if (score_name && (worked_score_parse(score_name, &score) || score == WORKED_ADDITIVE_SCORE)) {
-        fprintf(stderr,
-                "attend: invalid --score '%.60s' (dot, scaled_dot or general; additive "
-                "attention is chosen by its inputs)\n",
-                score_name);
-        return 2;
+        return usage_error("attend",
+                           "invalid --score '%.60s' (dot, scaled_dot or general; additive "
+                           "attention is chosen by its inputs)",
+                           score_name);
     }
-    if (argc - optind != 1) {
-        fprintf(stderr, "attend: %s (try attend --help)\n",
-                optind < argc ? "one FILE only" : "no FILE given");
-        return 2;
-    }
+    if (argc - optind != 1)
+        return usage_error("attend", "%s", optind < argc ? "one FILE only" : "no FILE given");
 
     WorkedFile wf;
     WorkedRun run;

@@ -583,7 +583,7 @@ int worked_read(WorkedFile *wf, const char *path, Error *err) {
     *wf = (WorkedFile){0};
     int from_stdin = strcmp(path, "-") == 0;
     FILE *f = from_stdin ? stdin : fopen(path, "rb");
-    if (!f) return error_set(err, "%.200s:1:1: cannot open: %s", path, strerror(errno));
+    if (!f) return error_set(err, "%.200s: cannot open: %s", path, strerror(errno));
     /* a file known to be too large is refused before any of it is read */
     struct stat st;
     if (!from_stdin && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
@@ -601,7 +601,7 @@ int worked_read(WorkedFile *wf, const char *path, Error *err) {
             cap = cap ? cap * 2 : 4096;
             char *nb = realloc(buf, cap);
             if (!nb) {
-                failed = error_set(err, "%.200s:1:1: out of memory reading the file", path);
+                failed = error_set(err, "%.200s: out of memory reading the file", path);
                 break;
             }
             buf = nb;
@@ -610,8 +610,8 @@ int worked_read(WorkedFile *wf, const char *path, Error *err) {
         len += got;
         if (got == 0) {
             if (ferror(f))
-                failed = error_set(err, "%.200s:1:1: cannot read: %s", path,
-                                   strerror(errno ? errno : EIO));
+                failed =
+                    error_set(err, "%.200s: cannot read: %s", path, strerror(errno ? errno : EIO));
             break;
         }
     }

@@ -10,6 +10,7 @@
 #include "harness.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -209,6 +210,86 @@ void test_skip(const char *test, const char *why) {
         fclose(f);
     }
     fprintf(stderr, "skipped: %s: %s\n", test, why);
+}
+
+bool temporary_file_beside(const char *path) {
+    char folder[4096];
+    snprintf(folder, sizeof folder, "%s", path);
+    char *slash = strrchr(folder, '/');
+    const char *name = slash ? slash + 1 : path;
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(folder, sizeof folder, ".");
+    char prefix[4096];
+    snprintf(prefix, sizeof prefix, "%s.tmp", name);
+    DIR *dir = opendir(folder);
+    bool found = false;
+    for (struct dirent *e; dir && !found && (e = readdir(dir));)
+        found = strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    if (dir) closedir(dir);
+    return found;
+}
+
+const char *script_program(void) {
+    static const char *const places[] = {"/usr/bin/script", "/bin/script", "/usr/local/bin/script"};
+    for (size_t i = 0; i < sizeof places / sizeof places[0]; i++)
+        if (access(places[i], X_OK) == 0) return places[i];
+    return NULL;
+}
+
+void conversation_start(Conversation *c, const char *const *argv) {
+    int in[2], out[2];
+    ck_assert(pipe(in) == 0 && pipe(out) == 0);
+    *c = (Conversation){0};
+    pid_t pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(in[0], STDIN_FILENO), dup2(out[1], STDOUT_FILENO), dup2(null, STDERR_FILENO);
+        close(in[1]), close(out[0]);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(in[0]), close(out[1]);
+    c->pid = pid, c->to_child = in[1], c->from_child = out[0];
+    fcntl(c->from_child, F_SETFL, O_NONBLOCK);
+}
+
+void conversation_send(Conversation *c, const char *text) {
+    size_t len = strlen(text);
+    ck_assert_int_eq(write(c->to_child, text, len), (ssize_t)len);
+}
+
+bool conversation_wait_for(Conversation *c, const char *expected, int timeout_s) {
+    struct timespec start, now, pause = {0, 20 * 1000 * 1000};
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        ssize_t got = read(c->from_child, c->out + c->used, sizeof c->out - 1 - c->used);
+        if (got > 0) c->used += (size_t)got;
+        c->out[c->used] = '\0';
+        if (strstr(c->out, expected)) return true;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (got == 0 || now.tv_sec - start.tv_sec >= timeout_s || c->used + 1 == sizeof c->out)
+            return false; /* got == 0: the program closed its output */
+        nanosleep(&pause, NULL);
+    }
+}
+
+int conversation_end(Conversation *c, int timeout_s) {
+    close(c->to_child);
+    int status = 0;
+    struct timespec pause = {0, 20 * 1000 * 1000};
+    for (int waited = 0; waitpid(c->pid, &status, WNOHANG) == 0; waited++) {
+        if (waited == 50 * timeout_s) {
+            kill(c->pid, SIGKILL);
+            waitpid(c->pid, &status, 0);
+            break;
+        }
+        nanosleep(&pause, NULL);
+    }
+    close(c->from_child);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 void log_column(const char *path, int col, char *out, size_t size) {

@@ -72,6 +72,29 @@ void assert_contains(const char *text, const char *fragment);
  * that could not run is never mistaken for one that passed. */
 void test_skip(const char *test, const char *why);
 
+/* Whether a temporary file of path's writers (path.tmp...) is in its folder. */
+bool temporary_file_beside(const char *path);
+
+/* Where `script` (util-linux) is, to run a program under a pseudo-terminal, or NULL when it
+ * is not installed: a test that needs a terminal then skips (test_skip) saying so. */
+const char *script_program(void);
+
+/* A program started with pipes for its stdin and stdout (stderr to /dev/null), to talk to it
+ * a line at a time. */
+typedef struct {
+    int pid, to_child, from_child;
+    char out[8192]; /* what it has written so far */
+    size_t used;
+} Conversation;
+
+void conversation_start(Conversation *c, const char *const *argv);
+/* Writes text to the program's stdin, which stays open. */
+void conversation_send(Conversation *c, const char *text);
+/* Reads its stdout until it holds `expected` or timeout_s pass; true when it does. */
+bool conversation_wait_for(Conversation *c, const char *expected, int timeout_s);
+/* Closes its stdin, waits for it (killing it after timeout_s) and returns its exit status. */
+int conversation_end(Conversation *c, int timeout_s);
+
 /* Column col (0-based) of every line of a TSV file (a training log), comma-joined, into out. */
 void log_column(const char *path, int col, char *out, size_t size);
 

@@ -4,11 +4,35 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "base/usage.h"
+#include "base/utf8.h"
 #include "suites.h"
 
-int main(void) {
+static void usage(FILE *out) {
+    fputs("usage: run_tests [-h | --help]\n"
+          "Runs every test suite from the tests/ folder (make test does that); the exit status\n"
+          "is 0 only when every test passed. Skipped tests are listed after the results.\n"
+          "check's environment variables choose what runs:\n"
+          "  CK_RUN_SUITE=NAME  only the suite NAME (e.g. hostile, tools, train)\n"
+          "  CK_RUN_CASE=NAME   only the test case NAME of each suite\n"
+          "  CK_FORK=no         run the tests in this process (for a debugger)\n",
+          out);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) {
+        if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+            usage(stdout);
+            return EXIT_SUCCESS;
+        }
+        char quoted[96];
+        return usage_error("run_tests", "%s '%s'",
+                           argv[1][0] == '-' ? "unknown option" : "unexpected argument",
+                           text_for_message(quoted, sizeof quoted, argv[1], 60));
+    }
     Suite *(*const suites[])(void) = {
         layers_suite, model_suite,   tokenizer_suite, config_suite,   metrics_suite,
         train_suite,  tools_suite,   corpus_suite,    vocab_suite,    align_suite,

@@ -559,6 +559,11 @@ START_TEST(attend_program_rejects_hostile_files) {
     run_program(&r, &s, (const char *const[]){"../bin/attend", "../bin/attend", NULL}, NULL, 30,
                 NULL);
     assert_one_line_error(&r, "attend", 2, (const char *const[]){"../bin/attend:1:", NULL});
+    /* a file that cannot be opened has no line or column to name (issue #36) */
+    run_program(&r, &s, (const char *const[]){"../bin/attend", "/nonexistent", NULL}, NULL, 30,
+                NULL);
+    assert_one_line_error(&r, "attend", 2,
+                          (const char *const[]){"attend: /nonexistent: cannot open: ", NULL});
 
     /* a 100 MB line, written in 1 MiB blocks */
     FILE *big = fopen(path, "wb");

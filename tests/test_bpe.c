@@ -675,6 +675,10 @@ static const CorruptTable corrupt_tables[] = {
     {BYTES("\x01\0\0\0\x03\0\0\0a@@\x03\0\0\0\xED\xA0\x80"), 0, "surrogate"},
     {BYTES("\x01\0\0\0\x04\0\0\0a\0@@\x01\0\0\0b"), 0, "holds a NUL byte"},
     {BYTES("\x01\0\0\0\x03\0\0\0a@@\x03\0\0\0b c"), 0, "merge 0: the right symbol: holds a space"},
+    /* issue #36: a newline was reported as "holds a space" */
+    {BYTES("\x01\0\0\0\x03\0\0\0a@@\x03\0\0\0b\nc"), 0,
+     "merge 0: the right symbol: holds a newline at byte 1"},
+    {BYTES("\x01\0\0\0\x04\0\0\0a\t@@\x01\0\0\0b"), 0, "merge 0: the left symbol: holds a tab"},
     {BYTES("\x01\0\0\0\x03\0\0\0\x1B@@\x01\0\0\0b"), 0, "control character U+001B"},
 };
 

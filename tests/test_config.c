@@ -145,11 +145,12 @@ START_TEST(test_toy_config) {
     Config cfg;
     Error err = {""};
     ck_assert_msg(config_load(&cfg, "../configs/toy.ini", NULL, 0, &err) == 0, "%s", err.msg);
-    /* Paths in the file are relative to configs/, so they come out relative to tests/. */
-    ck_assert_str_eq(cfg.data.train, "../configs/../data/toy/train.tsv");
-    ck_assert_str_eq(cfg.data.dev, "../configs/../data/toy/dev.tsv");
-    ck_assert_str_eq(cfg.data.test, "../configs/../data/toy/test.tsv");
-    ck_assert_str_eq(cfg.train.out_dir, "../configs/../runs/toy");
+    /* Paths in the file are relative to configs/, so they come out relative to tests/, and
+     * normalised: "../data/toy/train.tsv", not "../configs/../data/toy/train.tsv". */
+    ck_assert_str_eq(cfg.data.train, "../data/toy/train.tsv");
+    ck_assert_str_eq(cfg.data.dev, "../data/toy/dev.tsv");
+    ck_assert_str_eq(cfg.data.test, "../data/toy/test.tsv");
+    ck_assert_str_eq(cfg.train.out_dir, "../runs/toy");
     ck_assert_int_eq(cfg.model.emb_size, 64);
     ck_assert_int_eq(cfg.model.enc_hidden, 128);
     ck_assert(cfg.model.bidirectional);
@@ -174,8 +175,8 @@ START_TEST(test_tiny_config) {
     Config cfg;
     Error err = {""};
     ck_assert_msg(config_load(&cfg, "../configs/tiny.ini", NULL, 0, &err) == 0, "%s", err.msg);
-    ck_assert_str_eq(cfg.data.train, "../configs/../data/toy/train.tsv");
-    ck_assert_str_eq(cfg.data.dev, "../configs/../data/toy/dev.tsv");
+    ck_assert_str_eq(cfg.data.train, "../data/toy/train.tsv");
+    ck_assert_str_eq(cfg.data.dev, "../data/toy/dev.tsv");
     ck_assert_int_eq(cfg.model.emb_size, 8);
     ck_assert_int_eq(cfg.model.enc_hidden, 8);
     ck_assert_int_eq(cfg.model.dec_hidden, 8);
@@ -202,7 +203,7 @@ START_TEST(test_base_config) {
     ck_assert_int_eq(cfg.optim.schedule, LR_SCHEDULE_BUDGET);
     ck_assert_double_eq(cfg.optim.decay_share, 0.5);
     ck_assert_double_eq(cfg.train.max_minutes, 60);
-    ck_assert_str_eq(cfg.train.out_dir, "../configs/../runs/base");
+    ck_assert_str_eq(cfg.train.out_dir, "../runs/base");
 }
 END_TEST
 
@@ -641,6 +642,49 @@ static void expect_override_failure(const char *override, const char *what) {
     assert_mentions(err.msg, what);
 }
 
+/* An optional key is cleared by an empty value (issue #36); a required one is not. */
+START_TEST(test_empty_override_clears_an_optional_key) {
+    Config cfg;
+    Error err = {""};
+    const char *const overrides[] = {"data.test="};
+    ck_assert_msg(config_load(&cfg, "../configs/toy.ini", overrides, 1, &err) == 0, "%s", err.msg);
+    ck_assert_str_eq(cfg.data.test, "");
+    ck_assert_str_eq(cfg.data.train, "../data/toy/train.tsv");
+}
+END_TEST
+
+/* Printed with absolute paths, the settings reload to the same files from anywhere: what
+ * bin/train writes as OUT_DIR/config.ini, so that the file reruns the run (issue #36). */
+START_TEST(test_absolute_paths_reload_anywhere) {
+    Config cfg, again;
+    Error err = {""};
+    ck_assert_msg(config_load(&cfg, "../configs/toy.ini", NULL, 0, &err) == 0, "%s", err.msg);
+    ck_assert_msg(config_absolute_paths(&cfg, &err) == 0, "%s", err.msg);
+    char cwd[CONFIG_PATH_MAX], expected[2 * CONFIG_PATH_MAX];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    char *slash = strrchr(cwd, '/'); /* tests/.. */
+    ck_assert_ptr_nonnull(slash);
+    *slash = '\0';
+    snprintf(expected, sizeof expected, "%s/data/toy/train.tsv", cwd);
+    ck_assert_str_eq(cfg.data.train, expected);
+    snprintf(expected, sizeof expected, "%s/runs/toy", cwd);
+    ck_assert_str_eq(cfg.train.out_dir, expected);
+    char dir[] = "/tmp/nmt-config-XXXXXX", path[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/config.ini", dir);
+    FILE *out = fopen(path, "w");
+    ck_assert_ptr_nonnull(out);
+    config_print(&cfg, out);
+    ck_assert_int_eq(fclose(out), 0);
+    ck_assert_msg(config_load(&again, path, NULL, 0, &err) == 0, "%s", err.msg);
+    ck_assert_str_eq(again.data.train, cfg.data.train);
+    ck_assert_str_eq(again.data.test, cfg.data.test);
+    ck_assert_str_eq(again.train.out_dir, cfg.train.out_dir);
+    remove(path);
+    rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_bad_overrides) {
     expect_override_failure("optim.lr=abc", "[optim] lr = 'abc': not a number");
     expect_override_failure("optim.lr=11", "[optim] lr = '11': out of range");
@@ -770,6 +814,8 @@ Suite *config_suite(void) {
     tcase_add_test(invalid, test_directory);
     tcase_add_test(invalid, test_training_must_stop);
     tcase_add_test(invalid, test_bad_overrides);
+    tcase_add_test(invalid, test_empty_override_clears_an_optional_key);
+    tcase_add_test(invalid, test_absolute_paths_reload_anywhere);
     suite_add_tcase(suite, invalid);
     return suite;
 }

@@ -11,6 +11,7 @@
 
 #include "base/files.h"
 #include "base/rng.h"
+#include "harness.h"
 #include "model/parallel.h"
 #include "nmt/text.h"
 #include "suites.h"
@@ -112,11 +113,28 @@ START_TEST(output_files_are_whole_or_absent) {
     ck_assert(output_file_commit(&f, &err) == 0);
     /* an aborted rewrite leaves the committed file and no .tmp */
     ck_assert(output_file_open(&f, path, false, &err) == 0);
+    ck_assert(temporary_file_beside(path));
     fputs("half", f.file);
     output_file_abort(&f);
-    char tmp[160];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    ck_assert(access(tmp, F_OK) != 0);
+    ck_assert(!temporary_file_beside(path));
+    /* two writers of one path write their own temporary files (issue #36: two trainings in
+     * one folder truncated each other's last.ckpt.tmp): each commit renames a whole file */
+    OutputFile first, second;
+    ck_assert(output_file_open(&first, path, false, &err) == 0);
+    ck_assert(output_file_open(&second, path, false, &err) == 0);
+    ck_assert_str_ne(first.tmp, second.tmp);
+    fputs("one whole file\n", first.file);
+    fputs("the other whole file\n", second.file);
+    ck_assert(output_file_commit(&second, &err) == 0);
+    ck_assert(output_file_commit(&first, &err) == 0);
+    ck_assert(!temporary_file_beside(path));
+    size_t len;
+    unsigned char *whole = slurp_file(path, &len);
+    ck_assert_str_eq((char *)whole, "one whole file\n");
+    free(whole);
+    ck_assert(output_file_open(&f, path, true, &err) == 0);
+    fputs("first\r\nsecond\n", f.file);
+    ck_assert(output_file_commit(&f, &err) == 0);
     FILE *in = fopen(path, "r");
     ck_assert(in);
     char *line = NULL;

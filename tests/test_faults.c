@@ -54,10 +54,6 @@ static unsigned char *read_all(const char *path, size_t *len) {
     return data;
 }
 
-static bool exists(const char *path) {
-    return access(path, F_OK) == 0;
-}
-
 /* ---- signals ---------------------------------------------------------------------------- */
 
 /* Size of the file at path, 0 when it does not exist. */
@@ -275,9 +271,7 @@ static bool resume_on_broken_disk(const char *test, TakeAway take_away, RunResul
                                           "--set", "train.max_steps=8", NULL},
                     NULL, 60, NULL);
     unsigned char *after = read_all(last, &after_len);
-    char tmp[700];
-    snprintf(tmp, sizeof tmp, "%s.tmp", last);
-    *unchanged = same_bytes(before, before_len, after, after_len) && !exists(tmp);
+    *unchanged = same_bytes(before, before_len, after, after_len) && !temporary_file_beside(last);
     free(before), free(after);
     bool unmounted = umount2(disk, MNT_DETACH) == 0;
     scratch_free(&s);
@@ -350,10 +344,9 @@ START_TEST(faults_file_size_limit_keeps_last_checkpoint) {
     Scratch s;
     scratch_make(&s);
     scratch_train_model(&s);
-    char config[512], last[512], tmp[600];
+    char config[512], last[512];
     scratch_path(&s, "tiny.ini", config, sizeof config);
     scratch_path(&s, "run/last.ckpt", last, sizeof last);
-    snprintf(tmp, sizeof tmp, "%s.tmp", last);
     size_t before_len, after_len;
     unsigned char *before = slurp_file(last, &before_len);
     ck_assert_uint_gt(before_len, 4096);
@@ -364,7 +357,8 @@ START_TEST(faults_file_size_limit_keeps_last_checkpoint) {
                                       "train.max_steps=8", NULL},
                 NULL, 60, &limits);
     unsigned char *after = slurp_file(last, &after_len);
-    bool unchanged = same_bytes(before, before_len, after, after_len), left_tmp = exists(tmp);
+    bool unchanged = same_bytes(before, before_len, after, after_len),
+         left_tmp = temporary_file_beside(last);
     free(before), free(after);
     scratch_free(&s);
     assert_one_line_error(&r, "train", 1,

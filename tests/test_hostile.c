@@ -12,10 +12,12 @@
  * (signals, divergence, full disks, memory) are in test_faults.c.
  */
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "data/tokenizer.h"
@@ -1021,6 +1023,101 @@ START_TEST(hostile_messages_quote_user_text) {
 }
 END_TEST
 
+/* ---- the surfaces of issue #36 ------------------------------------------------------------ */
+
+/* Two trainings into one out_dir: the second is refused at its start, naming the folder and
+ * the process that has it, and leaves the first run's files alone. */
+START_TEST(hostile_two_trainings_one_folder) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_setup(&s);
+    char config[128], lock[128], last[128];
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    scratch_path(&s, "run/.lock", lock, sizeof lock);
+    scratch_path(&s, "run/last.ckpt", last, sizeof last);
+    Conversation first;
+    conversation_start(&first, (const char *const[]){"../bin/train", config, "--set",
+                                                     "train.max_steps=0", "--set", "train.epochs=0",
+                                                     "--set", "train.max_minutes=1", "--set",
+                                                     "train.log_every=1000000", NULL});
+    /* the first run has the folder once its process id is in the lock file */
+    char holder[32] = "";
+    for (int waited = 0; waited < 1000 && !holder[0]; waited++) {
+        FILE *f = fopen(lock, "r");
+        if (!f || !fgets(holder, sizeof holder, f)) holder[0] = '\0';
+        if (f) fclose(f);
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        if (!holder[0]) nanosleep(&pause, NULL);
+    }
+    ck_assert_msg(holder[0], "the first training never locked its folder");
+    holder[strcspn(holder, "\n")] = '\0';
+    char who[64];
+    snprintf(who, sizeof who, "(process %d, see", first.pid);
+    ck_assert_int_eq(strtol(holder, NULL, 10), first.pid);
+    RunResult r;
+    run_program(&r, &s,
+                (const char *const[]){"../bin/train", config, "--set", "train.seed=7", NULL}, NULL,
+                60, NULL);
+    assert_one_line_error(&r, "train", 1,
+                          (const char *const[]){"run is in use by another training", who, NULL});
+    kill(first.pid, SIGTERM); /* it saves last.ckpt and ends */
+    ck_assert_int_eq(conversation_end(&first, 30), 128 + SIGTERM);
+    ck_assert(!temporary_file_beside(last));
+    /* the folder is free again: a new run (resuming the first) may use it */
+    run_program(&r, &s,
+                (const char *const[]){"../bin/train", config, "--resume", "--set",
+                                      "train.max_steps=2", "--set", "train.epochs=0", NULL},
+                NULL, 60, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    scratch_free(&s);
+}
+END_TEST
+
+/* A word of 1 MiB in the dev or test file of a model with subwords is one token, but a
+ * million pieces: it was refused for needing 139 GiB of activations, naming no file. It is
+ * refused by its file and line, before training starts, and by bin/evaluate. */
+START_TEST(hostile_bpe_mebibyte_word_in_dev_and_test) {
+    enum { WORD = 1 << 20 };
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_setup(&s);
+    char *text = malloc(WORD + 64);
+    ck_assert_ptr_nonnull(text);
+    strcpy(text, "I love cats\tj'aime les chats\n");
+    size_t at = strlen(text);
+    memset(text + at, 'q', WORD);
+    at += WORD;
+    strcpy(text + at, "\tle chat\n");
+    scratch_write(&s, "long.tsv", text, strlen(text));
+    free(text);
+    char config[128], dev[128], location[256];
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    scratch_path(&s, "long.tsv", dev, sizeof dev);
+    snprintf(location, sizeof location, "%s:2: the source has %d subword pieces", dev, WORD);
+    char dev_override[160];
+    snprintf(dev_override, sizeof dev_override, "data.dev=%s", dev);
+    RunResult r;
+    run_program(&r, &s,
+                (const char *const[]){"../bin/train", config, "--set", "data.subwords=bpe", "--set",
+                                      dev_override, NULL},
+                NULL, 60, NULL);
+    assert_one_line_error(&r, "train", 1,
+                          (const char *const[]){location, "more than the 250", NULL});
+    ck_assert_msg(strstr(r.out, "step") == NULL, "it trained before refusing: %s", r.out);
+    /* as a test file of a trained model with subwords */
+    run_program(&r, &s,
+                (const char *const[]){"../bin/train", config, "--set", "data.subwords=bpe", NULL},
+                NULL, 60, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    char model[128];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    run_program(&r, &s, (const char *const[]){"../bin/evaluate", "-m", model, "--test", dev, NULL},
+                NULL, 60, NULL);
+    assert_one_line_error(&r, "evaluate", 1, (const char *const[]){location, NULL});
+    scratch_free(&s);
+}
+END_TEST
+
 Suite *hostile_suite(void) {
     Suite *s = suite_create("hostile");
     TCase *config = tcase_create("config");
@@ -1082,5 +1179,11 @@ Suite *hostile_suite(void) {
     tcase_add_test(found, hostile_fuzz_vocabulary_token_with_line_break);
     tcase_add_test(found, hostile_messages_quote_user_text);
     suite_add_tcase(s, found);
+
+    TCase *surfaces = tcase_create("new surfaces");
+    tcase_set_timeout(surfaces, 120);
+    tcase_add_test(surfaces, hostile_two_trainings_one_folder);
+    tcase_add_test(surfaces, hostile_bpe_mebibyte_word_in_dev_and_test);
+    suite_add_tcase(s, surfaces);
     return s;
 }

@@ -4,6 +4,7 @@
  * `pkg-config --cflags --libs nmt`, its output equal to bin/translate's, `make uninstall`
  * leaving nothing behind; and the public API's answers to bad arguments and bad input.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,16 @@ START_TEST(installed_library_builds_the_example) {
     for (const char *p = ours.out; *p; p++) lines += *p == '\n';
     ck_assert_int_eq(lines, N_INPUTS);
     ck_assert_str_eq(ours.out, theirs.out);
+
+    /* an installed program has no default model beside it: it asks for -m MODEL instead of
+     * naming PREFIX/bin/../runs/toy and a checkout's bin/train */
+    char installed[512];
+    scratch_path(&s, "root/usr/local/bin/nmt-translate", installed, sizeof installed);
+    RunResult bare;
+    run_program(&bare, &s, (const char *const[]){installed, "I love cats", NULL}, NULL, 60, NULL);
+    assert_one_line_error(&bare, "translate", 1, (const char *const[]){"-m MODEL", NULL});
+    ck_assert_msg(!strstr(bare.err, "runs/toy") && !strstr(bare.err, "bin/train configs"), "%s",
+                  bare.err);
 
     snprintf(script, sizeof script,
              "set -e; root=%s/root; make -s -C .. %s uninstall DESTDIR=$root PREFIX=/usr/local "
@@ -110,6 +121,26 @@ START_TEST(api_refuses_bad_arguments_and_input) {
     nmt_options beam = {.beam = 3, .nbest = 4};
     ck_assert_int_eq(nmt_translate(m, INPUTS, 1, &beam, out, &err), -1);
     ck_assert_msg(strstr(err.message, "beam"), "%s", err.message);
+    /* beam and max_len are bounded as nmt.h says (issue #36: INT_MAX was refused only because
+     * the allocation failed), and the bounds themselves are accepted */
+    const struct {
+        nmt_options options;
+        const char *message;
+    } out_of_bounds[] = {
+        {{.beam = INT_MAX}, "beam 2147483647 is outside 0..100"},
+        {{.beam = NMT_MAX_BEAM + 1}, "beam 101 is outside 0..100"},
+        {{.beam = -1}, "beam -1 is outside"},
+        {{.nbest = INT_MAX}, "nbest 2147483647 is outside"},
+        {{.max_len = INT_MAX}, "max_len 2147483647 is outside 0..1000"},
+        {{.max_len = -5}, "max_len -5 is outside"},
+    };
+    for (size_t k = 0; k < sizeof out_of_bounds / sizeof out_of_bounds[0]; k++) {
+        ck_assert_int_eq(nmt_translate(m, INPUTS, 1, &out_of_bounds[k].options, out, &err), -1);
+        ck_assert_msg(strstr(err.message, out_of_bounds[k].message), "%s", err.message);
+    }
+    nmt_options widest = {.beam = NMT_MAX_BEAM, .max_len = NMT_MAX_OUTPUT_LEN};
+    ck_assert_msg(nmt_translate(m, INPUTS, 1, &widest, out, &err) == 0, "%s", err.message);
+    nmt_translation_free(out, 1);
 
     nmt_score_result scored[2];
     const char *src[] = {"the cat", "the cat"}, *tgt[] = {"le chat", ""};

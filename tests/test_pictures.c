@@ -432,6 +432,21 @@ START_TEST(malformed_logs_name_file_and_line) {
         {"step\tepoch\tloss\tlr\tdev_loss\tdev_ppl\tdev_bleu\tdev_chrf\ttok_per_s\telapsed_s\n"
          "\t1\t4.5\t0.002\t\t\t\t\t3000.0\t7.5\n",
          "bad.tsv:2: column 'step': '' is not a number"},
+        /* issue #36: near DBL_MAX the axis top overflowed to inf and the tick loop never ended
+         * (980 MB of SVG in 5 s); -1e308 gave inf coordinates and exit status 0 */
+        {"step\tepoch\tloss\tlr\tdev_loss\tdev_ppl\tdev_bleu\tdev_chrf\ttok_per_s\telapsed_s\n"
+         "100\t1\t1.7976931348623157e308\t0.002\t\t\t\t\t3000.0\t7.5\n",
+         "bad.tsv:2: column 'loss': 1.7976931348623157e308 cannot be drawn"},
+        {"step\tepoch\tloss\tlr\tdev_loss\tdev_ppl\tdev_bleu\tdev_chrf\ttok_per_s\telapsed_s\n"
+         "100\t1\t4.5\t0.002\t\t\t\t\t3000.0\t7.5\n"
+         "1.7976931348623157e308\t1\t4.5\t0.002\t\t\t\t\t3000.0\t7.5\n",
+         "bad.tsv:3: column 'step': 1.7976931348623157e308 cannot be drawn"},
+        {"step\tepoch\tloss\tlr\tdev_loss\tdev_ppl\tdev_bleu\tdev_chrf\ttok_per_s\telapsed_s\n"
+         "100\t1\t-1e308\t0.002\t\t\t\t\t3000.0\t7.5\n",
+         "bad.tsv:2: column 'loss': -1e308 cannot be drawn"},
+        {"step\tepoch\tloss\tlr\tdev_loss\tdev_ppl\tdev_bleu\tdev_chrf\ttok_per_s\telapsed_s\n"
+         "100\t1\t4.5\t0.002\t-2\t0.1\t10\t10\t3000.0\t7.5\n",
+         "bad.tsv:2: column 'dev_loss': -2 cannot be drawn"},
     };
     Scratch s;
     scratch_make(&s);
@@ -453,6 +468,41 @@ START_TEST(malformed_logs_name_file_and_line) {
         assert_one_line_error(&r, "plot", 1, (const char *const[]){cases[k].fragment, NULL});
         ck_assert_int_ne(access(svg, F_OK), 0);
     }
+    scratch_free(&s);
+}
+END_TEST
+
+/* The largest value a chart draws (1e300) gives finite coordinates and a handful of ticks,
+ * and the legend names a run by its folder normalised: "run", not "sub/../run" (issue #36). */
+START_TEST(curves_draw_huge_values_and_normalised_names) {
+    Scratch s;
+    scratch_make(&s);
+    char sub[256], log[256], svg[256];
+    scratch_path(&s, "sub", sub, sizeof sub);
+    ck_assert_int_eq(mkdir(sub, 0755), 0);
+    ck_assert_int_eq(mkdir(strcat(sub, "/../run"), 0755), 0);
+    scratch_write_text(&s, "run/train_log.tsv",
+                       "step\tepoch\tloss\tlr\tdev_loss\tdev_ppl\tdev_bleu\tdev_chrf\ttok_per_s\t"
+                       "elapsed_s\n"
+                       "1e300\t1\t1e300\t0.002\t1e300\t2\t1e300\t4\t3000.0\t1e300\n"
+                       "2\t1\t0.5\t0.002\t\t\t\t\t3000.0\t7.5\n");
+    /* from the scratch folder, so that the label is short enough to be shown whole */
+    char cwd[256], script[1024];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    snprintf(log, sizeof log, "sub/../run/train_log.tsv");
+    scratch_path(&s, "out.svg", svg, sizeof svg);
+    snprintf(script, sizeof script, "cd %s && %s/../bin/plot %s -o out.svg", s.dir, cwd, log);
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"/bin/sh", "-c", script, NULL}, NULL, 20, NULL);
+    ck_assert_msg(r.status == 0 && !r.timed_out, "%s", r.err);
+    size_t len;
+    char *text = (char *)slurp_file(svg, &len);
+    ck_assert_uint_lt(len, 64 * 1024);
+    ck_assert_ptr_null(strstr(text, "inf"));
+    ck_assert_ptr_null(strstr(text, "nan"));
+    ck_assert_ptr_null(strstr(text, "sub/.."));
+    assert_contains(text, ">run</text>");
+    free(text);
     scratch_free(&s);
 }
 END_TEST
@@ -578,6 +628,29 @@ START_TEST(programs_write_curves_and_pages) {
     ck_assert_ptr_nonnull(page);
     ck_assert_int_eq(count_of(page, "\"q\":\""), 2);
     assert_contains(page, "\"source\":\"a dog\"");
+    /* the page keeps the inputs' numbers: "a dog" is argument 3, after the refused empty one
+     * (issue #36: it was shown as sentence 2) */
+    assert_contains(page, "{\"source\":\"the cat\",\"translation\":");
+    assert_contains(page, "\"n\":1,");
+    assert_contains(page, "\"n\":3,");
+    ck_assert_ptr_null(strstr(page, "\"n\":2,"));
+    /* a label of one or two characters is not turned on its side */
+    assert_contains(page, "th.src.short span { writing-mode: horizontal-tb; }");
+    assert_contains(page, "th.classList.add('short')");
+    free(page);
+    /* and so does bin/align on standard input with a blank line */
+    scratch_write_text(&s, "in.txt", "the cat\n\na dog\n");
+    char in[256];
+    scratch_path(&s, "in.txt", in, sizeof in);
+    run_program(&r, &s, (const char *const[]){"../bin/align", "-m", model, "-o", out, NULL}, in, 30,
+                NULL);
+    ck_assert_int_eq(r.status, 1); /* the blank line */
+    assert_contains(r.err, "line 2");
+    page = (char *)slurp_file(out, &len);
+    ck_assert_ptr_nonnull(page);
+    assert_contains(page, "\"n\":1,");
+    assert_contains(page, "\"n\":3,");
+    ck_assert_ptr_null(strstr(page, "\"n\":2,"));
     free(page);
     scratch_free(&s);
 }
@@ -597,6 +670,7 @@ Suite *pictures_suite(void) {
     tcase_add_test(svg, attention_svg_is_well_formed);
     tcase_add_test(svg, curves_read_a_log_and_draw_it);
     tcase_add_test(svg, malformed_logs_name_file_and_line);
+    tcase_add_test(svg, curves_draw_huge_values_and_normalised_names);
     tcase_add_test(svg, curves_of_hostile_folder_names_stay_well_formed);
     tcase_add_test(svg, svg_noncharacters_become_replacement_characters);
     suite_add_tcase(s, svg);

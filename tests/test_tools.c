@@ -460,6 +460,166 @@ START_TEST(scoring_reports_in_corpus_order) {
 }
 END_TEST
 
+/* One convention for command-line mistakes (issue #36): an unknown option, a missing value or
+ * a bad one is a single line "PROGRAM: PROBLEM (see PROGRAM --help)" with the program's short
+ * name, never the whole usage; --help prints the usage to stdout, also for run_tests. */
+START_TEST(every_program_gives_usage_errors_in_one_form) {
+    static const char *const programs[] = {"train",  "translate", "evaluate",
+                                           "align",  "gradcheck", "gradref",
+                                           "attend", "gencorpus", "plot"};
+    Scratch s;
+    scratch_make(&s);
+    RunResult r;
+    for (size_t k = 0; k < sizeof programs / sizeof programs[0]; k++) {
+        char path[64], expected[160];
+        snprintf(path, sizeof path, "../bin/%s", programs[k]);
+        run_program(&r, &s, (const char *const[]){path, "--bogus", "x", NULL}, NULL, 30, NULL);
+        snprintf(expected, sizeof expected, "%s: unknown option '--bogus' (see %s --help)\n",
+                 programs[k], programs[k]);
+        ck_assert_int_eq(r.status, 2);
+        ck_assert_str_eq(r.err, expected);
+        run_program(&r, &s, (const char *const[]){path, "--help", NULL}, NULL, 30, NULL);
+        ck_assert_int_eq(r.status, 0);
+        snprintf(expected, sizeof expected, "usage: %s ", programs[k]);
+        ck_assert_msg(strncmp(r.out, expected, strlen(expected)) == 0, "%s --help: %.80s",
+                      programs[k], r.out);
+    }
+    const struct {
+        const char *const argv[5], *expected;
+    } cases[] = {
+        {{"../bin/translate", "--beam", NULL},
+         "translate: option '--beam' needs a value (see translate --help)\n"},
+        {{"../bin/translate", "--keep-unk=1", NULL},
+         "translate: option '--keep-unk' takes no value (see translate --help)\n"},
+        {{"../bin/translate", "-q", NULL},
+         "translate: unknown option '-q' (see translate --help)\n"},
+        {{"../bin/translate", "--beam", "0", NULL},
+         "translate: invalid --beam '0' (expected a whole number from 1 to 100) (see translate "
+         "--help)\n"},
+        {{"../bin/train", "--set", NULL},
+         "train: option '--set' needs a value (see train --help)\n"},
+        {{"../bin/train", NULL}, "train: missing CONFIG (see train --help)\n"},
+        {{"../bin/plot", "log.tsv", NULL}, "plot: -o FILE.svg is required (see plot --help)\n"},
+        {{"../bin/run_tests", "--bogus", NULL},
+         "run_tests: unknown option '--bogus' (see run_tests --help)\n"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        run_program(&r, &s, cases[k].argv, NULL, 30, NULL);
+        ck_assert_int_eq(r.status, 2);
+        ck_assert_str_eq(r.err, cases[k].expected);
+    }
+    /* the runner's --help is its usage, not a run of every suite */
+    run_program(&r, &s, (const char *const[]){"../bin/run_tests", "--help", NULL}, NULL, 10, NULL);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_msg(strncmp(r.out, "usage: run_tests", 16) == 0, "%.200s", r.out);
+    ck_assert_ptr_null(strstr(r.out, " passed, ")); /* the closing line of a run */
+    /* translate's usage line names every option */
+    run_program(&r, &s, (const char *const[]){"../bin/translate", "--help", NULL}, NULL, 10, NULL);
+    const char *body = strstr(r.out, "\nTranslates");
+    ck_assert_ptr_nonnull(body);
+    static const char *const options[] = {"-m MODEL",         "--beam N",     "--nbest N",
+                                          "--max-len N",      "--len-norm X", "--align FILE",
+                                          "--align-format F", "--keep-unk",   "--unbuffered"};
+    for (size_t k = 0; k < sizeof options / sizeof options[0]; k++) {
+        const char *at = strstr(r.out, options[k]);
+        ck_assert_msg(at && at < body, "translate's usage line lacks %s", options[k]);
+    }
+    scratch_free(&s);
+}
+END_TEST
+
+/* Interactive bin/translate (issue #36): on a terminal, or with --unbuffered, each line is
+ * answered as soon as it arrives, with standard input still open; from a pipe without the
+ * flag it reads in chunks (the speed a file needs), so nothing comes before the chunk ends. */
+START_TEST(translate_answers_each_line_as_it_arrives) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char model[128];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    RunResult r;
+    run_program(&r, &s,
+                (const char *const[]){"../bin/translate", "-m", model, "I love cats",
+                                      "the black cat", NULL},
+                NULL, 30, NULL);
+    ck_assert_int_eq(r.status, 0);
+    char first[256], second[256];
+    ck_assert(sscanf(r.out, "%255[^\n]\n%255[^\n]", first, second) == 2);
+
+    Conversation c;
+    conversation_start(
+        &c, (const char *const[]){"../bin/translate", "-m", model, "--unbuffered", NULL});
+    conversation_send(&c, "I love cats\n");
+    ck_assert_msg(conversation_wait_for(&c, first, 20), "no answer to the first line: '%s'", c.out);
+    conversation_send(&c, "the black cat\n");
+    ck_assert_msg(conversation_wait_for(&c, second, 20), "no answer to the second line: '%s'",
+                  c.out);
+    ck_assert_int_eq(conversation_end(&c, 20), 0);
+
+    conversation_start(&c, (const char *const[]){"../bin/translate", "-m", model, NULL});
+    conversation_send(&c, "I love cats\n");
+    ck_assert_msg(!conversation_wait_for(&c, first, 1), "a pipe is read a line at a time");
+    ck_assert_int_eq(conversation_end(&c, 20), 0);
+
+    /* a terminal: `script` gives the program a pseudo-terminal for its standard streams */
+    const char *script = script_program();
+    if (!script) {
+        test_skip("translate_answers_each_line_as_it_arrives (terminal part)",
+                  "`script` (util-linux) is not installed, so no pseudo-terminal");
+        scratch_free(&s);
+        return;
+    }
+    char command[256];
+    snprintf(command, sizeof command, "../bin/translate -m %s", model);
+    conversation_start(&c, (const char *const[]){script, "-q", "-c", command, "/dev/null", NULL});
+    conversation_send(&c, "I love cats\n");
+    ck_assert_msg(conversation_wait_for(&c, first, 20), "no answer on a terminal: '%s'", c.out);
+    conversation_end(&c, 5);
+    scratch_free(&s);
+}
+END_TEST
+
+/* Unknown words never vanish silently (issue #36): each source word read as <unk> is named on
+ * stderr, and so is each word <unk> replacement copied into the translation. A target
+ * vocabulary of one word makes the model write <unk> for the rest. */
+START_TEST(translate_names_unknown_and_copied_words) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_setup(&s);
+    char config[128], model[128];
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    RunResult r;
+    run_program(&r, &s,
+                (const char *const[]){"../bin/train", config, "--set", "data.tgt_vocab_size=5",
+                                      "--set", "train.max_steps=20", "--set", "optim.lr=0.05",
+                                      NULL},
+                NULL, 60, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    run_program(&r, &s,
+                (const char *const[]){"../bin/translate", "-m", model, "I love quantum cats",
+                                      "zzz qqq", NULL},
+                NULL, 30, NULL);
+    ck_assert_int_eq(r.status, 0);
+    assert_contains(r.err, "translate: argument 1: unknown to the model, read as <unk>: "
+                           "'quantum'\n");
+    assert_contains(r.err, "translate: argument 2: no word of it is known to the model\n");
+    assert_contains(r.err, "translate: argument 1: <unk> in the translation replaced by the "
+                           "source word");
+    ck_assert_ptr_null(strstr(r.out, "<unk>"));
+    /* --keep-unk copies nothing, so it says nothing about copies */
+    run_program(&r, &s,
+                (const char *const[]){"../bin/translate", "-m", model, "--keep-unk",
+                                      "I love quantum cats", NULL},
+                NULL, 30, NULL);
+    ck_assert_int_eq(r.status, 0);
+    assert_contains(r.out, "<unk>");
+    assert_contains(r.err, "'quantum'");
+    ck_assert_ptr_null(strstr(r.err, "replaced"));
+    scratch_free(&s);
+}
+END_TEST
+
 Suite *tools_suite(void) {
     Suite *s = suite_create("tools");
     TCase *tc = tcase_create("tools");
@@ -472,6 +632,9 @@ Suite *tools_suite(void) {
     tcase_add_test(tc, align_matches_the_gradient_reference_dump);
     tcase_add_test(tc, interrupted_training_saves_a_resumable_checkpoint);
     tcase_add_test(tc, scoring_reports_in_corpus_order);
+    tcase_add_test(tc, every_program_gives_usage_errors_in_one_form);
+    tcase_add_test(tc, translate_answers_each_line_as_it_arrives);
+    tcase_add_test(tc, translate_names_unknown_and_copied_words);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "harness.h"
 #include "suites.h"
 #include "train/adam.h"
 #include "train/dist.h"
@@ -499,6 +500,94 @@ START_TEST(ranks_share_each_batch) {
 }
 END_TEST
 
+/* Runs bin/train under a pseudo-terminal (`script`) with the test setup and extra --set
+ * overrides; *r gets what the terminal showed. False (and a skip) when `script` is absent. */
+static bool train_on_a_terminal(RunResult *r, const Scratch *s, const char *overrides) {
+    const char *script = script_program();
+    if (!script) return false;
+    char config[128], command[512];
+    scratch_path(s, "tiny.ini", config, sizeof config);
+    snprintf(command, sizeof command, "../bin/train %s %s", config, overrides);
+    run_program(r, s, (const char *const[]){script, "-q", "-e", "-c", command, "/dev/null", NULL},
+                NULL, 60, NULL);
+    ck_assert_msg(r->status == 0, "%d: %s", r->status, r->out);
+    return true;
+}
+
+/* The seconds of the first "ETA m:ss" in text after `from`; -1 when there is none. */
+static int first_eta(const char *from) {
+    const char *at = strstr(from, "ETA ");
+    int minutes, seconds;
+    if (!at || sscanf(at, "ETA %d:%d", &minutes, &seconds) != 2) return -1;
+    return 60 * minutes + seconds;
+}
+
+/* The progress line on a terminal (issue #36): the step total only when one is known, and an
+ * ETA by whichever of the time budget, the step limit and the epochs ends the run first. */
+START_TEST(progress_line_shows_the_total_and_the_nearest_end) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_setup(&s);
+    RunResult r;
+    /* a 1.2 s budget ends a run of ten million steps: the ETA is never more than the budget */
+    if (!train_on_a_terminal(
+            &r, &s,
+            "--set train.max_steps=10000000 --set train.epochs=0 --set train.max_minutes=0.02 "
+            "--set train.valid_every=1000000")) {
+        test_skip("progress_line_shows_the_total_and_the_nearest_end",
+                  "`script` (util-linux) is not installed, so no pseudo-terminal");
+        scratch_free(&s);
+        return;
+    }
+    assert_contains(r.out, "step 1/10000000 ");
+    int lines = 0;
+    for (const char *p = strstr(r.out, "ETA "); p; p = strstr(p + 4, "ETA ")) {
+        int eta = first_eta(p);
+        ck_assert_msg(eta >= 0 && eta <= 2, "ETA of %d s with a 1.2 s budget: %.100s", eta, p - 60);
+        lines++;
+    }
+    ck_assert_int_gt(lines, 0);
+    /* only a time budget: no total to show, and no bare slash */
+    train_on_a_terminal(&r, &s,
+                        "--set train.max_steps=0 --set train.epochs=0 --set train.max_minutes=0.01 "
+                        "--set train.valid_every=1000000");
+    assert_contains(r.out, "step 1  loss");
+    ck_assert_msg(!strstr(r.out, "/  loss") && !strstr(r.out, "step 1/"), "%.300s", r.out);
+    /* the step limit of the setup */
+    train_on_a_terminal(&r, &s, "");
+    assert_contains(r.out, "step 1/4  loss");
+    scratch_free(&s);
+}
+END_TEST
+
+/* OUT_DIR/config.ini reruns the run it records (issue #36): its paths are absolute, so it
+ * does not matter that it lives in another folder than the config it was made from. */
+START_TEST(recorded_config_reruns_the_run) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char recorded[128], log[128];
+    scratch_path(&s, "run/config.ini", recorded, sizeof recorded);
+    scratch_path(&s, "run/train_log.tsv", log, sizeof log);
+    size_t len;
+    char *text = (char *)slurp_file(recorded, &len);
+    char expected[160];
+    snprintf(expected, sizeof expected, "train = %s/train.tsv\n", s.dir);
+    assert_contains(text, expected);
+    snprintf(expected, sizeof expected, "out_dir = %s/run\n", s.dir);
+    assert_contains(text, expected);
+    free(text);
+    remove(log);
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/train", recorded, NULL}, NULL, 60, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    char steps[256];
+    log_column(log, 0, steps, sizeof steps);
+    ck_assert_str_eq(steps, "step,1,2,2,3,4,4,");
+    scratch_free(&s);
+}
+END_TEST
+
 Suite *train_suite(void) {
     Suite *s = suite_create("train");
     TCase *tc = tcase_create("train");
@@ -514,6 +603,8 @@ Suite *train_suite(void) {
     tcase_add_test(tc, skipping_zero_gradients_changes_no_bit);
     tcase_add_test(tc, learning_rate_schedules);
     tcase_add_test(tc, ranks_share_each_batch);
+    tcase_add_test(tc, progress_line_shows_the_total_and_the_nearest_end);
+    tcase_add_test(tc, recorded_config_reruns_the_run);
     suite_add_tcase(s, tc);
     return s;
 }

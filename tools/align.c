@@ -38,7 +38,7 @@ static void usage(FILE *out) {
         "  --format F         tsv, npy, json, svg, text, marian, pharaoh or html (default:\n"
         "                     from the extension of -o PATH, else text on a terminal, else\n"
         "                     tsv)\n"
-        "  -o, --output PATH  write to PATH (through PATH.tmp, renamed when complete)\n"
+        "  -o, --output PATH  write to PATH (through PATH.tmp.*, renamed when whole)\n"
         "                     instead of standard output; npy needs a file (default align.npy)\n"
         "  --explain          print every decoding step as worked arithmetic (query, scores,\n"
         "                     softmax by hand, context, chosen token) instead of the matrix;\n"
@@ -100,6 +100,7 @@ static int deliver(Run *r, int index, Alignment *a, const Alignment *explained,
         return alignment_write_npy(r->opt.output ? r->opt.output : "align.npy",
                                    r->several ? index : -1, a, err);
     if (r->opt.format == ALIGN_SVG || r->opt.format == ALIGN_HTML) {
+        a->number = index + 1;     /* a refused input is left out, but not renumbered */
         r->kept[r->n_kept++] = *a; /* the run owns it now */
         memset(a, 0, sizeof *a);
         return 0;
@@ -243,8 +244,7 @@ static int parse_options(Options *o, int argc, char **argv) {
     Error err;
     bool format_given = format != NULL;
     if (format_given && align_format_parse(format, &o->format, &err)) {
-        fprintf(stderr, "align: %s\n", err.msg);
-        return 2;
+        return usage_error("align", "%s", err.msg);
     }
     int texts = argc - optind;
     const char *problem = NULL;
@@ -258,10 +258,7 @@ static int parse_options(Options *o, int argc, char **argv) {
     } else if (o->ref && o->beam != 1) {
         problem = "--ref force-decodes; it does not search with --beam";
     }
-    if (problem) {
-        fprintf(stderr, "align: %s (see align --help)\n", problem);
-        return 2;
-    }
+    if (problem) return usage_error("align", "%s", problem);
     if (!format_given && !(o->output && format_from_path(o->output, &o->format)))
         o->format = !o->output && isatty(STDOUT_FILENO) ? ALIGN_TEXT : ALIGN_TSV;
     return CLI_GO_ON;

@@ -10,24 +10,47 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/usage.h"
 #include "base/utf8.h"
 
-void default_model_path(char *buf, size_t size) {
+/* The folder above the program's own (the checkout for bin/translate), in root[size]; -1 when
+ * the program cannot tell where it is. */
+static int program_root(char *root, size_t size) {
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) {
-        snprintf(buf, size, "runs/toy/best.ckpt");
-        return;
-    }
+    if (n <= 0) return -1;
     exe[n] = '\0';
     char *slash = strrchr(exe, '/');
-    if (slash) *slash = '\0';
-    snprintf(buf, size, "%s/../runs/toy/best.ckpt", exe);
+    if (!slash) return -1;
+    *slash = '\0';
+    slash = strrchr(exe, '/');
+    if (slash) *slash = '\0'; /* PREFIX/bin/nmt-translate and CHECKOUT/bin/translate alike */
+    return snprintf(root, size, "%s", slash == exe ? "/" : exe) < (int)size ? 0 : -1;
+}
+
+void default_model_path(char *buf, size_t size) {
+    char root[PATH_MAX];
+    if (program_root(root, sizeof root))
+        snprintf(buf, size, "runs/toy/best.ckpt");
+    else
+        snprintf(buf, size, "%s%sruns/toy/best.ckpt", root, strcmp(root, "/") ? "/" : "");
+}
+
+/* Whether the program runs from a source checkout (bin/ beside configs/toy.ini), where
+ * bin/train can make the default model; an installed copy (PREFIX/bin) has no such folder. */
+static bool in_checkout(void) {
+    char root[PATH_MAX], config[PATH_MAX + 32];
+    if (program_root(root, sizeof root)) return false;
+    snprintf(config, sizeof config, "%s/configs/toy.ini", root);
+    return access(config, F_OK) == 0;
 }
 
 int load_model(const char *path, NmtModel *nm, Error *err) {
     char fallback[PATH_MAX + 32];
     if (!path) {
+        if (!in_checkout())
+            return error_set(err, "no model given: pass -m MODEL, a checkpoint bin/train wrote "
+                                  "(OUT_DIR/best.ckpt)");
         default_model_path(fallback, sizeof fallback);
         if (access(fallback, F_OK) != 0)
             return error_set(err,
@@ -88,8 +111,9 @@ int cli_parse(const char *program, int argc, char **argv, const CliOption *table
               void (*usage)(FILE *)) {
     enum { MAX_OPTIONS = 32, HELP = 256 };
     struct option longs[MAX_OPTIONS + 2] = {{0}};
-    char shorts[3 * MAX_OPTIONS + 2] = "h";
-    size_t n = 0, used = 1;
+    /* the leading ':' makes getopt report a missing value as ':' and print nothing itself */
+    char shorts[3 * MAX_OPTIONS + 3] = ":h";
+    size_t n = 0, used = 2;
     for (; table[n].name && n < MAX_OPTIONS; n++) {
         bool arg = table[n].kind != CLI_FLAG;
         longs[n] = (struct option){table[n].name, arg ? required_argument : no_argument, 0,
@@ -101,22 +125,18 @@ int cli_parse(const char *program, int argc, char **argv, const CliOption *table
     }
     longs[n] = (struct option){"help", no_argument, 0, HELP};
     int c;
+    opterr = 0;
     while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
         if (c == 'h' || c == HELP) {
             usage(stdout);
             return 0;
         }
+        if (c == '?' || c == ':') return usage_getopt_error(program, argv, c);
         size_t k = 0;
         while (k < n && longs[k].val != c) k++;
-        if (k == n) { /* getopt has said what was wrong */
-            usage(stderr);
-            return 2;
-        }
         Error err;
-        if (take_value(&table[k], optarg, &err)) {
-            fprintf(stderr, "%s: %s\n", program, err.msg);
-            return 2;
-        }
+        if (k == n) return usage_error(program, "unexpected option '%c'", c);
+        if (take_value(&table[k], optarg, &err)) return usage_error(program, "%s", err.msg);
     }
     return CLI_GO_ON;
 }

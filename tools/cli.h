@@ -10,14 +10,16 @@
 #include <unistd.h> /* optind */
 
 #include "base/files.h"
+#include "base/usage.h"
 #include "nmt/checkpoint.h"
 
 /* The model `bin/train configs/toy.ini` writes, found from the program's own location
- * (BIN/../runs/toy/best.ckpt) so the tools work from any folder. */
+ * (BIN/../runs/toy/best.ckpt, normalised) so the tools work from any folder. */
 void default_model_path(char *buf, size_t size);
 
 /* Loads path, or the default model when path is NULL; a missing default model gets an
- * error that says which command makes it. */
+ * error that says which command makes it, and an installed program (not in a checkout, so
+ * there is no default model) one that says -m MODEL is needed. */
 int load_model(const char *path, NmtModel *nm, Error *err);
 
 typedef enum { CLI_FLAG, CLI_TEXT, CLI_INT, CLI_REAL } CliKind;
@@ -50,8 +52,8 @@ enum { CLI_GO_ON = -1 };
 
 /* Parses argv's options by the table (at most 32 entries); -h and --help print usage to
  * stdout. Returns CLI_GO_ON with optind at the first operand, or the status the program
- * exits with: 0 after --help, 2 after a usage error (one line on stderr naming the option
- * and value). */
+ * exits with: 0 after --help, 2 after a usage error (base/usage.h's one line on stderr,
+ * naming the option and value, then "(see PROGRAM --help)"). */
 int cli_parse(const char *program, int argc, char **argv, const CliOption *table,
               void (*usage)(FILE *));
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "tools/cli.h"
 #include "nmt/text.h"
 #include "nmt/scoring.h"
@@ -72,10 +73,11 @@ int main(int argc, char **argv) {
     int status = cli_parse("evaluate", argc, argv, options, usage);
     if (status != CLI_GO_ON) return status;
     Error err;
-    if (!test_path || optind < argc) {
-        fprintf(stderr, "evaluate: %s\n",
-                test_path ? "unexpected argument" : "missing --test FILE.tsv (try --help)");
-        return 2;
+    if (!test_path) return usage_error("evaluate", "missing --test FILE.tsv");
+    if (optind < argc) {
+        char quoted[96];
+        return usage_error("evaluate", "unexpected argument '%s'",
+                           text_for_message(quoted, sizeof quoted, argv[optind], 60));
     }
     NmtModel nm = {0};
     Corpus corpus = {0};
@@ -88,7 +90,7 @@ int main(int argc, char **argv) {
         goto done;
     }
     nm.keep_unk = keep_unk;
-    if (score_check_lengths(&corpus, &tokens, test_path, &err)) {
+    if (score_check_lengths(&nm, &corpus, &tokens, test_path, &err)) {
         fprintf(stderr, "evaluate: %s\n", err.msg);
         goto done;
     }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "reference/fdcheck.h"
 #include "tools/cli.h"
 
@@ -127,8 +128,9 @@ int main(int argc, char **argv) {
     int status = cli_parse("gradcheck", argc, argv, options, usage);
     if (status != CLI_GO_ON) return status;
     if (optind < argc) {
-        fprintf(stderr, "gradcheck: unexpected argument '%s'\n", argv[optind]);
-        return 2;
+        char quoted[96];
+        return usage_error("gradcheck", "unexpected argument '%s'",
+                           text_for_message(quoted, sizeof quoted, argv[optind], 60));
     }
     Model model = {0};
     TensorCheck result[PARAM_COUNT];

@@ -97,12 +97,10 @@ int main(int argc, char **argv) {
     if (status != CLI_GO_ON) return status;
     o.seed = (unsigned long long)seed;
     if (optind < argc || !!o.config == !!o.model || !o.pairs || !o.out) {
-        fprintf(stderr,
-                optind < argc ? "gradref: unexpected argument '%s'\n"
-                              : "gradref: need exactly one of -c/-m, and --pairs and -o%s\n",
-                optind < argc ? argv[optind] : "");
-        usage(stderr);
-        return 2;
+        return usage_error("gradref",
+                           optind < argc ? "unexpected argument '%.60s'"
+                                         : "need exactly one of -c/-m, and --pairs and -o%s",
+                           optind < argc ? argv[optind] : "");
     }
     Error err;
     AttentionScore score;

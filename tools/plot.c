@@ -3,11 +3,11 @@
  * train_log.tsv that bin/train wrote, named in the legend by its folder. The reading and the
  * drawing are train/curves.c; this file reads the options.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "base/files.h"
+#include "tools/cli.h"
 #include "train/curves.h"
 
 static void usage(FILE *out) {
@@ -16,7 +16,7 @@ static void usage(FILE *out) {
           "training loss and dev loss, and dev BLEU, against steps and against wall time,\n"
           "one colour per run, named by the LOG's folder. bin/train draws its own run into\n"
           "OUT_DIR/curves.svg at every validation.\n"
-          "  -o, --output FILE  the SVG file to write (required; through FILE.tmp, renamed\n"
+          "  -o, --output FILE  the SVG file to write (required; through FILE.tmp.*, renamed\n"
           "                     when complete)\n"
           "  -h, --help         this text\n"
           "A log that cannot be read is a one-line error naming its file and line.\n",
@@ -24,27 +24,13 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
-    static const struct option longs[] = {
-        {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *output = NULL;
-    int c;
-    while ((c = getopt_long(argc, argv, "o:h", longs, NULL)) != -1) {
-        if (c == 'o') {
-            output = optarg;
-        } else if (c == 'h') {
-            usage(stdout);
-            return 0;
-        } else {
-            usage(stderr);
-            return 2;
-        }
-    }
+    const CliOption options[] = {OPT_TEXT("output", 'o', &output), OPT_END};
+    int status = cli_parse("plot", argc, argv, options, usage);
+    if (status != CLI_GO_ON) return status;
     int n = argc - optind;
-    if (n == 0 || !output) {
-        fprintf(stderr, "plot: %s (see plot --help)\n",
-                n == 0 ? "no LOG.tsv given" : "-o FILE.svg is required");
-        return 2;
-    }
+    if (n == 0 || !output)
+        return usage_error("plot", "%s", n == 0 ? "no LOG.tsv given" : "-o FILE.svg is required");
     Error err;
     CurveRun *runs = checked_calloc((size_t)n, sizeof *runs, "runs", &err);
     int rc = runs ? 0 : -1;

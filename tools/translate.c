@@ -5,6 +5,10 @@
  * A bad input line gets a one-line error naming it and an empty output line (so output lines
  * stay aligned with input lines); the exit status then is 1. --align FILE also writes each
  * best translation's attention alignment to FILE (see nmt/alignment.h for the formats).
+ * Standard input is read in chunks of lines, which a file needs for speed, except from a
+ * terminal or with --unbuffered, where each line is translated as soon as it arrives.
+ * A source word the model does not know is named on stderr, and so is each word <unk>
+ * replacement copied into the translation: a translation never drops words silently.
  */
 #include <errno.h>
 #include <limits.h>
@@ -12,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nmt/align_write.h"
 #include "tools/cli.h"
@@ -22,8 +27,9 @@ enum { CHUNK = 32 };
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: translate [-m MODEL] [--beam N] [--nbest N] [--max-len N] [--align FILE]\n"
-            "                 [--align-format F] [TEXT ...]\n"
+            "usage: translate [-m MODEL] [--beam N] [--nbest N] [--max-len N] [--len-norm X]\n"
+            "                 [--align FILE] [--align-format F] [--keep-unk] [--unbuffered]\n"
+            "                 [TEXT ...]\n"
             "Translates each TEXT argument, or each line of standard input when there is none.\n"
             "  -m, --model MODEL  checkpoint (default: the toy model, runs/toy/best.ckpt)\n"
             "  --beam N           beam size; 1 is greedy search (default 1)\n"
@@ -32,19 +38,23 @@ static void usage(FILE *out) {
             "  --max-len N        at most N output tokens (default: 2 x input length + 10)\n"
             "  --len-norm X       length-normalisation exponent of beam scores (default 1)\n"
             "  --align FILE       also write the attention alignment of each input's best\n"
-            "                     translation to FILE (written whole, through FILE.tmp)\n"
+            "                     translation to FILE (written whole, through FILE.tmp.*)\n"
             "  --align-format F   pharaoh (word links i-j, default), marian (soft weights),\n"
             "                     json, tsv, text or html (one interactive page); bin/align\n"
             "                     --help describes them\n"
             "  --keep-unk         keep <unk> in the output (default: a word-level model's <unk>\n"
             "                     becomes the source word it attends to most)\n"
+            "  --unbuffered       translate each line of standard input as soon as it is read\n"
+            "                     (the default on a terminal; files are read in chunks)\n"
             "  -h, --help         this text\n"
-            "Inputs longer than %d tokens are refused (an error and an empty line).\n",
+            "Inputs longer than %d tokens are refused (an error and an empty line). Words the\n"
+            "model does not know, and words copied in place of <unk>, are named on stderr.\n",
             NMT_MAX_TOKENS);
 }
 
 typedef struct {
     NmtModel nm;
+    int lines_per_chunk; /* standard input: CHUNK, or 1 to answer each line as it comes */
     Translator translator;
     int failures;
     size_t counter;  /* inputs seen, for messages and n-best numbering */
@@ -82,6 +92,7 @@ static int write_alignment(Run *r, const char *text, const Translation *x, const
         r->failures++;
         return alignment_write_missing(r->align_out, r->align_format, err);
     }
+    a.number = (int)number; /* a refused input is left out of the page, but not renumbered */
     if (r->align_format == ALIGN_HTML) return keep_alignment(r, &a, err);
     int rc = alignment_write(r->align_out, r->align_format, &a, err);
     alignment_free(&a);
@@ -104,6 +115,61 @@ static int print_translations(Run *r, const char *source, const Translation *x, 
     return 0;
 }
 
+/* Appends 'word' (quoted for a message) to list[size], comma-separated, unless it is there
+ * already; once the list is long, a last ", ..." stands for the rest so that the message
+ * stays one readable line. Returns 1 when the word is new. */
+static int list_word(char *list, size_t size, const char *word) {
+    enum { ENOUGH = 200 };
+    char quoted[96], item[100];
+    snprintf(item, sizeof item, "'%s'", text_for_message(quoted, sizeof quoted, word, 60));
+    if (strstr(list, item)) return 0;
+    size_t used = strlen(list);
+    if (used >= ENOUGH) {
+        if (strcmp(list + used - 5, ", ...") != 0) snprintf(list + used, size - used, ", ...");
+        return 1;
+    }
+    snprintf(list + used, size - used, "%s%s", used ? ", " : "", item);
+    return 1;
+}
+
+/* Names on stderr the source units the model reads as <unk> and, when <unk> replacement is on,
+ * the source words copied into the best translation in place of <unk>. */
+static void warn_unknown_words(const Run *r, const char *text, const TranslatedText *x,
+                               const char *what, size_t number) {
+    const NmtModel *nm = &r->nm;
+    bool replaces = !nm->subwords && !nm->keep_unk;
+    const Hypothesis *best = x->best.count > 0 ? &x->best.hyps[0] : NULL;
+    int copies = 0;
+    for (int t = 0; best && replaces && t < best->len; t++) copies += best->tokens[t] == TOK_UNK;
+    if (x->unknown == 0 && copies == 0) return;
+    TokenList units = {0};
+    Error e;
+    if (nmt_units(nm, text, false, &units, &e)) return; /* it was translated: cannot happen */
+    char list[512] = "";
+    if (x->unknown == x->tokens) {
+        fprintf(stderr, "translate: %s %zu: no word of it is known to the model\n", what, number);
+    } else if (x->unknown > 0) {
+        for (size_t i = 0; i < units.count; i++)
+            if (vocab_id(&nm->src_vocab, units.tokens[i]) == TOK_UNK)
+                list_word(list, sizeof list, units.tokens[i]);
+        fprintf(stderr, "translate: %s %zu: unknown to the model, read as <unk>: %s\n", what,
+                number, list);
+    }
+    if (copies > 0 && best->src_len == (int)units.count + 1 && best->src_len >= 2) {
+        list[0] = '\0';
+        int words = 0;
+        for (int t = 0; t < best->len; t++)
+            if (best->tokens[t] == TOK_UNK)
+                words += list_word(list, sizeof list,
+                                   units.tokens[unk_source_position(
+                                       best->alpha + (size_t)t * best->src_len, best->src_len)]);
+        fprintf(stderr,
+                "translate: %s %zu: <unk> in the translation replaced by the source %s %s\n", what,
+                number, words == 1 ? "word" : "words", list);
+    }
+    token_list_free(&units);
+}
+
 /* Translates and prints one chunk of inputs. A refused input gets a one-line error and, to
  * keep output lines in step with input lines, an empty line. */
 static int translate_chunk(Run *r, char **texts, int n, const char *what, Error *err) {
@@ -120,9 +186,7 @@ static int translate_chunk(Run *r, char **texts, int n, const char *what, Error 
             if (r->align_out) rc = write_alignment(r, texts[i], NULL, what, number, err);
             continue;
         }
-        if (x->unknown == x->tokens)
-            fprintf(stderr, "translate: %s %zu: no word of it is known to the model\n", what,
-                    number);
+        warn_unknown_words(r, texts[i], x, what, number);
         if (r->align_out) rc = write_alignment(r, texts[i], &x->best, what, number, err);
         if (rc == 0) rc = print_translations(r, texts[i], &x->best, number, err);
     }
@@ -148,7 +212,8 @@ static int translate_inputs(Run *r, int argc, char **argv, Error *err) {
         long len = read_line(stdin, &lines[n], &caps[n]);
         int read_errno = errno;
         if (len >= 0) n++;
-        if ((len < 0 || n == CHUNK) && n > 0) { /* lines before a read error still count */
+        if ((len < 0 || n == r->lines_per_chunk) &&
+            n > 0) { /* lines before a read error still count */
             rc = translate_chunk(r, lines, n, "line", err);
             n = 0;
         }
@@ -163,7 +228,7 @@ static int translate_inputs(Run *r, int argc, char **argv, Error *err) {
 int main(int argc, char **argv) {
     const char *model_path = NULL, *align_path = NULL, *align_format_name = NULL;
     long beam = 1, nbest = 1, max_len = 0;
-    bool keep_unk = false;
+    bool keep_unk = false, unbuffered = false;
     double len_norm = 1.0;
     const CliOption options[] = {OPT_TEXT("model", 'm', &model_path),
                                  OPT_INT("beam", &beam, 1, 100),
@@ -173,11 +238,14 @@ int main(int argc, char **argv) {
                                  OPT_TEXT("align", 0, &align_path),
                                  OPT_TEXT("align-format", 0, &align_format_name),
                                  OPT_FLAG("keep-unk", 0, &keep_unk),
+                                 OPT_FLAG("unbuffered", 0, &unbuffered),
                                  OPT_END};
     int status = cli_parse("translate", argc, argv, options, usage);
     if (status != CLI_GO_ON) return status;
     Error err;
-    Run r = {.align_format = ALIGN_PHARAOH};
+    /* someone typing waits for each answer; a file is faster read a chunk at a time */
+    Run r = {.align_format = ALIGN_PHARAOH,
+             .lines_per_chunk = unbuffered || isatty(STDIN_FILENO) ? 1 : CHUNK};
     const char *problem = NULL;
     if (align_format_name && align_format_parse(align_format_name, &r.align_format, &err))
         problem = err.msg;
@@ -187,10 +255,7 @@ int main(int argc, char **argv) {
         problem = "--align-format needs --align FILE";
     else if (!align_format_streams(r.align_format) && r.align_format != ALIGN_HTML)
         problem = "--align-format npy and svg need every sentence first; use bin/align";
-    if (problem) {
-        fprintf(stderr, "translate: %s\n", problem);
-        return 2;
-    }
+    if (problem) return usage_error("translate", "%s", problem);
     SearchOptions opt = {
         .beam = (int)beam, .nbest = (int)nbest, .len_norm = len_norm, .max_len = (int)max_len};
     OutputFile align_file = {0};

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "base/files.h"
 #include "base/utf8.h"
@@ -320,6 +321,8 @@ static int store_text(const ConfigKey *key, char *field, const char *text, const
     if (prefix_length + text_length >= CONFIG_PATH_MAX) return reject(key, text, "too long", err);
     memcpy(field, prefix, prefix_length);
     memcpy(field + prefix_length, text, text_length + 1);
+    /* messages name "runs/toy", not "configs/../runs/toy" */
+    if (key->type == KEY_PATH) path_normalise(field);
     return 0;
 }
 
@@ -328,6 +331,12 @@ static int store_text(const ConfigKey *key, char *field, const char *text, const
 static int set_value(Config *cfg, const ConfigKey *key, const char *text, const char *base,
                      Error *err) {
     void *field = (char *)cfg + key->offset;
+    /* an optional key (no default) is cleared by an empty value: --set data.test= */
+    if (text[0] == '\0' && key->default_text && key->default_text[0] == '\0' &&
+        (key->type == KEY_PATH || key->type == KEY_STRING)) {
+        *(char *)field = '\0';
+        return 0;
+    }
     if (text[0] == '\0') return reject(key, text, "empty value", err);
     char *end = NULL;
     switch (key->type) {
@@ -542,8 +551,28 @@ int config_load(Config *cfg, const char *path, const char *const *overrides, int
     return 0;
 }
 
+int config_absolute_paths(Config *cfg, Error *err) {
+    char cwd[CONFIG_PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        return error_set(err, "cannot tell the working directory: %s", strerror(errno));
+    for (size_t i = 0; i < KEY_COUNT; i++) {
+        const ConfigKey *key = &config_keys[i];
+        char *field = (char *)cfg + key->offset, joined[2 * CONFIG_PATH_MAX + 2];
+        if (key->type != KEY_PATH || field[0] == '\0' || field[0] == '/') continue;
+        snprintf(joined, sizeof joined, "%s/%s", cwd, field);
+        path_normalise(joined);
+        if (strlen(joined) >= CONFIG_PATH_MAX)
+            return error_set(err, "[%s] %s: %s/%s is longer than %d bytes", key->section, key->key,
+                             cwd, field, CONFIG_PATH_MAX - 1);
+        memcpy(field, joined, strlen(joined) + 1);
+    }
+    return 0;
+}
+
 void config_print(const Config *cfg, FILE *out) {
-    fprintf(out, "# The settings in effect; paths are relative to the working directory.\n");
+    fprintf(out, "# The settings in effect; relative paths are relative to the working "
+                 "directory (bin/train\n# writes OUT_DIR/config.ini with absolute ones, so it "
+                 "reruns the run it records).\n");
     for (size_t i = 0; i < KEY_COUNT; i++) {
         const ConfigKey *key = &config_keys[i];
         if (i == 0 || strcmp(key->section, config_keys[i - 1].section) != 0)
@@ -593,7 +622,7 @@ void config_help(FILE *out) {
         if (key->default_text == REQUIRED)
             fprintf(out, "required");
         else if (key->default_text[0] == '\0')
-            fprintf(out, "optional, no default");
+            fprintf(out, "optional, no default; an empty value clears it");
         else
             fprintf(out, "default %s", key->default_text);
         if (range[0]) fprintf(out, ", %s", range);

@@ -117,6 +117,10 @@ int config_load(Config *cfg, const char *path, const char *const *overrides, int
  * run's log should record. Unset optional paths are written as comments. */
 void config_print(const Config *cfg, FILE *out);
 
+/* Makes every relative path of cfg absolute (against the working directory, normalised), so
+ * that a printed config names the same files wherever it is read from. */
+int config_absolute_paths(Config *cfg, Error *err);
+
 /* Lists every key with its type, default, allowed range and what it does, for --help. */
 void config_help(FILE *out);
 

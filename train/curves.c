@@ -2,7 +2,8 @@
  * curves.c: training logs read back and drawn as an SVG chart (see curves.h). Four panels:
  * loss and dev BLEU by rows, steps and wall time by columns, so both questions ("how many
  * steps?" and "how long?") read off one picture. Axes are linear and start at 0; ticks are
- * 1, 2 or 5 times a power of ten.
+ * 1, 2 or 5 times a power of ten. A value the chart cannot draw (negative, or so large that
+ * an axis would overflow to infinity) is refused when the log is read, naming its line.
  */
 #include "train/curves.h"
 
@@ -40,23 +41,32 @@ static int split_tabs(char *line, char **fields) {
     }
 }
 
-/* The folder of path, which names a run in the legend ("." for a bare file name). */
+/* The folder of path, normalised ("runs/toy", not "configs/../runs/toy"), which names a run in
+ * the legend ("." for a bare file name). */
 static char *folder_of(const char *path, Error *err) {
     const char *slash = strrchr(path, '/');
     size_t len = slash ? (size_t)(slash - path) : 1;
     if (slash == path) len = 1; /* "/train_log.tsv" */
-    char *label = checked_calloc(len + 1, 1, "run label", err);
+    char *label = checked_calloc(len + 2, 1, "run label", err);
     if (label) memcpy(label, slash ? path : ".", len);
+    if (label) path_normalise(label);
     return label;
 }
 
-/* One field as a number; empty dev fields (lines between validations) are NaN. */
+/* The largest value an axis can hold: its top, the next tick of 1, 2 or 5 times a power of ten
+ * above the largest value, stays finite (near DBL_MAX it would be infinite and the ticks
+ * would never end). Every column drawn (steps, seconds, losses, BLEU) is at least 0. */
+#define CURVE_VALUE_MAX 1e300
+
+/* One field as a number; empty dev fields (lines between validations) are NaN. Returns 0, -1
+ * for text that is not a number, -2 for a number the chart cannot draw. */
 static int parse_field(const char *text, bool may_be_empty, double *out) {
     if (*text == '\0' && may_be_empty) return *out = NAN, 0;
     char *end;
     errno = 0;
     *out = strtod(text, &end);
-    return *text == '\0' || *end != '\0' || errno == ERANGE || !isfinite(*out) ? -1 : 0;
+    if (*text == '\0' || *end != '\0' || errno == ERANGE || !isfinite(*out)) return -1;
+    return *out >= 0 && *out <= CURVE_VALUE_MAX ? 0 : -2;
 }
 
 static int read_points(FILE *in, const char *path, CurveRun *run, Error *err) {
@@ -97,13 +107,20 @@ static int read_points(FILE *in, const char *path, CurveRun *run, Error *err) {
         }
         CurvePoint p;
         double *values[N_COLS] = {&p.step, &p.loss, &p.dev_loss, &p.dev_bleu, &p.elapsed_s};
-        for (int c = 0; c < N_COLS && rc == 0; c++)
-            if (parse_field(fields[col[c]], c == COL_DEV_LOSS || c == COL_DEV_BLEU, values[c])) {
-                char shown[64];
+        for (int c = 0; c < N_COLS && rc == 0; c++) {
+            int bad =
+                parse_field(fields[col[c]], c == COL_DEV_LOSS || c == COL_DEV_BLEU, values[c]);
+            char shown[64];
+            if (bad) text_for_message(shown, sizeof shown, fields[col[c]], 40);
+            if (bad == -1)
                 rc = error_set(err, "%s:%ld: column '%s': '%s' is not a number", path, number,
-                               COL_NAMES[c],
-                               text_for_message(shown, sizeof shown, fields[col[c]], 40));
-            }
+                               COL_NAMES[c], shown);
+            else if (bad == -2)
+                rc = error_set(err,
+                               "%s:%ld: column '%s': %s cannot be drawn (the chart's axes run "
+                               "from 0 to at most %g)",
+                               path, number, COL_NAMES[c], shown, CURVE_VALUE_MAX);
+        }
         if (rc) break;
         if ((size_t)run->n == room) {
             room = room ? 2 * room : 64;
@@ -160,15 +177,19 @@ static double nice_step(double span, int ticks) {
     return (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * power;
 }
 
-/* An axis from 0 to the first tick at or above the largest value. */
+/* An axis from 0 to the first tick at or above the largest value: n_ticks steps of step. */
 typedef struct {
     double max, step;
+    int n_ticks;
 } Axis;
 
 static Axis axis_for(double largest, int ticks) {
     Axis a;
     a.step = nice_step(largest, ticks);
-    a.max = fmax(a.step, ceil(largest / a.step - 1e-9) * a.step);
+    double steps = fmax(1, ceil(largest / a.step - 1e-9));
+    /* at most 2 x ticks by nice_step's rounding; the bound keeps any value from looping */
+    a.n_ticks = steps <= 4 * ticks ? (int)steps : 4 * ticks;
+    a.max = a.n_ticks * a.step;
     return a;
 }
 
@@ -192,7 +213,7 @@ static void draw_axes(FILE *out, const Panel *p, const char *title, const char *
             "<g class=\"panel\">\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"14\" "
             "font-weight=\"bold\">%s</text>\n",
             p->left, p->top - 12, title);
-    for (int k = 0; k * p->x.step <= p->x.max * (1 + 1e-9); k++) { /* x ticks and grid */
+    for (int k = 0; k <= p->x.n_ticks; k++) { /* x ticks and grid */
         double x = p->left + k * p->x.step / p->x.max * PANEL_W;
         fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e6e6e6\"/>\n",
                 x, p->top, x, p->top + PANEL_H);
@@ -200,7 +221,7 @@ static void draw_axes(FILE *out, const Panel *p, const char *title, const char *
                 "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%g</text>\n",
                 x, p->top + PANEL_H + 15, k * p->x.step);
     }
-    for (int k = 0; k * p->y.step <= p->y.max * (1 + 1e-9); k++) { /* y ticks and grid */
+    for (int k = 0; k <= p->y.n_ticks; k++) { /* y ticks and grid */
         double y = p->top + PANEL_H - k * p->y.step / p->y.max * PANEL_H;
         fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e6e6e6\"/>\n",
                 p->left, y, p->left + PANEL_W, y);

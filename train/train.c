@@ -13,6 +13,7 @@
  * rank 0 alone validates, logs, prints and saves, and tells the others what it decided.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <omp.h>
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include "base/files.h"
+#include "base/usage.h"
 #include "nmt/text.h"
 #include "train/adam.h"
 #include "train/curves.h"
@@ -52,8 +54,9 @@ static void usage(FILE *out) {
                  "  -h, --help               this text\n"
                  "Writes OUT_DIR/best.ckpt (best dev BLEU), OUT_DIR/last.ckpt (resumable),\n"
                  "OUT_DIR/train_log.tsv, OUT_DIR/curves.svg (redrawn at each validation) and\n"
-                 "OUT_DIR/config.ini; when [data] test is set, scores the best model on it at the\n"
-                 "end.\n");
+                 "OUT_DIR/config.ini (the settings, with absolute paths: it reruns the run); when\n"
+                 "[data] test is set, scores the best model on it at the end. OUT_DIR/.lock is\n"
+                 "locked while it runs: a second training into the folder is refused.\n");
     char mpi[256];
     dist_build_info(mpi, sizeof mpi);
     fprintf(out, "%s\n\n", mpi);
@@ -120,6 +123,7 @@ typedef struct {
     char good_path[CONFIG_PATH_MAX + 16];
     uint64_t good_step;
     double start_time;
+    int lock_fd; /* OUT_DIR/.lock, locked while this run writes the folder; -1 before */
 } Trainer;
 
 /* Wall time spent in the training loop: this run's and that of the runs it resumes. */
@@ -253,13 +257,22 @@ static int check_resume_matches(const NmtModel *nm, const Config *cfg, const cha
     return 0;
 }
 
-/* Writes the resolved settings to path through path.tmp, so a full disk cannot leave a
- * truncated record of a run in place of a complete one. */
+/* Writes the resolved settings to path through a temporary file, so a full disk cannot leave
+ * a truncated record of a run in place of a complete one. Its paths are absolute: relative
+ * ones would be read against OUT_DIR, and `bin/train OUT_DIR/config.ini` must rerun the run. */
 static int write_config(const Config *cfg, const char *path, Error *err) {
+    Config *absolute = checked_calloc(1, sizeof *absolute, "the settings to record", err);
+    if (!absolute) return -1;
+    *absolute = *cfg;
     OutputFile out;
-    if (output_file_open(&out, path, false, err)) return -1;
-    config_print(cfg, out.file);
-    return output_file_commit(&out, err);
+    int rc = config_absolute_paths(absolute, err);
+    if (rc == 0) rc = output_file_open(&out, path, false, err);
+    if (rc == 0) {
+        config_print(absolute, out.file);
+        rc = output_file_commit(&out, err);
+    }
+    free(absolute);
+    return rc;
 }
 
 /* The memory training will touch, checked before it is allocated: the Adam moments and the
@@ -295,8 +308,50 @@ static int setup_ema(Trainer *tr, const char *resume, Error *err) {
     return ema_init(&tr->ema, n, decay, tr->nm.model.params, err);
 }
 
+/* Claims out_dir for this run: a POSIX lock on OUT_DIR/.lock, which holds the owner's process
+ * id. Two runs writing one folder would overwrite each other's checkpoints and log, so a
+ * second is refused, naming the process that has the folder. The lock goes with the process,
+ * so a killed run leaves no stale claim. */
+static int lock_out_dir(Trainer *tr, Error *err) {
+    const char *dir = tr->cfg->train.out_dir;
+    char path[CONFIG_PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT, 0666);
+    if (fd < 0) return error_set(err, "cannot create %s: %s", path, strerror(errno));
+    struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (fcntl(fd, F_SETLK, &lock) != 0) {
+        int saved = errno;
+        struct flock holder = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+        long pid = fcntl(fd, F_GETLK, &holder) == 0 && holder.l_type != F_UNLCK ? holder.l_pid : 0;
+        close(fd);
+        if (saved != EACCES && saved != EAGAIN)
+            return error_set(err, "cannot lock %s: %s", path, strerror(saved));
+        char who[64] = "another process";
+        if (pid > 0) snprintf(who, sizeof who, "process %ld", pid);
+        return error_set(err,
+                         "%s is in use by another training (%s, see %s); wait for it to end, "
+                         "or set another [train] out_dir",
+                         dir, who, path);
+    }
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || write(fd, pid, (size_t)len) != len) {
+        int saved = errno;
+        close(fd);
+        return error_set(err, "cannot write %s: %s", path, strerror(saved));
+    }
+    tr->lock_fd = fd;
+    return 0;
+}
+
 static int setup(Trainer *tr, const char *resume, Error *err) {
     const Config *cfg = tr->cfg;
+    /* a folder that exists already is claimed before any work, so a second run is refused at
+     * once; a new one is made (and claimed) below, once every input has been checked */
+    struct stat folder;
+    if (tr->dist.rank == 0 && stat(cfg->train.out_dir, &folder) == 0 && S_ISDIR(folder.st_mode) &&
+        lock_out_dir(tr, err))
+        return -1;
     snprintf(tr->best_path, sizeof tr->best_path, "%s/best.ckpt", cfg->train.out_dir);
     snprintf(tr->last_path, sizeof tr->last_path, "%s/last.ckpt", cfg->train.out_dir);
     if (corpus_load(cfg->data.train, cfg->data.lowercase, &tr->train_corpus, &tr->train_tokens,
@@ -344,9 +399,9 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
      * end; read and check both now */
     if (cfg->data.test[0] &&
         (corpus_load(cfg->data.test, tr->nm.lowercase, &tr->test_corpus, &tr->test_tokens, err) ||
-         score_check_lengths(&tr->test_corpus, &tr->test_tokens, cfg->data.test, err)))
+         score_check_lengths(&tr->nm, &tr->test_corpus, &tr->test_tokens, cfg->data.test, err)))
         return -1;
-    if (score_check_lengths(&tr->dev_corpus, &tr->dev_tokens, cfg->data.dev, err) ||
+    if (score_check_lengths(&tr->nm, &tr->dev_corpus, &tr->dev_tokens, cfg->data.dev, err) ||
         check_training_memory(tr, resume != NULL, err))
         return -1;
     if (!resume && adam_init(&tr->adam, tr->nm.model.table.total, cfg->optim.beta1,
@@ -364,7 +419,7 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
     if (tr->dist.rank != 0) return 0; /* the files and the messages are rank 0's */
     /* out_dir only now, when every input has been checked: a mistyped path or a bad value
      * leaves no empty folder behind */
-    if (make_dirs(cfg->train.out_dir, err)) return -1;
+    if (make_dirs(cfg->train.out_dir, err) || (tr->lock_fd < 0 && lock_out_dir(tr, err))) return -1;
     char cfg_path[CONFIG_PATH_MAX + 32];
     snprintf(tr->log_path, sizeof tr->log_path, "%s/train_log.tsv", cfg->train.out_dir);
     snprintf(cfg_path, sizeof cfg_path, "%s/config.ini", cfg->train.out_dir);
@@ -398,6 +453,7 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
 
 static void trainer_free(Trainer *tr) {
     if (tr->log) fclose(tr->log);
+    if (tr->lock_fd >= 0) close(tr->lock_fd); /* releases the folder */
     acts_free(&tr->acts);
     free(tr->share);
     batch_buffer_free(&tr->batches);
@@ -519,22 +575,36 @@ static int train_step(Trainer *tr, const Batch *batch, const ForwardOptions *fwd
     return 0;
 }
 
-/* The live progress line (on a terminal) after a step. */
+/* Seconds until training ends, by whichever limit comes first: the steps left at this run's
+ * pace (the step limit, or the epochs' steps), or what is left of the time budget; INFINITY
+ * when no limit gives an estimate yet. */
+static double seconds_left(const Trainer *tr, const Progress *p, double t) {
+    const TrainState *st = &tr->state;
+    double left = INFINITY;
+    if (p->expected_steps != UINT64_MAX && st->step > p->first_step)
+        left = (t - tr->start_time) / (double)(st->step - p->first_step) *
+               (double)(p->expected_steps > st->step ? p->expected_steps - st->step : 0);
+    if (tr->cfg->train.max_minutes > 0)
+        left = fmin(left, fmax(0, 60 * tr->cfg->train.max_minutes - seconds_trained(tr)));
+    return left;
+}
+
+/* The live progress line (on a terminal) after a step: the step count with its total when one
+ * is known ("~" when batch_tokens makes it an estimate), and the time to the nearest end. */
 static void show_progress(const Trainer *tr, const Progress *p, double loss, double t) {
     const TrainState *st = &tr->state;
-    char elapsed[32], eta[32] = "?";
-    bool known = p->expected_steps != UINT64_MAX;
+    char elapsed[32], eta[32] = "?", total[32] = "";
     format_duration(elapsed, sizeof elapsed, t - tr->start_time);
-    if (known)
-        format_duration(eta, sizeof eta,
-                        (t - tr->start_time) / (double)(st->step - p->first_step) *
-                            (double)(p->expected_steps - st->step));
+    double left = seconds_left(tr, p, t);
+    if (isfinite(left)) format_duration(eta, sizeof eta, left);
+    if (p->expected_steps != UINT64_MAX)
+        snprintf(total, sizeof total, "/%s%llu", p->total_steps == p->expected_steps ? "" : "~",
+                 (unsigned long long)p->expected_steps);
     fprintf(
         stderr,
-        "\r\033[Kepoch %llu  step %llu/%s  loss %.4f  lr %.2e  %.0f tok/s  pad %.1f%%  %s  ETA %s",
-        (unsigned long long)st->epoch + 1, (unsigned long long)st->step, known ? "" : "?", loss,
-        p->lr, p->tok_per_s, 100 * padding_share(&p->padding), elapsed, eta);
-    if (known) fprintf(stderr, "\b");
+        "\r\033[Kepoch %llu  step %llu%s  loss %.4f  lr %.2e  %.0f tok/s  pad %.1f%%  %s  ETA %s",
+        (unsigned long long)st->epoch + 1, (unsigned long long)st->step, total, loss, p->lr,
+        p->tok_per_s, 100 * padding_share(&p->padding), elapsed, eta);
 }
 
 /* Validates (rank 0) and starts a new window. Every rank takes rank 0's outcome, early stop
@@ -715,7 +785,8 @@ int main(int argc, char **argv) {
                                           {"help", no_argument, 0, 'h'},
                                           {0, 0, 0, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+    opterr = 0; /* usage_getopt_error says what was wrong, in every program's words */
+    while ((c = getopt_long(argc, argv, ":h", longs, NULL)) != -1) {
         switch (c) {
         case 's':
             overrides[n_overrides++] = optarg;
@@ -728,23 +799,20 @@ int main(int argc, char **argv) {
             free(overrides);
             return 0;
         default:
-            usage(stderr);
             free(overrides);
-            return 2;
+            return usage_getopt_error("train", argv, c);
         }
     }
     if (optind != argc - 1) {
         char quoted[96];
-        fprintf(stderr,
-                optind < argc ? "train: expected one CONFIG, got extra '%s'\n"
-                              : "train: missing CONFIG%s (try --help)\n",
-                optind < argc ? text_for_message(quoted, sizeof quoted, argv[optind + 1], 60) : "");
         free(overrides);
-        return 2;
+        return usage_error(
+            "train", optind < argc ? "expected one CONFIG, got extra '%s'" : "missing CONFIG%s",
+            optind < argc ? text_for_message(quoted, sizeof quoted, argv[optind + 1], 60) : "");
     }
     Config cfg;
     Error err;
-    Trainer tr = {.cfg = &cfg};
+    Trainer tr = {.cfg = &cfg, .lock_fd = -1};
     if (dist_init(&tr.dist, &argc, &argv, &err) ||
         config_load(&cfg, argv[optind], overrides, n_overrides, &err)) {
         fprintf(stderr, "train: %s\n", err.msg);

@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 
 #include "base/files.h"
+#include "base/usage.h"
+#include "base/utf8.h"
 
 #define DEFAULT_DIR  "data/toy"
 #define DEFAULT_SEED 20240521u
@@ -1213,11 +1215,10 @@ static void usage(FILE *out) {
             DEFAULT_DIR, DEFAULT_SEED);
 }
 
-static _Noreturn void usage_error(const char *fmt, const char *arg) {
-    fputs("gencorpus: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs(" (see --help)\n", stderr);
-    exit(2);
+/* A command-line mistake, in every program's form (base/usage.h). */
+static _Noreturn void refuse_usage(const char *fmt, const char *arg) {
+    char quoted[96];
+    exit(usage_error("gencorpus", fmt, text_for_message(quoted, sizeof quoted, arg, 60)));
 }
 
 int main(int argc, char **argv) {
@@ -1229,7 +1230,7 @@ int main(int argc, char **argv) {
             usage(stdout);
             return 0;
         } else if (!strcmp(arg, "-o") || !strcmp(arg, "--seed")) {
-            if (i + 1 == argc || !argv[i + 1][0]) usage_error("option %s needs a value", arg);
+            if (i + 1 == argc || !argv[i + 1][0]) refuse_usage("option '%s' needs a value", arg);
             const char *value = argv[++i];
             if (arg[1] == 'o') {
                 dir = value;
@@ -1238,9 +1239,9 @@ int main(int argc, char **argv) {
             char *end;
             errno = 0;
             seed = strtoull(value, &end, 10);
-            if (errno || *end || value[0] == '-') usage_error("bad seed '%s'", value);
+            if (errno || *end || value[0] == '-') refuse_usage("bad seed '%s'", value);
         } else {
-            usage_error("unknown option '%s'", arg);
+            refuse_usage("unknown option '%s'", arg);
         }
     }
 
