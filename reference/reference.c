@@ -26,14 +26,15 @@
 
 /* ---- plain products ------------------------------------------------------------------- */
 
-/* sum_i w[i] x[i] */
+/* sum_i w[i] x[i]: a row of parameters times an activation */
 static double dot(const real *w, const double *x, int n) {
     double sum = 0;
     for (int i = 0; i < n; i++) sum += w[i] * x[i];
     return sum;
 }
 
-static double dot_dd(const double *x, const double *y, int n) {
+/* sum_i x[i] y[i] of two activations */
+static double vec_dot(const double *x, const double *y, int n) {
     double sum = 0;
     for (int i = 0; i < n; i++) sum += x[i] * y[i];
     return sum;
@@ -412,13 +413,13 @@ static void attention_forward(RefActs *a, const Weights *w, int b, int t) {
             for (int j = 0; j < A; j++) e[i] += w->att_v[j] * tanh(q[j] + k[(size_t)i * A + j]);
             break;
         case SCORE_DOT:
-            e[i] = dot_dd(s_prev, h + (size_t)i * K, K);
+            e[i] = vec_dot(s_prev, h + (size_t)i * K, K);
             break;
         case SCORE_GENERAL:
-            e[i] = dot_dd(s_prev, k + (size_t)i * D, D);
+            e[i] = vec_dot(s_prev, k + (size_t)i * D, D);
             break;
         default:
-            e[i] = dot_dd(q, k + (size_t)i * A, A) / sqrt((double)A);
+            e[i] = vec_dot(q, k + (size_t)i * A, A) / sqrt((double)A);
         }
     }
     /* softmax over the sentence's own positions, from the largest score (exp stays <= 1) */
@@ -447,7 +448,7 @@ static void attention_backward(RefActs *a, const Weights *w, int b, int t, const
     double *de = sc->d_alpha; /* d alpha_ti, then d e_ti in place */
     /* c_t = sum_i alpha_ti h_i */
     for (int i = 0; i < L; i++) {
-        de[i] = dot_dd(dc, h + (size_t)i * K, K);
+        de[i] = vec_dot(dc, h + (size_t)i * K, K);
         for (int j = 0; j < K; j++) sc->d_enc_h[(size_t)i * K + j] += alpha[i] * dc[j];
     }
     /* alpha_t = softmax_i(e_t): d e_i = alpha_i (d alpha_i - sum_j alpha_j d alpha_j) */

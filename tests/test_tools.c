@@ -542,6 +542,32 @@ START_TEST(gradref_reference_agrees_with_the_engine) {
 }
 END_TEST
 
+/* bin/reference-train trains the tiny setup with the reference alone into a checkpoint that
+ * bin/translate reads, and refuses a key it does not implement by name, in one line. */
+START_TEST(reference_train_writes_a_translating_checkpoint) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_setup(&s);
+    char config[512], model[512];
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/reference-train", config, NULL}, NULL, 60,
+                NULL);
+    ck_assert_msg(r.status == 0, "reference-train failed (%d): %s", r.status, r.err);
+    assert_contains(r.out, "saved best.ckpt");
+    run_program(&r, &s, (const char *const[]){"../bin/translate", "-m", model, "a cat", NULL}, NULL,
+                30, NULL);
+    ck_assert_msg(r.status == 0, "translate failed (%d): %s", r.status, r.err);
+    run_program(
+        &r, &s,
+        (const char *const[]){"../bin/reference-train", config, "--set", "train.ema=0.99", NULL},
+        NULL, 30, NULL);
+    assert_one_line_error(&r, "reference-train", 1, (const char *const[]){"[train] ema", NULL});
+    scratch_free(&s);
+}
+END_TEST
+
 Suite *tools_suite(void) {
     Suite *s = suite_create("tools");
     TCase *tc = tcase_create("tools");
@@ -550,6 +576,7 @@ Suite *tools_suite(void) {
     tcase_add_test(tc, gradref_writes_the_spec_layout);
     tcase_add_test(tc, gradref_records_the_score);
     tcase_add_test(tc, gradref_reference_agrees_with_the_engine);
+    tcase_add_test(tc, reference_train_writes_a_translating_checkpoint);
     tcase_add_test(tc, tools_report_bad_input_in_one_line);
     tcase_add_test(tc, training_resumes_exactly);
     tcase_add_test(tc, align_matches_the_gradient_reference_dump);
