@@ -472,8 +472,7 @@ static double npy_difference(const char *path_a, const char *path_b, const int *
     size_t row = tgt_len ? a.count / (a.shape[0] * a.shape[1]) : 1;
     double diff = 0, scale = 0;
     for (size_t i = 0; i < a.count; i++) {
-        size_t sentence = i / row / (tgt_len ? a.shape[1] : 1), t = i / row % a.shape[1];
-        if (tgt_len && (int)t >= tgt_len[sentence]) continue;
+        if (tgt_len && (int)(i / row % a.shape[1]) >= tgt_len[i / row / a.shape[1]]) continue;
         double x = ((const real *)a.data)[i], y = ((const real *)b.data)[i];
         diff = fmax(diff, fabs(x - y));
         scale = fmax(scale, fabs(y));
