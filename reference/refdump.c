@@ -9,6 +9,7 @@
 
 #include "base/files.h"
 #include "nmt/npy.h"
+#include "reference/reference.h"
 
 /* dir/name + ext into buf, or an error when it does not fit. */
 static int join_path(char *buf, size_t size, const char *dir, const char *name, const char *ext,
@@ -69,10 +70,64 @@ static int write_config(const char *out, const ModelDims *d, Error *err) {
     return output_file_commit(&f, err);
 }
 
-int reference_dump(NmtModel *nm, const Dataset *ds, const char *out, RefDumpSummary *summary,
-                   Error *err) {
+/* The activations and the loss a dump writes, in its layout, from either path. */
+typedef struct {
+    real *alpha;  /* [B, T, S] */
+    real *enc_h;  /* [B, S, K] */
+    real *dec_s;  /* [B, T, D] */
+    real *logits; /* [B, T, Vt] */
+    double loss;
+} DumpActs;
+
+/* The engine: a forward_only pass keeps every row's logits; backward then recomputes the
+ * output layer's gradients into m->grads. */
+static int engine_pass(Model *m, const Batch *batch, DumpActs *out, Error *err) {
+    const ModelDims *d = &m->dims;
+    int B = batch->B, S = batch->S, T = batch->T, K = dims_enc_state(d);
+    Acts acts;
+    ActsPlan plan = {.logit_rows = ACTS_ALL_ROWS};
+    if (acts_init_plan(&acts, d, B, S, T, &plan, err)) return -1;
+    if (model_forward(m, &acts, batch, &(ForwardOptions){.forward_only = 1}, &out->loss, err)) {
+        acts_free(&acts);
+        return -1;
+    }
+    /* activations first: the backward pass reuses the logits' memory */
+    to_batch_major(out->alpha, acts.alpha, T, B, S);
+    memcpy(out->enc_h, acts.enc_h, sizeof(real) * (size_t)B * S * K);
+    to_batch_major(out->dec_s, acts.dec_state + (size_t)B * d->dec_hidden, T, B, d->dec_hidden);
+    to_batch_major(out->logits, acts.logits, T, B, d->tgt_vocab);
+    model_zero_grad(m);
+    model_backward(m, &acts);
+    acts_free(&acts);
+    return 0;
+}
+
+/* The plain reference (reference/reference.h): the same arrays, from its double ones; at
+ * padding steps its alpha, s_t and z_t are zero. */
+static int reference_pass(Model *m, const Batch *batch, DumpActs *out, Error *err) {
+    const ModelDims *d = &m->dims;
+    int B = batch->B, S = batch->S, T = batch->T, K = dims_enc_state(d), D = d->dec_hidden;
+    RefActs ref;
+    if (ref_acts_init(&ref, d, B, S, T, err)) return -1;
+    if (ref_forward(&ref, m->params, batch, &(RefOptions){0}, &out->loss, err)) {
+        ref_acts_free(&ref);
+        return -1;
+    }
+    for (size_t i = 0; i < (size_t)B * T * S; i++) out->alpha[i] = (real)ref.alpha[i];
+    for (size_t i = 0; i < (size_t)B * S * K; i++) out->enc_h[i] = (real)ref.enc_h[i];
+    for (int b = 0; b < B; b++) /* s_1 .. s_T of [B, T+1, D] */
+        for (size_t j = 0; j < (size_t)T * D; j++)
+            out->dec_s[(size_t)b * T * D + j] = (real)ref.s[((size_t)b * (T + 1) + 1) * D + j];
+    for (size_t i = 0; i < (size_t)B * T * d->tgt_vocab; i++) out->logits[i] = (real)ref.logits[i];
+    model_zero_grad(m);
+    ref_backward(&ref, m->params, m->grads);
+    ref_acts_free(&ref);
+    return 0;
+}
+
+int reference_dump(NmtModel *nm, const Dataset *ds, const char *out, DumpPath path,
+                   RefDumpSummary *summary, Error *err) {
     BatchBuffer bb = {0};
-    Acts acts = {0};
     real *scratch = NULL;
     int rc = -1;
     Model *m = &nm->model;
@@ -86,36 +141,28 @@ int reference_dump(NmtModel *nm, const Dataset *ds, const char *out, RefDumpSumm
     for (size_t i = 0; i < ds->count; i++) idx[i] = i;
     const Batch *batch = batch_fill(&bb, ds, idx, B);
     free(idx);
-    int S = batch->S, T = batch->T, K = dims_enc_state(d), V = d->tgt_vocab;
-    double loss;
-    /* every row's logits, kept by a forward_only pass for the dump; backward then recomputes
-     * the output layer's gradients */
-    ActsPlan plan = {.logit_rows = ACTS_ALL_ROWS};
-    if (batch_validate(batch, d, err) || acts_init_plan(&acts, d, B, S, T, &plan, err) ||
-        model_forward(m, &acts, batch, &(ForwardOptions){.forward_only = 1}, &loss, err))
-        goto done;
+    int S = batch->S, T = batch->T, K = dims_enc_state(d), V = d->tgt_vocab, D = d->dec_hidden;
+    if (batch_validate(batch, d, err)) goto done;
+    size_t n_alpha = (size_t)B * T * S, n_enc = (size_t)B * S * K, n_dec = (size_t)B * T * D;
+    scratch = checked_calloc(n_alpha + n_enc + n_dec + (size_t)B * T * V, sizeof(real),
+                             "dump buffer", err);
+    if (!scratch) goto done;
+    DumpActs acts = {scratch, scratch + n_alpha, scratch + n_alpha + n_enc,
+                     scratch + n_alpha + n_enc + n_dec, 0};
+    if ((path == DUMP_REFERENCE ? reference_pass : engine_pass)(m, batch, &acts, err)) goto done;
 
     char dir[4096];
     const char *subdirs[] = {".", "params", "grads", "batch", "acts"};
     for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
         if (join_path(dir, sizeof dir, out, subdirs[i], "", err) || make_dirs(dir, err)) goto done;
     }
-    /* activations first: the backward pass reuses the logits' memory */
-    size_t largest = (size_t)B * T * (V > S ? V : S) + (size_t)B * T * d->dec_hidden;
-    scratch = checked_calloc(largest, sizeof(real), "dump buffer", err);
-    if (!scratch) goto done;
     join_path(dir, sizeof dir, out, "acts", "", err); /* fits: checked above */
-    to_batch_major(scratch, acts.alpha, T, B, S);
-    if (write_real(dir, "alpha", 3, B, T, S, scratch, err)) goto done;
-    if (write_real(dir, "enc_h", 3, B, S, K, acts.enc_h, err)) goto done;
-    to_batch_major(scratch, acts.dec_state + (size_t)B * d->dec_hidden, T, B, d->dec_hidden);
-    if (write_real(dir, "dec_s", 3, B, T, d->dec_hidden, scratch, err)) goto done;
-    to_batch_major(scratch, acts.logits, T, B, V);
-    if (write_real(dir, "logits", 3, B, T, V, scratch, err)) goto done;
-
-    model_zero_grad(m);
-    model_backward(m, &acts);
-    real loss_value = (real)loss;
+    if (write_real(dir, "alpha", 3, B, T, S, acts.alpha, err) ||
+        write_real(dir, "enc_h", 3, B, S, K, acts.enc_h, err) ||
+        write_real(dir, "dec_s", 3, B, T, D, acts.dec_s, err) ||
+        write_real(dir, "logits", 3, B, T, V, acts.logits, err))
+        goto done;
+    real loss_value = (real)acts.loss;
     join_path(dir, sizeof dir, out, "params", "", err); /* fits: checked above */
     if (write_tensors(dir, m, m->params, err)) goto done;
     join_path(dir, sizeof dir, out, "grads", "", err); /* fits: checked above */
@@ -128,11 +175,10 @@ int reference_dump(NmtModel *nm, const Dataset *ds, const char *out, RefDumpSumm
         write_ints(dir, "tgt_len", 1, B, 0, batch->tgt_len, err) ||
         write_real(out, "loss", 0, 0, 0, 0, &loss_value, err) || write_config(out, d, err))
         goto done;
-    *summary = (RefDumpSummary){.pairs = B, .S = S, .T = T, .loss = loss};
+    *summary = (RefDumpSummary){.pairs = B, .S = S, .T = T, .loss = acts.loss};
     rc = 0;
 done:
     free(scratch);
-    acts_free(&acts);
     batch_buffer_free(&bb);
     return rc;
 }

@@ -36,5 +36,6 @@ Suite *subwords_suite(void);
 Suite *batching_suite(void);
 Suite *ema_suite(void);
 Suite *docs_suite(void);
+Suite *reference_suite(void);
 
 #endif

@@ -24,11 +24,6 @@
 
 enum { REPORT_SIZE = 8192, SLUG_SIZE = 160, MAX_HEADINGS = 512 };
 
-/* Programs the README already names whose branch has not been merged yet: each is tolerated
- * (and the test reported as skipped, not passed) only while the Makefile does not list it.
- * Once merged it is checked like any other; then delete its entry. */
-static const char *const PROGRAMS_ARRIVING[] = {"reference-train"};
-
 /* Appends one formatted line to a report of REPORT_SIZE bytes. */
 static void report_add(char *report, const char *where, int line, const char *what,
                        const char *detail) {
@@ -191,13 +186,12 @@ static void makefile_programs(const char *makefile, char *out, size_t size) {
 
 /* Every bin/NAME of readme_path (code included: that is where commands are) that is neither a
  * built program of PROGRAMS (bin_dir/NAME executable) nor a target of its own ("bin/NAME:" in
- * the Makefile), each reported; returns how many. *arriving counts the names tolerated as
- * PROGRAMS_ARRIVING. bin/ as a folder, and .../bin/ inside another path, are not names. */
+ * the Makefile), each reported; returns how many. bin/ as a folder, and .../bin/ inside another
+ * path, are not names. */
 static int check_programs(const char *readme_path, const char *makefile_path, const char *bin_dir,
-                          char *report, int *arriving) {
+                          char *report) {
     char *readme = read_text(readme_path), *makefile = read_text(makefile_path);
     int problems = 0;
-    *arriving = 0;
     if (!readme || !makefile) {
         report_add(report, readme ? makefile_path : readme_path, 0, "", "cannot be read");
         free(readme), free(makefile);
@@ -225,13 +219,6 @@ static int check_programs(const char *readme_path, const char *makefile_path, co
         } else if (strstr(makefile, rule)) {
             continue;
         } else {
-            int tolerated = 0;
-            for (size_t k = 0; k < sizeof PROGRAMS_ARRIVING / sizeof *PROGRAMS_ARRIVING; k++)
-                tolerated |= strcmp(name, PROGRAMS_ARRIVING[k]) == 0;
-            if (tolerated) {
-                (*arriving)++;
-                continue;
-            }
             report_add(report, readme_path, line_no, name, "is not a program make builds");
         }
         problems++;
@@ -263,12 +250,8 @@ END_TEST
 
 START_TEST(docs_readme_names_built_programs) {
     char report[REPORT_SIZE] = "";
-    int arriving;
-    int problems = check_programs("../README.md", "../Makefile", "../bin", report, &arriving);
+    int problems = check_programs("../README.md", "../Makefile", "../bin", report);
     ck_assert_msg(problems == 0, "%d programs named in README.md:\n%s", problems, report);
-    if (arriving)
-        test_skip("docs_readme_names_built_programs",
-                  "README.md names a program whose branch is not merged yet (PROGRAMS_ARRIVING)");
 }
 END_TEST
 
@@ -315,13 +298,12 @@ START_TEST(docs_checker_reports_program_not_built) {
     char readme[128], makefile[128], report[REPORT_SIZE] = "";
     scratch_path(&s, "README.md", readme, sizeof readme);
     scratch_path(&s, "Makefile", makefile, sizeof makefile);
-    int arriving, problems = check_programs(readme, makefile, "../bin", report, &arriving);
+    int problems = check_programs(readme, makefile, "../bin", report);
     scratch_free(&s);
     ck_assert_msg(problems == 2, "expected 2 problems, found %d:\n%s", problems, report);
     ck_assert_msg(strstr(report, "README.md:2: nothere is in PROGRAMS but was not built"), "%s",
                   report);
     ck_assert_msg(strstr(report, "README.md:3: nosuch is not a program make builds"), "%s", report);
-    ck_assert_int_eq(arriving, 0);
 }
 END_TEST
 

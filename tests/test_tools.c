@@ -460,13 +460,120 @@ START_TEST(scoring_reports_in_corpus_order) {
 }
 END_TEST
 
+/* max |a - b| / max |b| over the values of two .npy files of the same shape, counting only
+ * the rows [b, t, ...] of real target steps (t < tgt_len[b]) when tgt_len is given. */
+static double npy_difference(const char *path_a, const char *path_b, const int *tgt_len) {
+    Error err;
+    NpyArray a, b;
+    ck_assert_msg(npy_read(path_a, &a, &err) == 0, "%s", err.msg);
+    ck_assert_msg(npy_read(path_b, &b, &err) == 0, "%s", err.msg);
+    ck_assert_uint_eq(a.count, b.count);
+    ck_assert(a.type == npy_real_type() && b.type == a.type);
+    size_t row = tgt_len ? a.count / (a.shape[0] * a.shape[1]) : 1;
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < a.count; i++) {
+        if (tgt_len && (int)(i / row % a.shape[1]) >= tgt_len[i / row / a.shape[1]]) continue;
+        double x = ((const real *)a.data)[i], y = ((const real *)b.data)[i];
+        diff = fmax(diff, fabs(x - y));
+        scale = fmax(scale, fabs(y));
+    }
+    npy_free(&a);
+    npy_free(&b);
+    return scale > 0 ? diff / scale : diff;
+}
+
+/* bin/gradref --reference (the plain reference) and bin/gradref (the engine) write the same
+ * dump of a toy batch: loss, activations at real target steps and every gradient within
+ * round-off of each tensor's largest value. */
+START_TEST(gradref_reference_agrees_with_the_engine) {
+#ifdef REAL_DOUBLE
+    const double tolerance = 1e-12;
+#else
+    const double tolerance = 1e-5;
+#endif
+    char dir[64], path[256], other[256], cmd[1024], err_path[128];
+    make_temp_dir(dir, sizeof dir);
+    snprintf(err_path, sizeof err_path, "%s/stderr", dir);
+    for (int reference = 0; reference < 2; reference++) {
+        snprintf(cmd, sizeof cmd,
+                 "head -n 12 ../data/toy/test.tsv > %s/pairs.tsv && ../bin/gradref -c "
+                 "../configs/toy.ini --pairs %s/pairs.tsv -o %s/%s --seed 3%s",
+                 dir, dir, dir, reference ? "ref" : "engine", reference ? " --reference" : "");
+        ck_assert_int_eq(run(cmd, err_path), 0);
+    }
+    Error err;
+    NpyArray lengths;
+    snprintf(path, sizeof path, "%s/engine/batch/tgt_len.npy", dir);
+    ck_assert_msg(npy_read(path, &lengths, &err) == 0, "%s", err.msg);
+    const char *const files[] = {"loss", "acts/alpha", "acts/enc_h", "acts/dec_s", "acts/logits"};
+    const bool per_step[] = {false, true, false, true, true};
+    double worst = 0;
+    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+        snprintf(path, sizeof path, "%s/engine/%s.npy", dir, files[k]);
+        snprintf(other, sizeof other, "%s/ref/%s.npy", dir, files[k]);
+        double rel = npy_difference(path, other, per_step[k] ? lengths.data : NULL);
+        EXPECT_MSG(rel <= tolerance, "%s differs by %.3g", files[k], rel);
+        worst = fmax(worst, rel);
+    }
+    ParamTable table;
+    ModelDims dims = {.src_vocab = 8,
+                      .tgt_vocab = 8,
+                      .emb = 1,
+                      .enc_hidden = 1,
+                      .bidirectional = 1,
+                      .dec_hidden = 1,
+                      .att = 1,
+                      .readout = 1};
+    param_table_build(&table, &dims); /* the toy config's: bidirectional, additive */
+    for (int p = 0; p < PARAM_COUNT; p++) {
+        if (!table.info[p].size) continue;
+        snprintf(path, sizeof path, "%s/engine/grads/%s.npy", dir, table.info[p].name);
+        snprintf(other, sizeof other, "%s/ref/grads/%s.npy", dir, table.info[p].name);
+        double rel = npy_difference(path, other, NULL);
+        EXPECT_MSG(rel <= tolerance, "grads/%s differs by %.3g", table.info[p].name, rel);
+        worst = fmax(worst, rel);
+    }
+    printf("gradref --reference against gradref (%s build, toy model, 12 pairs): worst relative "
+           "difference %.2g\n",
+           REAL_NAME, worst);
+    npy_free(&lengths);
+    remove_dir(dir);
+}
+END_TEST
+
+/* bin/reference-train trains the tiny setup with the reference alone into a checkpoint that
+ * bin/translate reads, and refuses a key it does not implement by name, in one line. */
+START_TEST(reference_train_writes_a_translating_checkpoint) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_setup(&s);
+    char config[512], model[512];
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/reference-train", config, NULL}, NULL, 60,
+                NULL);
+    ck_assert_msg(r.status == 0, "reference-train failed (%d): %s", r.status, r.err);
+    assert_contains(r.out, "saved best.ckpt");
+    run_program(&r, &s, (const char *const[]){"../bin/translate", "-m", model, "a cat", NULL}, NULL,
+                30, NULL);
+    ck_assert_msg(r.status == 0, "translate failed (%d): %s", r.status, r.err);
+    run_program(
+        &r, &s,
+        (const char *const[]){"../bin/reference-train", config, "--set", "train.ema=0.99", NULL},
+        NULL, 30, NULL);
+    assert_one_line_error(&r, "reference-train", 1, (const char *const[]){"[train] ema", NULL});
+    scratch_free(&s);
+}
+END_TEST
+
 /* One convention for command-line mistakes (issue #36): an unknown option, a missing value or
  * a bad one is a single line "PROGRAM: PROBLEM (see PROGRAM --help)" with the program's short
  * name, never the whole usage; --help prints the usage to stdout, also for run_tests. */
 START_TEST(every_program_gives_usage_errors_in_one_form) {
-    static const char *const programs[] = {"train",  "translate", "evaluate",
-                                           "align",  "gradcheck", "gradref",
-                                           "attend", "gencorpus", "plot"};
+    static const char *const programs[] = {"train",     "translate",      "evaluate", "align",
+                                           "gradcheck", "gradref",        "attend",   "gencorpus",
+                                           "plot",      "reference-train"};
     Scratch s;
     scratch_make(&s);
     RunResult r;
@@ -631,6 +738,8 @@ Suite *tools_suite(void) {
     tcase_add_test(tc, training_resumes_exactly);
     tcase_add_test(tc, align_matches_the_gradient_reference_dump);
     tcase_add_test(tc, interrupted_training_saves_a_resumable_checkpoint);
+    tcase_add_test(tc, gradref_reference_agrees_with_the_engine);
+    tcase_add_test(tc, reference_train_writes_a_translating_checkpoint);
     tcase_add_test(tc, scoring_reports_in_corpus_order);
     tcase_add_test(tc, every_program_gives_usage_errors_in_one_form);
     tcase_add_test(tc, translate_answers_each_line_as_it_arrives);

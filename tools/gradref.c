@@ -17,6 +17,7 @@
 static void usage(FILE *out) {
     fprintf(out,
             "usage: gradref (-c CONFIG | -m MODEL) --pairs FILE.tsv -o DIR [--seed N] [--score S]\n"
+            "               [--reference]\n"
             "Writes the gradient reference dump (see the model spec) for the pairs of FILE.tsv\n"
             "(source TAB target, one a line) taken as one batch.\n"
             "  -c, --config CONFIG  a fresh model: vocabularies from the config's training\n"
@@ -27,6 +28,10 @@ static void usage(FILE *out) {
             "  --seed N             initialisation seed with -c (default 1)\n"
             "  --score S            with -c: the attention score instead of the config's\n"
             "                       [model] score (additive, dot, general, scaled_dot)\n"
+            "  --reference          compute it with the plain reference (reference/reference.c:\n"
+            "                       one thread, double inside) instead of the engine; the two\n"
+            "                       agree within round-off (at padding target steps, the\n"
+            "                       reference's alpha, dec_s and logits are zero)\n"
             "  -h, --help           this text\n"
             "Output: DIR/params/<name>.npy, DIR/grads/<name>.npy, DIR/batch/*.npy,\n"
             "DIR/loss.npy, DIR/acts/{alpha,enc_h,dec_s,logits}.npy, DIR/config.json\n");
@@ -36,6 +41,7 @@ typedef struct {
     const char *config, *model, *pairs, *out;
     unsigned long long seed;
     const char *score; /* --score, or NULL */
+    int reference;     /* --reference: the plain reference computes it */
 } Options;
 
 static int run(const Options *o, Error *err) {
@@ -71,9 +77,10 @@ static int run(const Options *o, Error *err) {
         goto done;
     }
     RefDumpSummary dump;
-    if (reference_dump(&nm, &ds, o->out, &dump, err)) goto done;
-    printf("gradref: %d pairs (S=%d, T=%d), loss %.9g, %s precision -> %s\n", dump.pairs, dump.S,
-           dump.T, dump.loss, REAL_NAME, o->out);
+    if (reference_dump(&nm, &ds, o->out, o->reference ? DUMP_REFERENCE : DUMP_ENGINE, &dump, err))
+        goto done;
+    printf("gradref: %d pairs (S=%d, T=%d), loss %.9g, %s precision, %s -> %s\n", dump.pairs,
+           dump.S, dump.T, dump.loss, REAL_NAME, o->reference ? "reference" : "engine", o->out);
     rc = 0;
 done:
     dataset_free(&ds);
@@ -86,13 +93,11 @@ done:
 int main(int argc, char **argv) {
     Options o = {0};
     long seed = 1;
-    const CliOption options[] = {OPT_TEXT("config", 'c', &o.config),
-                                 OPT_TEXT("model", 'm', &o.model),
-                                 OPT_TEXT("pairs", 0, &o.pairs),
-                                 OPT_TEXT("out", 'o', &o.out),
-                                 OPT_INT("seed", &seed, 0, 1e15),
-                                 OPT_TEXT("score", 0, &o.score),
-                                 OPT_END};
+    const CliOption options[] = {
+        OPT_TEXT("config", 'c', &o.config),     OPT_TEXT("model", 'm', &o.model),
+        OPT_TEXT("pairs", 0, &o.pairs),         OPT_TEXT("out", 'o', &o.out),
+        OPT_INT("seed", &seed, 0, 1e15),        OPT_TEXT("score", 0, &o.score),
+        OPT_FLAG("reference", 0, &o.reference), OPT_END};
     int status = cli_parse("gradref", argc, argv, options, usage);
     if (status != CLI_GO_ON) return status;
     o.seed = (unsigned long long)seed;
