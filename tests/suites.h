@@ -35,5 +35,6 @@ Suite *pictures_suite(void);
 Suite *subwords_suite(void);
 Suite *batching_suite(void);
 Suite *ema_suite(void);
+Suite *quant_suite(void);
 
 #endif

@@ -1,0 +1,103 @@
+/*
+ * quant.c: per-row symmetric 8-bit quantization of weights and activations (see quant.h).
+ */
+#include "quant.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int param_is_quantized(ParamId p) {
+    switch (p) {
+    case P_SRC_EMB:
+    case P_TGT_EMB:
+    case P_ENC_FWD_W_IH:
+    case P_ENC_FWD_W_HH:
+    case P_ENC_BWD_W_IH:
+    case P_ENC_BWD_W_HH:
+    case P_ATT_W_K:
+    case P_ATT_W_Q:
+    case P_ATT_W_A:
+    case P_DEC_GRU_W_IH:
+    case P_DEC_GRU_W_HH:
+    case P_OUT_W_O:
+    case P_OUT_W:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+void quantize_rows(const real *x, int ldx, int rows, int cols, int8_t *q, int ldq, float *scale) {
+    for (int r = 0; r < rows; r++) {
+        const real *row = x + (size_t)r * ldx;
+        int8_t *out = q + (size_t)r * ldq;
+        float top = 0;
+        for (int k = 0; k < cols; k++) {
+            float a = fabsf((float)row[k]);
+            top = a > top ? a : top;
+        }
+        scale[r] = top / 127;
+        /* multiplying by 127 / top rather than dividing by the scale: one division a row */
+        float inverse = top > 0 ? 127 / top : 0;
+        for (int k = 0; k < cols; k++) {
+            float v = nearbyintf((float)row[k] * inverse);
+            out[k] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
+        }
+    }
+}
+
+int quant_weights_alloc(QuantWeights *qw, const ParamTable *table, Error *err) {
+    memset(qw, 0, sizeof *qw);
+    size_t bytes = 0;
+    for (int p = 0; p < PARAM_COUNT; p++) {
+        const ParamInfo *info = &table->info[p];
+        if (!param_is_quantized((ParamId)p) || info->size == 0) continue;
+        /* each matrix's scales start 64-byte aligned, its values follow them */
+        bytes += ((size_t)info->shape[0] * sizeof(float) + info->size + 63) / 64 * 64;
+    }
+    qw->block = checked_calloc(bytes ? bytes : 1, 1, "int8 weights", err);
+    if (!qw->block) return -1;
+    qw->bytes = bytes;
+    unsigned char *at = qw->block;
+    for (int p = 0; p < PARAM_COUNT; p++) {
+        const ParamInfo *info = &table->info[p];
+        if (!param_is_quantized((ParamId)p) || info->size == 0) continue;
+        QMatrix *m = &qw->m[p];
+        m->rows = info->shape[0], m->cols = info->shape[1];
+        m->scale = (float *)at;
+        m->q = (int8_t *)(at + (size_t)m->rows * sizeof(float));
+        at += ((size_t)m->rows * sizeof(float) + info->size + 63) / 64 * 64;
+    }
+    return 0;
+}
+
+int quant_weights_build(QuantWeights *qw, const ParamTable *table, const real *params, Error *err) {
+    if (quant_weights_alloc(qw, table, err)) return -1;
+    for (int p = 0; p < PARAM_COUNT; p++) {
+        QMatrix *m = &qw->m[p];
+        if (m->rows == 0) continue;
+        quantize_rows(params + table->info[p].offset, m->cols, m->rows, m->cols, m->q, m->cols,
+                      m->scale);
+    }
+    return 0;
+}
+
+void quant_weights_dequantize(const QuantWeights *qw, const ParamTable *table, real *params) {
+    for (int p = 0; p < PARAM_COUNT; p++) {
+        const QMatrix *m = &qw->m[p];
+        if (m->rows == 0) continue;
+        real *w = params + table->info[p].offset;
+        for (int r = 0; r < m->rows; r++)
+            for (int k = 0; k < m->cols; k++) {
+                size_t i = (size_t)r * m->cols + k;
+                w[i] = (real)(m->scale[r] * m->q[i]);
+            }
+    }
+}
+
+void quant_weights_free(QuantWeights *qw) {
+    if (!qw) return;
+    free(qw->block);
+    memset(qw, 0, sizeof *qw);
+}
