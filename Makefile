@@ -54,7 +54,7 @@ endif
 BUILD    = build$(if $(filter 1,$(MPI)),/mpi)
 # Each program's main() lives in the file named here; everything else is library code.
 # Programs live in tools/ but for three that live beside what they serve.
-PROGRAMS = train translate evaluate align gradcheck gradref gencorpus attend plot
+PROGRAMS = train translate evaluate align gradcheck gradref gencorpus attend plot quantize
 MAIN_SRC = train/train.c notes/attend.c data/toy/gencorpus.c \
            $(addprefix tools/,$(addsuffix .c,$(filter-out train attend gencorpus,$(PROGRAMS))))
 LIB_SRC  = $(filter-out $(MAIN_SRC),$(wildcard base/*.c model/*.c data/*.c nmt/*.c reference/*.c \

@@ -38,9 +38,32 @@ int model_init(Model *m, const ModelDims *dims, Error *err) {
 }
 
 void model_free(Model *m) {
+    quant_weights_free(m->quant);
+    free(m->quant);
     free(m->param_block);
     free(m->grad_block);
     memset(m, 0, sizeof *m);
+}
+
+void model_set_quant(Model *m, QuantWeights *qw) {
+    if (m->quant) {
+        quant_weights_free(m->quant);
+        free(m->quant);
+    }
+    m->quant = qw;
+    quant_weights_dequantize(qw, &m->table, m->params);
+}
+
+int model_quantize(Model *m, Error *err) {
+    if (m->quant) return 0;
+    QuantWeights *qw = checked_calloc(1, sizeof *qw, "int8 weights", err);
+    if (!qw) return -1;
+    if (quant_weights_build(qw, &m->table, m->params, err)) {
+        free(qw);
+        return -1;
+    }
+    model_set_quant(m, qw);
+    return 0;
 }
 
 void model_zero_grad(Model *m) {

@@ -32,6 +32,7 @@
 #include "base/base.h"
 #include "base/batch.h"
 #include "model/params.h"
+#include "model/quant.h"
 #include "base/rng.h"
 
 typedef struct {
@@ -42,11 +43,20 @@ typedef struct {
     void *param_block, *grad_block; /* the allocations behind them */
     Weights w;                      /* named views of params */
     Weights g;                      /* named views of grads */
+    /* int8 weights (quant.h) for decoding, NULL for a float model. When set, params holds
+     * their dequantized values, so every float product computes with the same weights. */
+    QuantWeights *quant;
 } Model;
 
 /* Allocates parameters and gradients (zeroed; call params_init to initialise). */
 int model_init(Model *m, const ModelDims *dims, Error *err);
 void model_free(Model *m);
+/* Makes m an int8 model: quantizes its quantized tensors (quant.h) and writes their
+ * dequantized values over the float ones. Idempotent on a model that already is. */
+int model_quantize(Model *m, Error *err);
+/* Makes m an int8 model with the given int8 weights (taken over: freed with m), writing
+ * their dequantized values over the float ones. */
+void model_set_quant(Model *m, QuantWeights *qw);
 void model_zero_grad(Model *m);
 
 /* Checks a batch's ids, lengths and padding against the model's vocabularies. */

@@ -218,6 +218,13 @@ int alignment_explain(FILE *out, const Alignment *a, const StepTrace *trace, Err
           out);
     fprintf(out, "Attention score: %s, %s with q_t = s_{t-1}.\n", score_name(trace->score),
             score_formula(trace->score));
+    if (trace->int8)
+        fputs("Weights: int8. W_ih and W_hh of every GRU, W_q, W_k, W_a, W_o, W_out and the\n"
+              "embeddings are stored as 8-bit integers q with one scale s per row; every number\n"
+              "below is computed from their values s*q (biases, v and the initial state's layer\n"
+              "are float). The search multiplies the int8 rows by activations rounded to 8 bits\n"
+              "per row, in integers, so its scores can differ from these in the last digits.\n",
+              out);
     for (int t = 1; t <= a->rows; t++) explain_step(out, a, trace, t, scratch);
     fputc('\n', out);
     free(scratch);

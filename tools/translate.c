@@ -23,7 +23,7 @@ enum { CHUNK = 32 };
 static void usage(FILE *out) {
     fprintf(out,
             "usage: translate [-m MODEL] [--beam N] [--nbest N] [--max-len N] [--align FILE]\n"
-            "                 [--align-format F] [TEXT ...]\n"
+            "                 [--align-format F] [--compute T] [TEXT ...]\n"
             "Translates each TEXT argument, or each line of standard input when there is none.\n"
             "  -m, --model MODEL  checkpoint (default: the toy model, runs/toy/best.ckpt)\n"
             "  --beam N           beam size; 1 is greedy search (default 1)\n"
@@ -38,6 +38,8 @@ static void usage(FILE *out) {
             "                     --help describes them\n"
             "  --keep-unk         keep <unk> in the output (default: a word-level model's <unk>\n"
             "                     becomes the source word it attends to most)\n"
+            "  --compute T        float or int8 (8-bit weights, faster; default: as the model\n"
+            "                     file says: int8 for a file bin/quantize wrote)\n"
             "  -h, --help         this text\n"
             "Inputs longer than %d tokens are refused (an error and an empty line).\n",
             NMT_MAX_TOKENS);
@@ -161,7 +163,7 @@ static int translate_inputs(Run *r, int argc, char **argv, Error *err) {
 }
 
 int main(int argc, char **argv) {
-    const char *model_path = NULL, *align_path = NULL, *align_format_name = NULL;
+    const char *model_path = NULL, *align_path = NULL, *align_format_name = NULL, *compute = NULL;
     long beam = 1, nbest = 1, max_len = 0;
     bool keep_unk = false;
     double len_norm = 1.0;
@@ -173,6 +175,7 @@ int main(int argc, char **argv) {
                                  OPT_TEXT("align", 0, &align_path),
                                  OPT_TEXT("align-format", 0, &align_format_name),
                                  OPT_FLAG("keep-unk", 0, &keep_unk),
+                                 OPT_TEXT("compute", 0, &compute),
                                  OPT_END};
     int status = cli_parse("translate", argc, argv, options, usage);
     if (status != CLI_GO_ON) return status;
@@ -197,7 +200,7 @@ int main(int argc, char **argv) {
     /* A few sentences from the command line decode one at a time, where a second thread only
      * adds the cost of starting it (measured: batch-1 decoding is no faster on two threads). */
     if (optind < argc && argc - optind <= 4) omp_set_num_threads(1);
-    int rc = load_model(model_path, &r.nm, &err);
+    int rc = load_model_compute(model_path, compute, &r.nm, &err);
     r.nm.keep_unk = keep_unk;
     if (rc == 0) rc = translator_init(&r.translator, &r.nm, CHUNK, &opt, &err);
     if (rc == 0 && align_path) rc = output_file_open(&align_file, align_path, false, &err);
