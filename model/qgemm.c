@@ -1,16 +1,11 @@
 /*
  * qgemm.c: int8 products for decoding (see qgemm.h).
  *
- * The unit of work is a "dots" kernel: one weight row against up to QROWS activation rows,
- * each weight vector loaded once and used for every activation row. Decoding multiplies a
- * few rows by many weight rows, so what matters is streaming the weights; a quarter of the
- * float weights' bytes is where int8 gets its speed.
- *
- * AVX2 has VPMADDUBSW (u8 x s8 -> s16 pair sums), but its int16 sums saturate (2 x 255 x 127
- * > 32767); the kernel here widens both operands to int16 and uses VPMADDWD, whose int32 pair
- * sums cannot overflow. AVX-512 VNNI's VPDPBUSD multiplies u8 by s8 into int32 without
- * saturation: activations are offset by 128 (x + 128 in [1, 255]) and 128 sum_k w_k, formed
- * by the same instruction with a constant 128, is subtracted.
+ * Decoding multiplies a few activation rows by many weight rows, so what matters is streaming
+ * the weights, a quarter of the float weights' bytes. A kernel computes one block of output
+ * features for up to MR activation rows: each packed weight vector is loaded once and used for
+ * every row, and each lane accumulates one feature, so the sums come out of the registers as
+ * they are (a kernel over plain rows would need a horizontal sum per feature and row).
  */
 #include "qgemm.h"
 
@@ -25,82 +20,87 @@
 #define QGEMM_X86 0
 #endif
 
-/* Activation rows per kernel call. */
-enum { QROWS = 4 };
+/* Activation rows per kernel call, and the widest block of features. */
+enum { MR = 8, MAX_BLOCK = 16, GROUP = 4 };
 
-/* out[r] = sum_{k < K} x[r * ldx + k] * w[k] for r < m (m <= QROWS). */
-typedef void DotsFn(int K, const int8_t *x, int ldx, int m, const int8_t *w, int32_t *out);
+/* tile[r * p->block + jj] = sum_k x[r * ldx + k] * W[jb * block + jj, k] for r < m <= MR. */
+typedef void TileFn(const QPacked *p, int jb, int m, const int8_t *x, int ldx, int32_t *tile);
 
 typedef struct {
     const char *name;
-    DotsFn *dots;
+    int block;
+    TileFn *tile;
 } QIsa;
 
-static void dots_generic(int K, const int8_t *x, int ldx, int m, const int8_t *w, int32_t *out) {
+/* ---- generic: one feature per block, rows as stored (padded to whole groups) ---------- */
+
+static void tile_generic(const QPacked *p, int jb, int m, const int8_t *x, int ldx, int32_t *tile) {
+    int K = p->groups * GROUP;
+    const int8_t *w = p->w + (size_t)jb * K;
     for (int r = 0; r < m; r++) {
         const int8_t *xr = x + (size_t)r * ldx;
         int32_t sum = 0;
-        for (int k = 0; k < K; k++) sum += (int32_t)xr[k] * w[k];
-        out[r] = sum;
+        for (int k = 0; k < p->in; k++) sum += (int32_t)xr[k] * w[k];
+        tile[r] = sum;
     }
 }
 
-static const QIsa qisa_generic = {.name = "generic", .dots = dots_generic};
+static const QIsa qisa_generic = {.name = "generic", .block = 1, .tile = tile_generic};
 
 #if QGEMM_X86
-__attribute__((target("avx2"))) static int32_t hsum8_epi32(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    return _mm_cvtsi128_si32(s);
+/* The 4 activation bytes of group g of a row, as one 32-bit lane value. */
+static inline int32_t x_group(const int8_t *x, int g) {
+    int32_t v;
+    memcpy(&v, x + (size_t)g * GROUP, sizeof v);
+    return v;
 }
 
-/* 16 bytes at a time widened to int16: VPMADDWD's pair sums (at most 2 x 127 x 127) fit. */
-__attribute__((target("avx2"))) static void dots_avx2(int K, const int8_t *x, int ldx, int m,
-                                                      const int8_t *w, int32_t *out) {
-    __m256i acc[QROWS];
-    for (int r = 0; r < QROWS; r++) acc[r] = _mm256_setzero_si256();
-    int k = 0;
-    for (; k + 16 <= K; k += 16) {
-        __m256i wv = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + k)));
+/* ---- avx2: blocks of 8 features x 4 inputs ---------------------------------------------- */
+
+__attribute__((target("avx2"))) static void tile_avx2(const QPacked *p, int jb, int m,
+                                                      const int8_t *x, int ldx, int32_t *tile) {
+    const int8_t *w = p->w + (size_t)jb * p->groups * 32;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i acc[MR];
+    for (int r = 0; r < MR; r++) acc[r] = _mm256_setzero_si256();
+    for (int g = 0; g < p->groups; g++) {
+        __m256i wv = _mm256_load_si256((const __m256i *)(w + (size_t)g * 32));
         for (int r = 0; r < m; r++) {
-            __m256i xv =
-                _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + (size_t)r * ldx + k)));
-            acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(xv, wv));
+            __m256i xv = _mm256_set1_epi32(x_group(x + (size_t)r * ldx, g));
+            /* |x| * (w with x's sign): u8 x s8 pairs of at most 2 x 127 x 127, no saturation */
+            __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(xv), _mm256_sign_epi8(wv, xv));
+            acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(pairs, ones));
         }
     }
-    for (int r = 0; r < m; r++) {
-        const int8_t *xr = x + (size_t)r * ldx;
-        int32_t sum = hsum8_epi32(acc[r]);
-        for (int j = k; j < K; j++) sum += (int32_t)xr[j] * w[j];
-        out[r] = sum;
-    }
+    for (int r = 0; r < m; r++) _mm256_storeu_si256((__m256i *)(tile + (size_t)r * 8), acc[r]);
 }
 
-static const QIsa qisa_avx2 = {.name = "avx2", .dots = dots_avx2};
+static const QIsa qisa_avx2 = {.name = "avx2", .block = 8, .tile = tile_avx2};
 
-/* 64 bytes at a time; the tail through a byte mask (masked-off bytes load as zero: the
- * weights' zeros make their products vanish from both sums). */
+/* ---- avx512vnni: blocks of 16 features x 4 inputs ----------------------------------------- */
+
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void
-dots_avx512vnni(int K, const int8_t *x, int ldx, int m, const int8_t *w, int32_t *out) {
+tile_avx512vnni(const QPacked *p, int jb, int m, const int8_t *x, int ldx, int32_t *tile) {
+    const int8_t *w = p->w + (size_t)jb * p->groups * 64;
     const __m512i offset = _mm512_set1_epi8((char)0x80); /* x ^ 0x80 = x + 128 as u8 */
-    __m512i acc[QROWS], corr = _mm512_setzero_si512();
-    for (int r = 0; r < QROWS; r++) acc[r] = _mm512_setzero_si512();
-    for (int k = 0; k < K; k += 64) {
-        __mmask64 mask = K - k >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (K - k)) - 1;
-        __m512i wv = _mm512_maskz_loadu_epi8(mask, w + k);
-        corr = _mm512_dpbusd_epi32(corr, offset, wv);
+    __m512i acc[MR];
+    for (int r = 0; r < MR; r++) acc[r] = _mm512_setzero_si512();
+    for (int g = 0; g < p->groups; g++) {
+        __m512i wv = _mm512_load_si512((const void *)(w + (size_t)g * 64));
         for (int r = 0; r < m; r++) {
-            __m512i xv = _mm512_maskz_loadu_epi8(mask, x + (size_t)r * ldx + k);
+            __m512i xv = _mm512_set1_epi32(x_group(x + (size_t)r * ldx, g));
             acc[r] = _mm512_dpbusd_epi32(acc[r], _mm512_xor_si512(xv, offset), wv);
         }
     }
-    int32_t c = _mm512_reduce_add_epi32(corr);
-    for (int r = 0; r < m; r++) out[r] = _mm512_reduce_add_epi32(acc[r]) - c;
+    __m512i correction = _mm512_loadu_si512((const void *)(p->correction + (size_t)jb * 16));
+    for (int r = 0; r < m; r++)
+        _mm512_storeu_si512((void *)(tile + (size_t)r * 16), _mm512_sub_epi32(acc[r], correction));
 }
 
-static const QIsa qisa_avx512vnni = {.name = "avx512vnni", .dots = dots_avx512vnni};
+static const QIsa qisa_avx512vnni = {.name = "avx512vnni", .block = 16, .tile = tile_avx512vnni};
 #endif
+
+/* ---- dispatch ---------------------------------------------------------------------------- */
 
 static int cpu_runs(const QIsa *isa) {
 #if QGEMM_X86
@@ -153,37 +153,152 @@ const char *qgemm_kernels(void) {
     return qisa_get()->name;
 }
 
-int qgemm_s8(const char *name, int M, int N, int K, const int8_t *x, int ldx, const int8_t *w,
-             int ldw, int32_t *acc, int ldc) {
+/* ---- packing ------------------------------------------------------------------------------ */
+
+int qpack_row_room(int in) {
+    return (in + GROUP - 1) / GROUP * GROUP;
+}
+
+static void *aligned_zeroed(size_t bytes, const char *what, Error *err) {
+    size_t rounded = (bytes + 63) / 64 * 64;
+    void *p = aligned_alloc(64, rounded ? rounded : 64);
+    if (!p) {
+        error_set(err, "out of memory for %s (%zu bytes)", what, rounded);
+        return NULL;
+    }
+    memset(p, 0, rounded ? rounded : 64);
+    return p;
+}
+
+int qpack(QPacked *p, const char *name, const QMatrix *w, int col0, int in, Error *err) {
+    memset(p, 0, sizeof *p);
     const QIsa *isa = name ? qisa_named(name) : qisa_get();
-    if (!isa || !cpu_runs(isa)) return -1;
-    for (int j = 0; j < N; j++)
-        for (int r0 = 0; r0 < M; r0 += QROWS) {
-            int m = M - r0 < QROWS ? M - r0 : QROWS;
-            int32_t out[QROWS];
-            isa->dots(K, x + (size_t)r0 * ldx, ldx, m, w + (size_t)j * ldw, out);
-            for (int r = 0; r < m; r++) acc[(size_t)(r0 + r) * ldc + j] = out[r];
+    if (!isa || !cpu_runs(isa))
+        return error_set(err, "this CPU cannot run the int8 kernels '%s'", name);
+    int block = isa->block, out = w->rows, blocks = (out + block - 1) / block;
+    int groups = (in + GROUP - 1) / GROUP;
+    *p = (QPacked){.isa = isa->name,
+                   .out = out,
+                   .in = in,
+                   .block = block,
+                   .groups = groups,
+                   .scale = w->scale};
+    size_t values = (size_t)blocks * block * groups * GROUP;
+    p->w = aligned_zeroed(values, "packed int8 weights", err);
+    if (!p->w) return -1;
+    for (int j = 0; j < out; j++)
+        for (int k = 0; k < in; k++) {
+            int jb = j / block, jj = j % block, g = k / GROUP, kk = k % GROUP;
+            size_t at = (((size_t)jb * groups + g) * block + jj) * GROUP + kk;
+            p->w[at] = w->q[(size_t)j * w->cols + col0 + k];
         }
+    if (isa->block == 16) { /* avx512vnni's offset: 128 sum_k w_jk, per padded block */
+        p->correction =
+            aligned_zeroed(sizeof(int32_t) * (size_t)blocks * block, "int8 corrections", err);
+        if (!p->correction) {
+            qpacked_free(p);
+            return -1;
+        }
+        for (int j = 0; j < out; j++) {
+            int32_t sum = 0;
+            for (int k = 0; k < in; k++) sum += w->q[(size_t)j * w->cols + col0 + k];
+            p->correction[j] = 128 * sum;
+        }
+    }
     return 0;
 }
 
-void qlinear_columns(real *y, int ldy, const int8_t *xq, int ldxq, const float *xs,
-                     const QMatrix *w, int col0, const real *b, int rows, int in, int lo, int hi,
-                     int accumulate) {
-    DotsFn *dots = qisa_get()->dots;
-    for (int j = lo; j < hi; j++) {
-        const int8_t *wj = w->q + (size_t)j * w->cols + col0;
-        float ws = w->scale[j];
-        real bias = b ? b[j] : 0;
-        for (int r0 = 0; r0 < rows; r0 += QROWS) {
-            int m = rows - r0 < QROWS ? rows - r0 : QROWS;
-            int32_t out[QROWS];
-            dots(in, xq + (size_t)r0 * ldxq, ldxq, m, wj, out);
-            for (int r = 0; r < m; r++) {
-                real *yr = y + (size_t)(r0 + r) * ldy + j;
-                real v = (real)(xs[r0 + r] * ws * (float)out[r]) + bias;
-                *yr = accumulate ? *yr + v : v;
-            }
+void qpacked_free(QPacked *p) {
+    free(p->w);
+    free(p->correction);
+    memset(p, 0, sizeof *p);
+}
+
+/* ---- products ----------------------------------------------------------------------------- */
+
+static const QIsa *packed_isa(const QPacked *p) {
+    return qisa_named(p->isa);
+}
+
+/* Where the sums of a tile go: into acc (qgemm_packed), or scaled into y (qlinear_packed). */
+typedef struct {
+    real *y;
+    int ldy;
+    const float *xs;
+    const real *b;
+    int accumulate;
+    int32_t *acc;
+    int ldc, lo;
+} TileSink;
+
+/* Rows r0 .. r0 + m - 1 of a tile, features [j0, j1) of the block starting at jbase. */
+static void sink_tile(const TileSink *s, const QPacked *p, const int32_t *tile, int r0, int m,
+                      int jbase, int j0, int j1) {
+    for (int r = 0; r < m; r++) {
+        const int32_t *t = tile + (size_t)r * p->block - jbase;
+        if (s->acc) {
+            int32_t *a = s->acc + (size_t)(r0 + r) * s->ldc - s->lo;
+            for (int j = j0; j < j1; j++) a[j] = t[j];
+            continue;
+        }
+        real *yr = s->y + (size_t)(r0 + r) * s->ldy;
+        float xs = s->xs[r0 + r];
+        for (int j = j0; j < j1; j++) {
+            real v = (real)(xs * p->scale[j] * (float)t[j]) + (s->b ? s->b[j] : 0);
+            yr[j] = s->accumulate ? yr[j] + v : v;
         }
     }
+}
+
+/* Every block of features meeting [lo, hi), MR rows at a time. */
+static void run_tiles(const QPacked *p, int M, const int8_t *x, int ldx, int lo, int hi,
+                      const TileSink *sink) {
+    if (lo >= hi || M <= 0) return;
+    const QIsa *isa = packed_isa(p);
+    int32_t tile[MR * MAX_BLOCK];
+    for (int jb = lo / p->block; jb * p->block < hi; jb++) {
+        int jbase = jb * p->block;
+        int j0 = lo > jbase ? lo : jbase, j1 = hi < jbase + p->block ? hi : jbase + p->block;
+        for (int r0 = 0; r0 < M; r0 += MR) {
+            int m = M - r0 < MR ? M - r0 : MR;
+            isa->tile(p, jb, m, x + (size_t)r0 * ldx, ldx, tile);
+            sink_tile(sink, p, tile, r0, m, jbase, j0, j1);
+        }
+    }
+}
+
+void qgemm_packed(const QPacked *p, int M, const int8_t *x, int ldx, int lo, int hi, int32_t *acc,
+                  int ldc) {
+    TileSink sink = {.acc = acc, .ldc = ldc, .lo = lo};
+    run_tiles(p, M, x, ldx, lo, hi, &sink);
+}
+
+void qlinear_packed(real *y, int ldy, const int8_t *xq, int ldxq, const float *xs, const QPacked *p,
+                    const real *b, int rows, int lo, int hi, int accumulate) {
+    TileSink sink = {.y = y, .ldy = ldy, .xs = xs, .b = b, .accumulate = accumulate};
+    run_tiles(p, rows, xq, ldxq, lo, hi, &sink);
+}
+
+int decode_packs_build(QPacked *packs, const QuantWeights *qw, const ModelDims *d, Error *err) {
+    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, O = d->readout;
+    const struct {
+        DecodeProduct id;
+        ParamId weights;
+        int col0, in;
+    } products[] = {
+        {QP_DEC_HH, P_DEC_GRU_W_HH, 0, D},     {QP_DEC_IH_EMB, P_DEC_GRU_W_IH, 0, E},
+        {QP_DEC_IH_CTX, P_DEC_GRU_W_IH, E, K}, {QP_ATT_Q, P_ATT_W_Q, 0, D},
+        {QP_RO_STATE, P_OUT_W_O, 0, D},        {QP_RO_CTX, P_OUT_W_O, D, K},
+        {QP_RO_EMB, P_OUT_W_O, D + K, E},      {QP_OUT, P_OUT_W, 0, O},
+    };
+    memset(packs, 0, sizeof *packs * QP_COUNT);
+    for (size_t i = 0; i < sizeof products / sizeof products[0]; i++) {
+        const QMatrix *w = &qw->m[products[i].weights];
+        if (w->rows == 0) continue;
+        if (qpack(&packs[products[i].id], NULL, w, products[i].col0, products[i].in, err)) {
+            for (int p = 0; p < QP_COUNT; p++) qpacked_free(&packs[p]);
+            return -1;
+        }
+    }
+    return 0;
 }

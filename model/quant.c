@@ -3,6 +3,7 @@
  */
 #include "quant.h"
 #include "fastmath.h"
+#include "qgemm.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -118,6 +119,8 @@ void quant_weights_dequantize(const QuantWeights *qw, const ParamTable *table, r
 
 void quant_weights_free(QuantWeights *qw) {
     if (!qw) return;
+    for (int p = 0; qw->packs && p < QP_COUNT; p++) qpacked_free(&qw->packs[p]);
+    free(qw->packs);
     free(qw->block);
     memset(qw, 0, sizeof *qw);
 }

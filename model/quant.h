@@ -31,7 +31,9 @@ typedef struct {
 /* Every quantized tensor of a model, by parameter id (absent and float ones: rows 0). */
 typedef struct QuantWeights {
     QMatrix m[PARAM_COUNT];
-    void *block; /* the one allocation behind every q and scale */
+    struct QPacked *packs; /* [QP_COUNT] the decoding products packed for the kernels
+                              (qgemm.h), or NULL */
+    void *block;           /* the one allocation behind every q and scale */
     size_t bytes;
 } QuantWeights;
 
@@ -44,7 +46,7 @@ void quantize_rows(const real *x, int ldx, int rows, int cols, int8_t *q, int ld
 
 /* Allocates the QMatrix of every quantized tensor of the table (q and scales zeroed). */
 int quant_weights_alloc(QuantWeights *qw, const ParamTable *table, Error *err);
-/* Allocates and fills qw from the float parameters. */
+/* Allocates and fills qw from the float parameters (packs: NULL). */
 int quant_weights_build(QuantWeights *qw, const ParamTable *table, const real *params, Error *err);
 /* Writes s q over every quantized tensor of the parameter block. */
 void quant_weights_dequantize(const QuantWeights *qw, const ParamTable *table, real *params);

@@ -318,10 +318,10 @@ static void step_inputs(const Decode *dc) {
     if (q) {
         quantize_rows(s->s, D, R, D, mine->xq_a, qw, mine->xs_a);
         quantize_rows(s->u, E, R, E, mine->xq_b, qw, mine->xs_b);
-        qlinear_columns(s->gh, 3 * D, mine->xq_a, qw, mine->xs_a, &q->m[P_DEC_GRU_W_HH], 0, NULL, R,
-                        D, lo, hi, 0);
-        qlinear_columns(s->gi, 3 * D, mine->xq_b, qw, mine->xs_b, &q->m[P_DEC_GRU_W_IH], 0,
-                        w->dec_gru.b_ih, R, E, lo, hi, 0);
+        qlinear_packed(s->gh, 3 * D, mine->xq_a, qw, mine->xs_a, &q->packs[QP_DEC_HH], NULL, R, lo,
+                       hi, 0);
+        qlinear_packed(s->gi, 3 * D, mine->xq_b, qw, mine->xs_b, &q->packs[QP_DEC_IH_EMB],
+                       w->dec_gru.b_ih, R, lo, hi, 0);
     } else {
         linear_columns(s->gh, 3 * D, s->s, D, w->dec_gru.w_hh, D, NULL, R, D, lo, hi, 0);
         linear_columns(s->gi, 3 * D, s->u, E, w->dec_gru.w_ih, E + K, w->dec_gru.b_ih, R, E, lo, hi,
@@ -331,8 +331,8 @@ static void step_inputs(const Decode *dc) {
     if (i0 == i1) return;
     size_t r0 = (size_t)i0 * beam;
     if ((d->score == SCORE_ADDITIVE || d->score == SCORE_SCALED_DOT) && q)
-        qlinear_columns(s->query + r0 * A, A, mine->xq_a + r0 * qw, qw, mine->xs_a + r0,
-                        &q->m[P_ATT_W_Q], 0, NULL, (i1 - i0) * beam, D, lo, hi, 0);
+        qlinear_packed(s->query + r0 * A, A, mine->xq_a + r0 * qw, qw, mine->xs_a + r0,
+                       &q->packs[QP_ATT_Q], NULL, (i1 - i0) * beam, lo, hi, 0);
     else if (d->score == SCORE_ADDITIVE || d->score == SCORE_SCALED_DOT)
         linear_columns(s->query + r0 * A, A, s->s + r0 * D, D, w->att_w_q, D, NULL,
                        (i1 - i0) * beam, D, lo, hi, 0);
@@ -415,10 +415,10 @@ static void step_readout(const Decode *dc) {
         const ThreadPart *mine = &dc->part[omp_get_thread_num()];
         int qw = dc->qwidth;
         quantize_rows(s->s_next, D, R, D, mine->xq_a, qw, mine->xs_a);
-        qlinear_columns(s->readout, O, mine->xq_a, qw, mine->xs_a, &q->m[P_OUT_W_O], 0, NULL, R, D,
-                        lo, hi, 1);
-        qlinear_columns(s->readout, O, mine->xq_b, qw, mine->xs_b, &q->m[P_OUT_W_O], D + K, NULL, R,
-                        E, lo, hi, 1);
+        qlinear_packed(s->readout, O, mine->xq_a, qw, mine->xs_a, &q->packs[QP_RO_STATE], NULL, R,
+                       lo, hi, 1);
+        qlinear_packed(s->readout, O, mine->xq_b, qw, mine->xs_b, &q->packs[QP_RO_EMB], NULL, R, lo,
+                       hi, 1);
     } else {
         linear_columns(s->readout, O, s->s_next, D, w->out_w_o, RW, NULL, R, D, lo, hi, 1);
         linear_columns(s->readout, O, s->u, E, w->out_w_o + D + K, RW, NULL, R, E, lo, hi, 1);
@@ -442,8 +442,8 @@ static void step_logits(const Decode *dc) {
     feature_share(V, &lo, &hi);
     if (dc->quant) {
         quantize_rows(s->readout, O, R, O, mine->xq_a, dc->qwidth, mine->xs_a);
-        qlinear_columns(s->logits, V, mine->xq_a, dc->qwidth, mine->xs_a, &dc->quant->m[P_OUT_W], 0,
-                        w->out_b, R, O, lo, hi, 0);
+        qlinear_packed(s->logits, V, mine->xq_a, dc->qwidth, mine->xs_a, &dc->quant->packs[QP_OUT],
+                       w->out_b, R, lo, hi, 0);
     } else {
         linear_columns(s->logits, V, s->readout, O, w->out_w, O, w->out_b, R, O, lo, hi, 0);
     }
@@ -573,11 +573,11 @@ static void context_projections(const Decode *dc) {
         int qw = dc->qwidth;
         quantize_rows(s->enc.enc_h, K, rows, K, mine->xq_a, qw, mine->xs_a);
         feature_share(3 * D, &lo, &hi);
-        qlinear_columns(s->ctx_gi, 3 * D, mine->xq_a, qw, mine->xs_a, &q->m[P_DEC_GRU_W_IH], E,
-                        NULL, rows, K, lo, hi, 0);
+        qlinear_packed(s->ctx_gi, 3 * D, mine->xq_a, qw, mine->xs_a, &q->packs[QP_DEC_IH_CTX], NULL,
+                       rows, lo, hi, 0);
         feature_share(O, &lo, &hi);
-        qlinear_columns(s->ctx_ro, O, mine->xq_a, qw, mine->xs_a, &q->m[P_OUT_W_O], D, NULL, rows,
-                        K, lo, hi, 0);
+        qlinear_packed(s->ctx_ro, O, mine->xq_a, qw, mine->xs_a, &q->packs[QP_RO_CTX], NULL, rows,
+                       lo, hi, 0);
         return;
     }
     feature_share(3 * D, &lo, &hi);

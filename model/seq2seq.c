@@ -17,6 +17,7 @@
 #include "gru.h"
 #include "layers.h"
 #include "loss.h"
+#include "qgemm.h"
 
 int model_init(Model *m, const ModelDims *dims, Error *err) {
     memset(m, 0, sizeof *m);
@@ -45,13 +46,20 @@ void model_free(Model *m) {
     memset(m, 0, sizeof *m);
 }
 
-void model_set_quant(Model *m, QuantWeights *qw) {
+int model_set_quant(Model *m, QuantWeights *qw, Error *err) {
+    qw->packs = checked_calloc(QP_COUNT, sizeof *qw->packs, "int8 weights", err);
+    if (!qw->packs || decode_packs_build(qw->packs, qw, &m->dims, err)) {
+        quant_weights_free(qw);
+        free(qw);
+        return -1;
+    }
     if (m->quant) {
         quant_weights_free(m->quant);
         free(m->quant);
     }
     m->quant = qw;
     quant_weights_dequantize(qw, &m->table, m->params);
+    return 0;
 }
 
 int model_quantize(Model *m, Error *err) {
@@ -62,8 +70,7 @@ int model_quantize(Model *m, Error *err) {
         free(qw);
         return -1;
     }
-    model_set_quant(m, qw);
-    return 0;
+    return model_set_quant(m, qw, err);
 }
 
 void model_zero_grad(Model *m) {

@@ -54,9 +54,10 @@ void model_free(Model *m);
 /* Makes m an int8 model: quantizes its quantized tensors (quant.h) and writes their
  * dequantized values over the float ones. Idempotent on a model that already is. */
 int model_quantize(Model *m, Error *err);
-/* Makes m an int8 model with the given int8 weights (taken over: freed with m), writing
- * their dequantized values over the float ones. */
-void model_set_quant(Model *m, QuantWeights *qw);
+/* Makes m an int8 model with the given int8 weights (taken over: freed with m, or at once
+ * when this fails), packing them for the decoding kernels and writing their dequantized
+ * values over the float ones. */
+int model_set_quant(Model *m, QuantWeights *qw, Error *err);
 void model_zero_grad(Model *m);
 
 /* Checks a batch's ids, lengths and padding against the model's vocabularies. */

@@ -450,8 +450,7 @@ static int take_int8_params(Reader *r, Model *m, uint32_t width, const char *pat
                 goto fail;
             }
     }
-    model_set_quant(m, qw);
-    return 0;
+    return model_set_quant(m, qw, err) ? error_prefix(err, "%s: ", path) : 0;
 truncated:
     error_set(err, "%s: truncated int8 parameters", path);
 fail:

@@ -82,45 +82,61 @@ START_TEST(quant_round_trip) {
 }
 END_TEST
 
-/* Each kernel the CPU runs gives the plain integer sums, for every shape up to 3 x 70 x 150
- * in steps that cross the kernels' widths, with random values and with every value +-127. */
+/* Each kernel the CPU runs gives the plain integer sums, over shapes that cross the blocks'
+ * widths (features 8 and 16, rows 8, inputs in groups of 4), for a column part of a wider
+ * matrix and feature ranges that start and end inside blocks, with random values and with
+ * every value +-127 (where VPMADDUBSW on offset bytes would saturate). */
 START_TEST(quant_kernels_exact) {
     uint64_t seed = 0x9e3779b97f4a7c15u;
     int ran = 0;
+    Error err;
     for (size_t kern = 0; kern < sizeof KERNELS / sizeof KERNELS[0]; kern++) {
         if (!qgemm_supported(KERNELS[kern])) continue;
         ran++;
-        const int shapes[][3] = {{1, 1, 1},   {1, 3, 15},   {2, 5, 16},   {3, 4, 17},
-                                 {4, 7, 63},  {5, 9, 64},   {7, 2, 65},   {8, 33, 127},
-                                 {9, 1, 128}, {1, 70, 150}, {13, 3, 257}, {4, 16, 1000}};
+        /* rows M, features N, inputs K, first column, feature range [lo, hi) */
+        const int shapes[][6] = {
+            {1, 1, 1, 0, 0, 1},    {1, 3, 15, 2, 0, 3},     {2, 5, 16, 0, 1, 5},
+            {3, 17, 17, 1, 0, 17}, {9, 7, 63, 0, 2, 6},     {5, 33, 64, 3, 5, 31},
+            {8, 16, 65, 0, 0, 16}, {17, 40, 127, 7, 8, 40}, {1, 70, 150, 0, 16, 48},
+            {13, 3, 257, 0, 0, 3}, {4, 24, 1000, 11, 3, 21}};
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             for (int extreme = 0; extreme < 2; extreme++) {
-                int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-                int ldx = K + 3, ldw = K + 5, ldc = N + 2;
-                int8_t *x = malloc((size_t)M * ldx), *w = malloc((size_t)N * ldw);
+                int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], col0 = shapes[s][3];
+                int lo = shapes[s][4], hi = shapes[s][5], cols = col0 + K + 2;
+                int ldx = qpack_row_room(K) + 4, ldc = hi - lo + 1;
+                int8_t *x = calloc((size_t)M * ldx, 1), *w = malloc((size_t)N * cols);
+                float *scale = calloc((size_t)N, sizeof(float));
                 int32_t *acc = malloc(sizeof(int32_t) * M * ldc);
-                ck_assert(x && w && acc);
-                for (size_t i = 0; i < (size_t)M * ldx; i++)
-                    x[i] = extreme ? (next(&seed) & 1 ? 127 : -127)
-                                   : (int8_t)(next(&seed) % 255 - 127);
-                for (size_t i = 0; i < (size_t)N * ldw; i++)
-                    w[i] = extreme ? (i % 3 ? 127 : -127) : (int8_t)(next(&seed) % 255 - 127);
-                ck_assert_int_eq(qgemm_s8(KERNELS[kern], M, N, K, x, ldx, w, ldw, acc, ldc), 0);
+                ck_assert(x && w && scale && acc);
                 for (int r = 0; r < M; r++)
-                    for (int j = 0; j < N; j++) {
+                    for (int k = 0; k < K; k++)
+                        x[(size_t)r * ldx + k] = extreme ? (next(&seed) & 1 ? 127 : -127)
+                                                         : (int8_t)(next(&seed) % 255 - 127);
+                for (size_t i = 0; i < (size_t)N * cols; i++)
+                    w[i] = extreme ? (i % 3 ? 127 : -127) : (int8_t)(next(&seed) % 255 - 127);
+                QMatrix m = {.q = w, .scale = scale, .rows = N, .cols = cols};
+                QPacked p;
+                ck_assert_int_eq(qpack(&p, KERNELS[kern], &m, col0, K, &err), 0);
+                qgemm_packed(&p, M, x, ldx, lo, hi, acc, ldc);
+                for (int r = 0; r < M; r++)
+                    for (int j = lo; j < hi; j++) {
                         int64_t want = 0;
                         for (int k = 0; k < K; k++)
-                            want += (int64_t)x[(size_t)r * ldx + k] * w[(size_t)j * ldw + k];
-                        EXPECT_MSG(acc[(size_t)r * ldc + j] == want,
-                                   "%s %dx%dx%d%s: [%d][%d] = %d, want %lld", KERNELS[kern], M, N,
-                                   K, extreme ? " (+-127)" : "", r, j, acc[(size_t)r * ldc + j],
+                            want +=
+                                (int64_t)x[(size_t)r * ldx + k] * w[(size_t)j * cols + col0 + k];
+                        int32_t got = acc[(size_t)r * ldc + j - lo];
+                        EXPECT_MSG(got == want, "%s %dx%dx%d%s: [%d][%d] = %d, want %lld",
+                                   KERNELS[kern], M, N, K, extreme ? " (+-127)" : "", r, j, got,
                                    (long long)want);
                     }
-                free(x), free(w), free(acc);
+                qpacked_free(&p);
+                free(x), free(w), free(scale), free(acc);
             }
     }
     ck_assert_int_ge(ran, 1);
-    ck_assert_int_eq(qgemm_s8("no-such-isa", 1, 1, 1, NULL, 1, NULL, 1, NULL, 1), -1);
+    QMatrix none = {0};
+    QPacked p;
+    ck_assert_int_eq(qpack(&p, "no-such-isa", &none, 0, 1, &err), -1);
 }
 END_TEST
 
@@ -137,26 +153,30 @@ END_TEST
 /* y = xs ws (xq . wq) + b over a column part of w equals the float product of the
  * dequantized operands (up to float round-off), and accumulate adds to y. */
 START_TEST(quant_linear_matches_dequantized_product) {
-    enum { ROWS = 6, OUT = 10, COLS = 40, COL0 = 7, IN = 25 };
+    enum { ROWS = 6, OUT = 10, COLS = 40, COL0 = 7, IN = 25, ROOM = 28 };
     real w[OUT * COLS], x[ROWS * IN], b[OUT], y[ROWS * OUT];
     uint64_t seed = 7;
     for (int i = 0; i < OUT * COLS; i++) w[i] = (real)((double)(next(&seed) % 2001) / 1000 - 1);
     for (int i = 0; i < ROWS * IN; i++) x[i] = (real)((double)(next(&seed) % 2001) / 500 - 2);
     for (int i = 0; i < OUT; i++) b[i] = (real)i / 4;
-    int8_t wq[OUT * COLS], xq[ROWS * IN];
+    int8_t wq[OUT * COLS], xq[ROWS * ROOM] = {0};
     float ws[OUT], xs[ROWS];
     quantize_rows(w, COLS, OUT, COLS, wq, COLS, ws);
-    quantize_rows(x, IN, ROWS, IN, xq, IN, xs);
+    quantize_rows(x, IN, ROWS, IN, xq, ROOM, xs);
     QMatrix m = {.q = wq, .scale = ws, .rows = OUT, .cols = COLS};
+    QPacked p;
+    Error err;
+    ck_assert_int_eq(qpack(&p, NULL, &m, COL0, IN, &err), 0);
     for (int i = 0; i < ROWS * OUT; i++) y[i] = 1;
-    qlinear_columns(y, OUT, xq, IN, xs, &m, COL0, b, ROWS, IN, 2, 9, 1);
+    qlinear_packed(y, OUT, xq, ROOM, xs, &p, b, ROWS, 2, 9, 1);
+    qpacked_free(&p);
     for (int r = 0; r < ROWS; r++)
         for (int j = 0; j < OUT; j++) {
             double want = 1;
             if (j >= 2 && j < 9) {
                 want += b[j];
                 for (int k = 0; k < IN; k++)
-                    want += (double)xs[r] * xq[r * IN + k] * ws[j] * wq[j * COLS + COL0 + k];
+                    want += (double)xs[r] * xq[r * ROOM + k] * ws[j] * wq[j * COLS + COL0 + k];
             }
             ck_assert_msg(fabs(y[r * OUT + j] - want) <= 1e-4 * (1 + fabs(want)),
                           "y[%d][%d] = %g, want %g", r, j, (double)y[r * OUT + j], want);
