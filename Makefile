@@ -216,7 +216,7 @@ format:
 # to build/fuzz/crash-<target>-* and stops make with an error.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS  = config corpus checkpoint worked bpe pages
+FUZZ_TARGETS  = config corpus checkpoint quantized worked bpe pages
 FUZZ_CFLAGS   = -std=c17 -O1 -g -Wall -Wextra -fopenmp -D_POSIX_C_SOURCE=200809L -I. \
                 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
                 -Wno-pass-failed

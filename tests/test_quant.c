@@ -4,15 +4,24 @@
  * again gives the same int8 values); every int8 kernel this CPU runs against a plain integer
  * reference, exactly, over shapes around the kernels' widths (16, 64) and the extreme values
  * +-127 (where a kernel with int16 pair sums would saturate); and qlinear_columns against the
- * float product of the dequantized operands.
+ * float product of the dequantized operands; decoding with an int8 model (every attention
+ * score, greedy and beam with n-best) against force-decoding the same tokens with the
+ * dequantized weights; and an int8 checkpoint saved and loaded back (the int8 values, scales
+ * and translations bit for bit, the file's size, nmt_open_with).
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "model/qgemm.h"
 #include "model/quant.h"
+#include "model/search.h"
+#include "nmt/alignment.h"
+#include "nmt/checkpoint.h"
+#include "nmt/nmt.h"
+#include "nmt/text.h"
 #include "suites.h"
 
 static const char *const KERNELS[] = {"generic", "avx2", "avx512vnni"};
@@ -184,6 +193,187 @@ START_TEST(quant_linear_matches_dequantized_product) {
 }
 END_TEST
 
+/* ---- int8 models ---- */
+
+static const char *const SENTENCES[][2] = {
+    {"I love machine learning", "j'aime l'apprentissage automatique"},
+    {"the cat sleeps on the mat.", "le chat dort sur le tapis."},
+    {"where is the dog?", "où est le chien ?"},
+};
+enum { N_SENTENCES = sizeof SENTENCES / sizeof SENTENCES[0] };
+
+/* A random model over the sentences' words, with sizes of a few dozen. */
+static void random_model(NmtModel *nm, AttentionScore score, uint64_t seed) {
+    TokenList src[N_SENTENCES], tgt[N_SENTENCES];
+    Error err;
+    memset(nm, 0, sizeof *nm);
+    nm->lowercase = true;
+    for (int k = 0; k < N_SENTENCES; k++) {
+        ck_assert(tokenize(SENTENCES[k][0], true, &src[k], &err) == 0);
+        ck_assert(tokenize(SENTENCES[k][1], true, &tgt[k], &err) == 0);
+    }
+    ck_assert(vocab_build(src, N_SENTENCES, 1, SIZE_MAX, &nm->src_vocab, &err) == 0);
+    ck_assert(vocab_build(tgt, N_SENTENCES, 1, SIZE_MAX, &nm->tgt_vocab, &err) == 0);
+    for (int k = 0; k < N_SENTENCES; k++) token_list_free(&src[k]), token_list_free(&tgt[k]);
+    ModelDims dims = {.src_vocab = (int)nm->src_vocab.size,
+                      .tgt_vocab = (int)nm->tgt_vocab.size,
+                      .emb = 24,
+                      .enc_hidden = 20,
+                      .bidirectional = 1,
+                      .dec_hidden = score == SCORE_DOT ? 40 : 36,
+                      .att = 28,
+                      .readout = 33,
+                      .score = score};
+    ck_assert_msg(model_init(&nm->model, &dims, &err) == 0, "%s", err.msg);
+    params_init(nm->model.params, &nm->model.table, seed);
+}
+
+/* Searches every sentence with the model (beam, n-best = beam). */
+static void search_sentences(const NmtModel *nm, int beam, Translation *out) {
+    Searcher s;
+    Error err;
+    ck_assert_msg(search_init(&s, &nm->model.dims, N_SENTENCES, 32, beam, 20, &err) == 0, "%s",
+                  err.msg);
+    int *ids[N_SENTENCES], lens[N_SENTENCES], unknown;
+    for (int k = 0; k < N_SENTENCES; k++)
+        ck_assert(encode_source(nm, SENTENCES[k][0], &ids[k], &lens[k], &unknown, &err) == 0);
+    SearchOptions opt = {.beam = beam, .nbest = beam, .max_len = 20, .len_norm = 1};
+    ck_assert_msg(search_translate(&s, &nm->model, (const int *const *)ids, lens, N_SENTENCES, &opt,
+                                   out, &err) == 0,
+                  "%s", err.msg);
+    for (int k = 0; k < N_SENTENCES; k++) free(ids[k]);
+    search_free(&s);
+}
+
+/* Each hypothesis of an int8 search, force-decoded in float with the dequantized weights,
+ * gets nearly the probabilities the search gave its tokens (they differ by the rounding of
+ * activations to 8 bits), and its alignment rows sum to 1. */
+START_TEST(quant_search_matches_dequantized_forward) {
+    NmtModel nm;
+    random_model(&nm, (AttentionScore)_i, 5 + _i);
+    Error err;
+    ck_assert_msg(model_quantize(&nm.model, &err) == 0, "%s", err.msg);
+    ck_assert_ptr_nonnull(nm.model.quant);
+    ForcedDecoder fd;
+    forced_decoder_init(&fd, &nm);
+    for (int beam = 1; beam <= 3; beam += 2) {
+        Translation tr[N_SENTENCES];
+        search_sentences(&nm, beam, tr);
+        for (int k = 0; k < N_SENTENCES; k++) {
+            ck_assert_int_ge(tr[k].count, 1);
+            for (int h = 0; h < tr[k].count; h++) {
+                const Hypothesis *hyp = &tr[k].hyps[h];
+                Alignment a;
+                ck_assert_msg(force_align_ids(&fd, SENTENCES[k][0], hyp->tokens, hyp->len,
+                                              hyp->complete, &a, NULL, &err) == 0,
+                              "%s", err.msg);
+                ck_assert_int_eq(a.rows, hyp->rows);
+                for (int t = 0; t < a.rows; t++) {
+                    double p = hyp->prob[t], q = a.prob[t], sum = 0;
+                    ck_assert_msg(fabs(p - q) <= 0.02 + 0.05 * q,
+                                  "score %d beam %d sentence %d hyp %d step %d: searched %g, "
+                                  "forced %g",
+                                  _i, beam, k, h, t, p, q);
+                    for (int i = 0; i < hyp->src_len; i++)
+                        sum += hyp->alpha[(size_t)t * hyp->src_len + i];
+                    ck_assert_msg(fabs(sum - 1) < 1e-5, "alignment row %d sums to %g", t, sum);
+                }
+                alignment_free(&a);
+            }
+            translation_free(&tr[k]);
+        }
+    }
+    forced_decoder_free(&fd);
+    nmt_model_free(&nm);
+}
+END_TEST
+
+static void temp_dir(char *dir, size_t size) {
+    snprintf(dir, size, "/tmp/nmt-quant-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static long file_size(const char *path) {
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fclose(f);
+    return n;
+}
+
+/* An int8 model saved (format 4) and loaded back has the same int8 values, scales and float
+ * parameters and translates bit for bit the same; the file holds one byte per quantized
+ * weight and 4 per row scale and per float parameter, nothing else grows; a float file
+ * opened with compute int8 translates as its quantized file does, and an unknown compute type
+ * is refused. */
+START_TEST(quant_checkpoint_round_trip) {
+    NmtModel nm, back;
+    random_model(&nm, SCORE_ADDITIVE, 3);
+    Error err;
+    char dir[64], float_path[128], int8_path[128];
+    temp_dir(dir, sizeof dir);
+    snprintf(float_path, sizeof float_path, "%s/float.ckpt", dir);
+    snprintf(int8_path, sizeof int8_path, "%s/int8.ckpt", dir);
+    ck_assert_msg(checkpoint_save(float_path, &nm, NULL, &err) == 0, "%s", err.msg);
+    ck_assert_msg(model_quantize(&nm.model, &err) == 0, "%s", err.msg);
+    ck_assert_msg(checkpoint_save(int8_path, &nm, NULL, &err) == 0, "%s", err.msg);
+    ck_assert_msg(checkpoint_load(int8_path, &back, NULL, NULL, &err) == 0, "%s", err.msg);
+    ck_assert_ptr_nonnull(back.model.quant);
+    const ParamTable *table = &nm.model.table;
+    size_t int8_bytes = 0, float_bytes = 0;
+    for (int p = 0; p < PARAM_COUNT; p++) {
+        const QMatrix *a = &nm.model.quant->m[p], *b = &back.model.quant->m[p];
+        ck_assert_int_eq(a->rows, b->rows);
+        if (a->rows) {
+            ck_assert(!memcmp(a->q, b->q, table->info[p].size));
+            ck_assert(!memcmp(a->scale, b->scale, sizeof(float) * a->rows));
+        }
+        int8_bytes += a->rows ? table->info[p].size + 4 * (size_t)a->rows : 4 * table->info[p].size;
+        float_bytes += 4 * table->info[p].size;
+    }
+    ck_assert(!memcmp(nm.model.params, back.model.params, sizeof(real) * table->total));
+    ck_assert_int_eq(file_size(int8_path) - file_size(float_path),
+                     (long)int8_bytes - (long)float_bytes);
+    Translation one[N_SENTENCES], two[N_SENTENCES];
+    search_sentences(&nm, 3, one);
+    search_sentences(&back, 3, two);
+    for (int k = 0; k < N_SENTENCES; k++) {
+        ck_assert_int_eq(one[k].count, two[k].count);
+        for (int h = 0; h < one[k].count; h++) {
+            ck_assert_int_eq(one[k].hyps[h].len, two[k].hyps[h].len);
+            ck_assert(!memcmp(one[k].hyps[h].tokens, two[k].hyps[h].tokens,
+                              sizeof(int) * one[k].hyps[h].len));
+            ck_assert(one[k].hyps[h].logprob == two[k].hyps[h].logprob);
+        }
+        translation_free(&one[k]), translation_free(&two[k]);
+    }
+
+    /* the API: the float file with compute int8 and the int8 file, as stored */
+    nmt_error e;
+    nmt_model *from_float = nmt_open_with(float_path, &(nmt_open_options){NMT_COMPUTE_INT8}, &e);
+    nmt_model *from_int8 = nmt_open(int8_path, &e);
+    ck_assert_msg(from_float && from_int8, "%s", e.message);
+    const char *const sources[N_SENTENCES] = {SENTENCES[0][0], SENTENCES[1][0], SENTENCES[2][0]};
+    nmt_translation a[N_SENTENCES], b[N_SENTENCES];
+    nmt_options opt = {.beam = 2};
+    ck_assert(nmt_translate(from_float, sources, N_SENTENCES, &opt, a, &e) == 0);
+    ck_assert(nmt_translate(from_int8, sources, N_SENTENCES, &opt, b, &e) == 0);
+    for (int k = 0; k < N_SENTENCES; k++) {
+        ck_assert_int_ge(a[k].count, 1);
+        ck_assert_str_eq(a[k].hyps[0].text, b[k].hyps[0].text);
+        ck_assert(a[k].hyps[0].logprob == b[k].hyps[0].logprob);
+    }
+    nmt_translation_free(a, N_SENTENCES), nmt_translation_free(b, N_SENTENCES);
+    nmt_close(from_float), nmt_close(from_int8);
+    ck_assert_ptr_null(nmt_open_with(float_path, &(nmt_open_options){(nmt_compute_type)7}, &e));
+    ck_assert_ptr_nonnull(strstr(e.message, "unknown compute type 7"));
+
+    nmt_model_free(&nm), nmt_model_free(&back);
+    unlink(float_path), unlink(int8_path), rmdir(dir);
+}
+END_TEST
+
 Suite *quant_suite(void) {
     Suite *s = suite_create("quant");
     TCase *tc = tcase_create("quant");
@@ -193,5 +383,10 @@ Suite *quant_suite(void) {
     tcase_add_test(tc, quant_kernels_follow_the_cpu);
     tcase_add_test(tc, quant_linear_matches_dequantized_product);
     suite_add_tcase(s, tc);
+    TCase *models = tcase_create("int8 models");
+    tcase_set_timeout(models, 60);
+    tcase_add_loop_test(models, quant_search_matches_dequantized_forward, 0, SCORE_COUNT);
+    tcase_add_test(models, quant_checkpoint_round_trip);
+    suite_add_tcase(s, models);
     return s;
 }
