@@ -55,10 +55,14 @@ VECTOR_CLONES static void quantize_row(const real *restrict x, int n, int8_t *re
     for (int j = 1; j < 16; j++) top = part[j] > top ? part[j] : top;
     *scale = top / 127;
     /* multiplying by 127 / top rather than dividing by the scale: one division a row; |v| is
-     * then at most 127 (and a hair), which rounds to 127 */
+     * then at most 127 (and a hair), which rounds to 127. The clamps are for rows that are not
+     * ordinary numbers: a subnormal top makes the inverse infinite, and a NaN (which no
+     * comparison passes) becomes 127, so the conversion to int is always defined. */
     float inverse = top > 0 ? 127 / top : 0;
     for (int k = 0; k < n; k++) {
         float v = ((float)x[k] * inverse + ROUNDER) - ROUNDER;
+        v = v <= 127 ? v : 127;
+        v = v >= -127 ? v : -127;
         q[k] = (int8_t)(int)v;
     }
 }

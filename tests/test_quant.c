@@ -49,6 +49,22 @@ START_TEST(quant_scales_of_a_known_matrix) {
 }
 END_TEST
 
+/* Rows that are not ordinary numbers still give values in [-127, 127] (found by
+ * fuzz_quantized: a subnormal maximum made the inverse scale infinite, and converting infinity
+ * to int is undefined): a subnormal row, a row with a NaN, a row with an infinity. */
+START_TEST(quant_odd_rows_stay_in_range) {
+    const real x[3][3] = {{1e-45f, -1e-45f, 0}, {NAN, 1, -2}, {INFINITY, 1, -1}};
+    int8_t q[3][3];
+    float scale[3];
+    quantize_rows(&x[0][0], 3, 3, 3, &q[0][0], 3, scale);
+    for (int r = 0; r < 3; r++)
+        for (int k = 0; k < 3; k++)
+            ck_assert_msg(q[r][k] >= -127 && q[r][k] <= 127, "q[%d][%d] = %d", r, k, q[r][k]);
+    ck_assert_int_eq(q[1][2], -127);
+    ck_assert_int_eq(q[1][1], 64);
+}
+END_TEST
+
 START_TEST(quant_round_trip) {
     ModelDims d = {.src_vocab = 13,
                    .tgt_vocab = 11,
@@ -378,6 +394,7 @@ Suite *quant_suite(void) {
     Suite *s = suite_create("quant");
     TCase *tc = tcase_create("quant");
     tcase_add_test(tc, quant_scales_of_a_known_matrix);
+    tcase_add_test(tc, quant_odd_rows_stay_in_range);
     tcase_add_test(tc, quant_round_trip);
     tcase_add_test(tc, quant_kernels_exact);
     tcase_add_test(tc, quant_kernels_follow_the_cpu);
