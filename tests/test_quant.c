@@ -165,13 +165,17 @@ START_TEST(quant_kernels_exact) {
 }
 END_TEST
 
-/* The chosen kernels are ones the CPU runs, within NMT_GEMM_ISA's cap. */
+/* The chosen kernels are ones the CPU runs, within NMT_GEMM_ISA's cap, and under make
+ * test-cpus the ones its emulated CPU must get. */
 START_TEST(quant_kernels_follow_the_cpu) {
     const char *chosen = qgemm_kernels(), *cap = getenv("NMT_GEMM_ISA");
     ck_assert(qgemm_supported(chosen));
     if (cap && !strcmp(cap, "generic")) ck_assert_str_eq(chosen, "generic");
     if (cap && !strcmp(cap, "avx2")) ck_assert_str_ne(chosen, "avx512vnni");
     if (!cap && qgemm_supported("avx512vnni")) ck_assert_str_eq(chosen, "avx512vnni");
+    /* make test-cpus: the emulated CPU must get these */
+    const char *expected = getenv("NMT_EXPECT_KERNELS");
+    if (expected) ck_assert_str_eq(chosen, expected);
 }
 END_TEST
 
