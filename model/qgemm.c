@@ -280,16 +280,25 @@ void qlinear_packed(real *y, int ldy, const int8_t *xq, int ldxq, const float *x
 }
 
 int decode_packs_build(QPacked *packs, const QuantWeights *qw, const ModelDims *d, Error *err) {
-    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, O = d->readout;
+    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, O = d->readout, H = d->enc_hidden;
     const struct {
         DecodeProduct id;
         ParamId weights;
         int col0, in;
     } products[] = {
-        {QP_DEC_HH, P_DEC_GRU_W_HH, 0, D},     {QP_DEC_IH_EMB, P_DEC_GRU_W_IH, 0, E},
-        {QP_DEC_IH_CTX, P_DEC_GRU_W_IH, E, K}, {QP_ATT_Q, P_ATT_W_Q, 0, D},
-        {QP_RO_STATE, P_OUT_W_O, 0, D},        {QP_RO_CTX, P_OUT_W_O, D, K},
-        {QP_RO_EMB, P_OUT_W_O, D + K, E},      {QP_OUT, P_OUT_W, 0, O},
+        {QP_DEC_HH, P_DEC_GRU_W_HH, 0, D},
+        {QP_DEC_IH_EMB, P_DEC_GRU_W_IH, 0, E},
+        {QP_DEC_IH_CTX, P_DEC_GRU_W_IH, E, K},
+        {QP_ATT_Q, P_ATT_W_Q, 0, D},
+        {QP_RO_STATE, P_OUT_W_O, 0, D},
+        {QP_RO_CTX, P_OUT_W_O, D, K},
+        {QP_RO_EMB, P_OUT_W_O, D + K, E},
+        {QP_OUT, P_OUT_W, 0, O},
+        {QP_ENC_FWD_IH, P_ENC_FWD_W_IH, 0, E},
+        {QP_ENC_FWD_HH, P_ENC_FWD_W_HH, 0, H},
+        {QP_ENC_BWD_IH, P_ENC_BWD_W_IH, 0, E},
+        {QP_ENC_BWD_HH, P_ENC_BWD_W_HH, 0, H},
+        {QP_KEYS, d->score == SCORE_GENERAL ? P_ATT_W_A : P_ATT_W_K, 0, K},
     };
     memset(packs, 0, sizeof *packs * QP_COUNT);
     for (size_t i = 0; i < sizeof products / sizeof products[0]; i++) {

@@ -61,7 +61,8 @@ const char *qgemm_kernels(void);
 /* Whether this CPU can run the kernels named isa. */
 int qgemm_supported(const char *isa);
 
-/* The products of a decoding step (model/search.c), each packed from the int8 weights. */
+/* The products of translating (model/search.c, model_encode), each packed from the int8
+ * weights. */
 typedef enum {
     QP_DEC_HH,     /* dec.gru.w_hh s_{t-1} */
     QP_DEC_IH_EMB, /* dec.gru.w_ih's embedding columns u_t */
@@ -71,6 +72,11 @@ typedef enum {
     QP_RO_CTX,     /* out.w_o's context columns h_i */
     QP_RO_EMB,     /* out.w_o's embedding columns u_t */
     QP_OUT,        /* out.w o_t */
+    QP_ENC_FWD_IH, /* the encoder's W_ih x_i and W_hh h, each direction */
+    QP_ENC_FWD_HH,
+    QP_ENC_BWD_IH,
+    QP_ENC_BWD_HH,
+    QP_KEYS, /* att.w_k h_i (additive, scaled_dot) or att.w_a h_i (general) */
     QP_COUNT
 } DecodeProduct;
 

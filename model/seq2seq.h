@@ -191,7 +191,11 @@ typedef struct {
     real *d_context;    /* [B, K] */
     real *scratch;      /* [2, B, 3*max(H,D)] the forward recurrences' GRU scratch, one per
                            encoder direction (not shared) */
-    real *block;        /* the single allocation behind every real array above */
+    int8_t *enc_xq;     /* [max(S*B, 2*B), enc_xq_room] an int8 model's encoder inputs,
+                           quantized by rows (model_encode only) */
+    float *enc_xs;      /* [max(S*B, 2*B)] their scales */
+    int enc_xq_room;
+    real *block; /* the single allocation behind every real array above */
     int *int_block;
     /* The spans of the gradients that the last model_backward added nothing to: the embedding
      * rows of the words its batch does not hold, sorted (with a vocabulary of 16,000 words
@@ -227,7 +231,8 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
 void model_backward(Model *m, Acts *a);
 
 /* Runs only the encoder and the decoder's initial state on a batch's sources, filling
- * a->enc_h, a->keys and s_0 (row block 0 of a->dec_state). Used by the decoders in search. */
+ * a->enc_h, a->keys and s_0 (row block 0 of a->dec_state). Used by the decoders in search.
+ * An int8 model's (m->quant) input projections, recurrences and keys are int8 products. */
 int model_encode(const Model *m, Acts *a, const int *src, const int *src_len, int B, int S,
                  Error *err);
 
