@@ -8,10 +8,10 @@
  * (the encoder GRUs' and the decoder GRU's W_ih and W_hh, att.w_k, att.w_q and att.w_a, the
  * readout's W_o, the output layer's W_out) and both embedding tables; biases, att.v and the
  * decoder's initial-state layer stay float. A model that carries QuantWeights keeps its float
- * parameter block too, holding the dequantized values s q, so that every float path (the
- * encoder, force-decoding, alignments of given pairs) computes with the same weights as the
- * int8 products do. Quantizing is idempotent: the dequantized values quantize back to the same
- * q and s (up to a rounding of s in its last bit, see quant_weights_build).
+ * parameter block too, holding the dequantized values s q, so that the float paths that
+ * remain (the embeddings' lookup, the decoder steps of force-decoding and --explain) compute
+ * with the same weights as the int8 products do. Quantizing is idempotent: the dequantized
+ * values quantize back to the same q (and s, up to its last bit).
  */
 #ifndef NMT_QUANT_H
 #define NMT_QUANT_H
