@@ -97,7 +97,9 @@ typedef enum {
     NMT_COMPUTE_FLOAT = 1,     /* float products (a quantized file's weights dequantized) */
     NMT_COMPUTE_INT8 = 2       /* 8-bit weights, one scale per row, int32 sums: about 4x less
                                   weight memory to stream, so faster, with translations that
-                                  may differ slightly from float's */
+                                  may differ slightly from float's; nmt_score encodes with int8
+                                  products and runs its teacher-forced steps in float on the
+                                  8-bit weights' values */
 } nmt_compute_type;
 
 /* Options of nmt_open_with; a zeroed struct (or NULL) is nmt_open's behaviour. */
