@@ -4,12 +4,14 @@
  * again gives the same int8 values); every int8 kernel this CPU runs against a plain integer
  * reference, exactly, over shapes around the kernels' widths (16, 64) and the extreme values
  * +-127 (where a kernel with int16 pair sums would saturate); and qlinear_columns against the
- * float product of the dequantized operands; decoding with an int8 model (every attention
+ * float product of the dequantized operands; the int8 encoder against the float one on the
+ * dequantized weights; decoding with an int8 model (every attention
  * score, greedy and beam with n-best) against force-decoding the same tokens with the
  * dequantized weights; and an int8 checkpoint saved and loaded back (the int8 values, scales
  * and translations bit for bit, the file's size, nmt_open_with).
  */
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,6 +267,72 @@ static void search_sentences(const NmtModel *nm, int beam, Translation *out) {
     search_free(&s);
 }
 
+/* The int8 encoder (model_encode of an int8 model) gives nearly the states, keys and s_0 of
+ * the float encoder on the dequantized weights (they differ by the rounding of its inputs to
+ * 8 bits), for every attention score, bit for bit the same with 1 and 2 threads. */
+START_TEST(quant_encoder_matches_dequantized_float) {
+    NmtModel nm;
+    random_model(&nm, (AttentionScore)_i, 21 + _i);
+    Error err;
+    ck_assert(model_quantize(&nm.model, &err) == 0);
+    const ModelDims *d = &nm.model.dims;
+    int *ids[N_SENTENCES], lens[N_SENTENCES], unknown, S = 0;
+    for (int k = 0; k < N_SENTENCES; k++) {
+        ck_assert(encode_source(&nm, SENTENCES[k][0], &ids[k], &lens[k], &unknown, &err) == 0);
+        S = lens[k] > S ? lens[k] : S;
+    }
+    int *padded = calloc((size_t)N_SENTENCES * S, sizeof(int));
+    ck_assert_ptr_nonnull(padded);
+    for (int k = 0; k < N_SENTENCES; k++) memcpy(padded + k * S, ids[k], sizeof(int) * lens[k]);
+    int K = dims_enc_state(d), F = dims_att_features(d), D = d->dec_hidden;
+    size_t nh = (size_t)N_SENTENCES * S * K, nk = (size_t)N_SENTENCES * S * F,
+           ns = (size_t)N_SENTENCES * D;
+    real *int8_out[3], *got;
+    Acts a;
+    int threads_before = omp_get_max_threads();
+    for (int threads = 1; threads <= 2; threads++) {
+        ck_assert(acts_init(&a, d, N_SENTENCES, S, 1, &err) == 0);
+        omp_set_num_threads(threads);
+        ck_assert(model_encode(&nm.model, &a, padded, lens, N_SENTENCES, S, &err) == 0);
+        const real *outs[3] = {a.enc_h, a.keys, a.dec_state};
+        size_t counts[3] = {nh, d->score == SCORE_DOT ? 0 : nk, ns};
+        for (int o = 0; o < 3; o++) {
+            if (threads == 1) {
+                int8_out[o] = malloc(sizeof(real) * (counts[o] + 1));
+                ck_assert_ptr_nonnull(int8_out[o]);
+                memcpy(int8_out[o], outs[o], sizeof(real) * counts[o]);
+            } else {
+                ck_assert_msg(!memcmp(int8_out[o], outs[o], sizeof(real) * counts[o]),
+                              "output %d differs with 2 threads", o);
+            }
+        }
+        acts_free(&a);
+    }
+    omp_set_num_threads(threads_before);
+    ck_assert(nmt_model_set_compute(&nm, COMPUTE_FLOAT, &err) == 0);
+    ck_assert_ptr_null(nm.model.quant);
+    ck_assert(acts_init(&a, d, N_SENTENCES, S, 1, &err) == 0);
+    ck_assert(model_encode(&nm.model, &a, padded, lens, N_SENTENCES, S, &err) == 0);
+    const real *floats[3] = {a.enc_h, a.keys, a.dec_state};
+    size_t counts[3] = {nh, d->score == SCORE_DOT ? 0 : nk, ns};
+    for (int o = 0; o < 3; o++) {
+        got = int8_out[o];
+        double worst = 0;
+        for (size_t i = 0; i < counts[o]; i++) {
+            double diff = fabs((double)got[i] - (double)floats[o][i]);
+            worst = diff > worst ? diff : worst;
+        }
+        /* states and s_0 lie in [-1, 1]; keys are sums of K terms */
+        ck_assert_msg(worst < (o == 1 ? 0.1 : 0.05), "score %d output %d: off by %g", _i, o, worst);
+        free(int8_out[o]);
+    }
+    acts_free(&a);
+    for (int k = 0; k < N_SENTENCES; k++) free(ids[k]);
+    free(padded);
+    nmt_model_free(&nm);
+}
+END_TEST
+
 /* Each hypothesis of an int8 search, force-decoded in float with the dequantized weights,
  * gets nearly the probabilities the search gave its tokens (they differ by the rounding of
  * activations to 8 bits), and its alignment rows sum to 1. */
@@ -406,6 +474,7 @@ Suite *quant_suite(void) {
     suite_add_tcase(s, tc);
     TCase *models = tcase_create("int8 models");
     tcase_set_timeout(models, 60);
+    tcase_add_loop_test(models, quant_encoder_matches_dequantized_float, 0, SCORE_COUNT);
     tcase_add_loop_test(models, quant_search_matches_dequantized_forward, 0, SCORE_COUNT);
     tcase_add_test(models, quant_checkpoint_round_trip);
     suite_add_tcase(s, models);
