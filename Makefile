@@ -56,7 +56,8 @@ endif
 BUILD    = build$(if $(filter 1,$(MPI)),/mpi)
 # Each program's main() lives in the file named here; everything else is library code.
 # Programs live in tools/ but for three that live beside what they serve.
-PROGRAMS = train translate evaluate align gradcheck gradref gencorpus attend plot reference-train
+PROGRAMS = train translate evaluate align gradcheck gradref gencorpus attend plot reference-train \
+           quantize
 MAIN_SRC = train/train.c notes/attend.c data/toy/gencorpus.c \
            $(addprefix tools/,$(addsuffix .c,$(filter-out train attend gencorpus,$(PROGRAMS))))
 LIB_SRC  = $(filter-out $(MAIN_SRC),$(wildcard base/*.c model/*.c data/*.c nmt/*.c reference/*.c \
@@ -218,7 +219,7 @@ format:
 # to build/fuzz/crash-<target>-* and stops make with an error.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS  = config corpus checkpoint worked bpe pages
+FUZZ_TARGETS  = config corpus checkpoint quantized worked bpe pages
 FUZZ_CFLAGS   = -std=c17 -O1 -g -Wall -Wextra -fopenmp -D_POSIX_C_SOURCE=200809L -I. \
                 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
                 -Wno-pass-failed

@@ -8,9 +8,10 @@
  * machine's FP32 peak (measured here with a register-only FMA loop) and peak RSS. Every
  * measurement runs in a fresh process (this program run again with --run), so each peak RSS
  * is its own and no OpenMP state crosses a fork. Then greedy and beam-5
- * decoding speed at batch 1 and 32, the wall time of `bin/translate` for one sentence as a
- * whole process, and ms/step for growing lengths and batch sizes. Each figure is also printed
- * as one `BENCH key=value ...` line for scripts. Threads: OMP_NUM_THREADS (make bench THREADS=N).
+ * decoding speed at batch 1 and 32, with float and with 8-bit weights (int8), the wall time of
+ * `bin/translate` (--compute float and int8) for one sentence as a whole process, and ms/step for
+ * growing lengths and batch sizes. Each figure is also printed as one `BENCH key=value ...` line
+ * for scripts. Threads: OMP_NUM_THREADS (make bench THREADS=N).
  */
 #include <math.h>
 #include <omp.h>
@@ -30,6 +31,7 @@
 #include "model/search.h"
 #include "train/adam.h"
 #include "train/batching.h"
+#include "model/qgemm.h"
 #include "nmt/text.h"
 #include "train/new_model.h"
 
@@ -339,6 +341,7 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
 typedef struct {
     const BenchConfig *cfg;
     int batch, beam, rounds;
+    int int8; /* 1: the model's weights quantized (--compute int8) */
 } DecodeCase;
 
 /* Sentences/s of decoding exactly 30 steps (</s> is made impossible) from random sources: the
@@ -355,6 +358,10 @@ static int decode_report(const DecodeCase *dc) {
     }
     params_init(m.params, &m.table, 2);
     m.w.out_b[TOK_EOS] = -1e9f;
+    if (dc->int8 && model_quantize(&m, &err)) {
+        fprintf(stderr, "bench: %s\n", err.msg);
+        return -1;
+    }
     int *ids = calloc((size_t)dc->batch * S, sizeof(int)),
         *lens = calloc((size_t)dc->batch, sizeof(int));
     const int **src = calloc((size_t)dc->batch, sizeof(int *));
@@ -385,10 +392,10 @@ static int decode_report(const DecodeCase *dc) {
         rates[r] = sentences / elapsed;
     }
     double rate = median(rates, dc->rounds);
-    printf("  %-8s %-6s batch %-3d %9.1f sentences/s\n", dc->cfg->name,
-           dc->beam == 1 ? "greedy" : "beam5", dc->batch, rate);
-    printf("BENCH name=%s-decode-%s-b%d sent_per_s=%.1f\n", dc->cfg->name,
-           dc->beam == 1 ? "greedy" : "beam5", dc->batch, rate);
+    printf("  %-8s %-6s batch %-3d %-5s %9.1f sentences/s\n", dc->cfg->name,
+           dc->beam == 1 ? "greedy" : "beam5", dc->batch, dc->int8 ? "int8" : "float", rate);
+    printf("BENCH name=%s-decode-%s-b%d%s sent_per_s=%.1f\n", dc->cfg->name,
+           dc->beam == 1 ? "greedy" : "beam5", dc->batch, dc->int8 ? "-int8" : "", rate);
     fflush(stdout);
     free(ids), free(lens), free(src), free(tr);
     search_free(&s);
@@ -423,21 +430,27 @@ static void translate_process_report(void) {
         corpus_free(&corpus);
         model = made_path;
     }
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "bin/translate -m %s \"I love machine learning\" >/dev/null", model);
-    double ms[21];
-    for (int i = 0; i < 21; i++) {
-        double t0 = now();
-        if (system(cmd) != 0) {
-            printf("  translate process: bin/translate failed\n");
-            return;
+    for (int int8 = 0; int8 < 2; int8++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd,
+                 "bin/translate -m %s --compute %s \"I love machine learning\" >/dev/null", model,
+                 int8 ? "int8" : "float");
+        double ms[21];
+        for (int i = 0; i < 21; i++) {
+            double t0 = now();
+            if (system(cmd) != 0) {
+                printf("  translate process: bin/translate failed\n");
+                return;
+            }
+            ms[i] = (now() - t0) * 1e3;
         }
-        ms[i] = (now() - t0) * 1e3;
+        double med = median(ms, 21);
+        printf("  bin/translate --compute %-5s one sentence, whole process: %.1f ms (median of "
+               "21; %s)\n",
+               int8 ? "int8" : "float", med,
+               made_path[0] ? "untrained toy-sized model" : "the trained toy model");
+        printf("BENCH name=translate-process%s ms=%.2f\n", int8 ? "-int8" : "", med);
     }
-    double med = median(ms, 21);
-    printf("  bin/translate, one sentence, whole process: %.1f ms (median of 21; %s)\n", med,
-           made_path[0] ? "untrained toy-sized model" : "the trained toy model");
-    printf("BENCH name=translate-process ms=%.2f\n", med);
     if (made_path[0]) {
         unlink(made_path);
         rmdir(made);
@@ -468,8 +481,9 @@ static int run_one(int argc, char **argv, int quick) {
         if (quick) copy.steps = copy.steps / 4 + 1;
         return train_report(&copy, quick ? 1 : ROUNDS);
     }
-    if (strcmp(argv[0], "decode") == 0 && argc == 4) {
-        DecodeCase dc = {c, positive_int(argv[3]), positive_int(argv[2]), quick ? 1 : ROUNDS};
+    int int8 = argc == 5 && strcmp(argv[4], "int8") == 0;
+    if (strcmp(argv[0], "decode") == 0 && (argc == 4 || int8)) {
+        DecodeCase dc = {c, positive_int(argv[3]), positive_int(argv[2]), quick ? 1 : ROUNDS, int8};
         if (dc.batch > 0 && dc.beam > 0) return decode_report(&dc);
     }
     if ((strcmp(argv[0], "length") == 0 || strcmp(argv[0], "batch") == 0) && argc == 2 &&
@@ -527,7 +541,8 @@ int main(int argc, char **argv) {
             "usage: bench [--quick] [--corpus FILE]      all the measurements; FILE (TSV pairs)\n"
             "         gives the realistic lengths instead of the built-in gettext histogram\n"
             "       bench [--quick] --run PEAK WHAT...   one, in this process: WHAT is\n"
-            "         train toy|medium, decode toy|medium BEAM BATCH, length L, batch B, or\n"
+            "         train toy|medium, decode toy|medium BEAM BATCH [int8], length L, batch B, "
+            "or\n"
             "         real pairs|tokens N [FILE] (realistic lengths, N pairs or tokens a batch);\n"
             "         PEAK is the FMA peak in GFLOP/s for the percentages (0: measure it)\n"
             "(run from the repository root; threads: OMP_NUM_THREADS)\n");
@@ -541,8 +556,8 @@ int main(int argc, char **argv) {
     double peak1 = fma_peak_gflops(1);
     machine_peak = fma_peak_gflops(threads);
     printf("machine: %d thread(s), FP32 FMA peak %.1f GFLOP/s (%.1f per thread), %s build, %s "
-           "GEMM kernels\n",
-           threads, machine_peak, peak1, REAL_NAME, gemm_kernels());
+           "GEMM kernels, %s int8 kernels\n",
+           threads, machine_peak, peak1, REAL_NAME, gemm_kernels(), qgemm_kernels());
     printf("BENCH name=peak threads=%d gflops=%.1f\n", threads, machine_peak);
 
     printf("\ntraining (random full-length batches, Adam, clipping 1.0; FLOPs = 3 x forward):\n");
@@ -562,8 +577,10 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 2; i++)
         for (int b = 0; b < 2; b++)
             for (int n = 0; n < 2; n++)
-                spawn_run(self, quick, (const char *[]){"decode", names[i], beams[b], batches[n]},
-                          4);
+                for (int int8 = 0; int8 < 2; int8++)
+                    spawn_run(self, quick,
+                              (const char *[]){"decode", names[i], beams[b], batches[n], "int8"},
+                              4 + int8);
 
     printf("\n");
     translate_process_report();

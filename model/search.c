@@ -16,6 +16,7 @@
 #include "gru.h"
 #include "layers.h"
 #include "loss.h"
+#include "qgemm.h"
 
 typedef struct {
     real **slot;
@@ -163,14 +164,28 @@ typedef struct {
     real *lse;         /* [R]: log-sum-exp of its share of the vocabulary */
     Candidate *best;   /* [R][2*beam]: its best tokens of that share, by row */
     int *n_best;       /* [R] */
+    /* int8 models only: the activations this thread's products read, quantized by rows
+     * (stride QuantPlan.width): each thread quantizes all rows for itself, a small cost
+     * beside its share of the weights, so that no thread waits for another */
+    int8_t *xq_a; /* [max(R, n S)][width]: s_{t-1}, then s_t, then o_t; the source states */
+    int8_t *xq_b; /* [R][width]: u_t */
+    float *xs_a;  /* [max(R, n S)] their scales */
+    float *xs_b;  /* [R] */
 } ThreadPart;
+
+/* The sizes of the threads' int8 scratch (all zero for a float model). */
+typedef struct {
+    int rows_a, rows_b, width;
+} QuantPlan;
 
 /* The parts of `threads` threads, each on cache lines of its own; *block gets the memory to
  * free besides the returned array. */
-static ThreadPart *thread_parts(int threads, int R, int S, int A, int cap, void **block,
-                                Error *err) {
+static ThreadPart *thread_parts(int threads, int R, int S, int A, int cap, const QuantPlan *qp,
+                                void **block, Error *err) {
+    size_t quant_bytes = sizeof(float) * ((size_t)qp->rows_a + qp->rows_b + 16) +
+                         (size_t)qp->width * ((size_t)qp->rows_a + qp->rows_b);
     size_t bytes = sizeof(Candidate) * R * cap + sizeof(real) * (2 * R * S + S * A + R) +
-                   sizeof(int) * R,
+                   sizeof(int) * R + quant_bytes,
            stride = (bytes + 63) / 64 * 64;
     ThreadPart *part = checked_calloc((size_t)threads, sizeof *part, "search", err);
     char *first = (char *)checked_calloc_aligned((size_t)threads * stride / sizeof(real), block,
@@ -186,7 +201,13 @@ static ThreadPart *thread_parts(int threads, int R, int S, int A, int cap, void 
         part[t].alpha = (real *)at, at += sizeof(real) * R * S;
         part[t].hid = (real *)at, at += sizeof(real) * S * A;
         part[t].lse = (real *)at, at += sizeof(real) * R;
-        part[t].n_best = (int *)at;
+        part[t].n_best = (int *)at, at += sizeof(int) * R;
+        if (qp->width == 0) continue;
+        at = first + ((size_t)(at - first) + 15) / 16 * 16; /* floats after ints: aligned */
+        part[t].xs_a = (float *)at, at += sizeof(float) * qp->rows_a;
+        part[t].xs_b = (float *)at, at += sizeof(float) * qp->rows_b;
+        part[t].xq_a = (int8_t *)at, at += (size_t)qp->width * qp->rows_a;
+        part[t].xq_b = (int8_t *)at;
     }
     return part;
 }
@@ -206,6 +227,8 @@ typedef struct {
     SpinBarrier barrier;
     int threads; /* in the team */
     double *next_score;
+    const QuantWeights *quant; /* the model's int8 weights, NULL for float products */
+    int qwidth;                /* the row stride of the threads' xq_a and xq_b */
 } Decode;
 
 /* Features are shared out in whole cache lines, so that threads writing the same rows never
@@ -289,13 +312,28 @@ static void step_inputs(const Decode *dc) {
     int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att, R = dc->R, S = dc->S;
     int beam = dc->beam, i0, i1, lo, hi;
     const ThreadPart *mine = &dc->part[omp_get_thread_num()];
+    const QuantWeights *q = dc->quant;
+    int qw = dc->qwidth;
     feature_share(3 * D, &lo, &hi);
-    linear_columns(s->gh, 3 * D, s->s, D, w->dec_gru.w_hh, D, NULL, R, D, lo, hi, 0);
-    linear_columns(s->gi, 3 * D, s->u, E, w->dec_gru.w_ih, E + K, w->dec_gru.b_ih, R, E, lo, hi, 0);
+    if (q) {
+        quantize_rows(s->s, D, R, D, mine->xq_a, qw, mine->xs_a);
+        quantize_rows(s->u, E, R, E, mine->xq_b, qw, mine->xs_b);
+        qlinear_packed(s->gh, 3 * D, mine->xq_a, qw, mine->xs_a, &q->packs[QP_DEC_HH], NULL, R, lo,
+                       hi, 0);
+        qlinear_packed(s->gi, 3 * D, mine->xq_b, qw, mine->xs_b, &q->packs[QP_DEC_IH_EMB],
+                       w->dec_gru.b_ih, R, lo, hi, 0);
+    } else {
+        linear_columns(s->gh, 3 * D, s->s, D, w->dec_gru.w_hh, D, NULL, R, D, lo, hi, 0);
+        linear_columns(s->gi, 3 * D, s->u, E, w->dec_gru.w_ih, E + K, w->dec_gru.b_ih, R, E, lo, hi,
+                       0);
+    }
     sentence_share(dc, dims_att_features(d), &i0, &i1, &lo, &hi);
     if (i0 == i1) return;
     size_t r0 = (size_t)i0 * beam;
-    if (d->score == SCORE_ADDITIVE || d->score == SCORE_SCALED_DOT)
+    if ((d->score == SCORE_ADDITIVE || d->score == SCORE_SCALED_DOT) && q)
+        qlinear_packed(s->query + r0 * A, A, mine->xq_a + r0 * qw, qw, mine->xs_a + r0,
+                       &q->packs[QP_ATT_Q], NULL, (i1 - i0) * beam, lo, hi, 0);
+    else if (d->score == SCORE_ADDITIVE || d->score == SCORE_SCALED_DOT)
         linear_columns(s->query + r0 * A, A, s->s + r0 * D, D, w->att_w_q, D, NULL,
                        (i1 - i0) * beam, D, lo, hi, 0);
     if (d->score != SCORE_ADDITIVE) {
@@ -372,8 +410,19 @@ static void step_readout(const Decode *dc) {
         gemm(AS_STORED, AS_STORED, beam, hi - lo, S, alpha, S, s->ctx_ro + (size_t)i * S * O + lo,
              O, 1, s->readout + (size_t)base * O + lo, O);
     }
-    linear_columns(s->readout, O, s->s_next, D, w->out_w_o, RW, NULL, R, D, lo, hi, 1);
-    linear_columns(s->readout, O, s->u, E, w->out_w_o + D + K, RW, NULL, R, E, lo, hi, 1);
+    const QuantWeights *q = dc->quant;
+    if (q) { /* u_t is still in xq_b from step_inputs */
+        const ThreadPart *mine = &dc->part[omp_get_thread_num()];
+        int qw = dc->qwidth;
+        quantize_rows(s->s_next, D, R, D, mine->xq_a, qw, mine->xs_a);
+        qlinear_packed(s->readout, O, mine->xq_a, qw, mine->xs_a, &q->packs[QP_RO_STATE], NULL, R,
+                       lo, hi, 1);
+        qlinear_packed(s->readout, O, mine->xq_b, qw, mine->xs_b, &q->packs[QP_RO_EMB], NULL, R, lo,
+                       hi, 1);
+    } else {
+        linear_columns(s->readout, O, s->s_next, D, w->out_w_o, RW, NULL, R, D, lo, hi, 1);
+        linear_columns(s->readout, O, s->u, E, w->out_w_o + D + K, RW, NULL, R, E, lo, hi, 1);
+    }
     for (int r = 0; r < R; r++) tanh_forward(s->readout + (size_t)r * O + lo, hi - lo);
 }
 
@@ -391,7 +440,13 @@ static void step_logits(const Decode *dc) {
     int O = d->readout, V = d->tgt_vocab, R = dc->R, cap = 2 * dc->beam, lo, hi;
     const ThreadPart *mine = &dc->part[omp_get_thread_num()];
     feature_share(V, &lo, &hi);
-    linear_columns(s->logits, V, s->readout, O, w->out_w, O, w->out_b, R, O, lo, hi, 0);
+    if (dc->quant) {
+        quantize_rows(s->readout, O, R, O, mine->xq_a, dc->qwidth, mine->xs_a);
+        qlinear_packed(s->logits, V, mine->xq_a, dc->qwidth, mine->xs_a, &dc->quant->packs[QP_OUT],
+                       w->out_b, R, lo, hi, 0);
+    } else {
+        linear_columns(s->logits, V, s->readout, O, w->out_w, O, w->out_b, R, O, lo, hi, 0);
+    }
     for (int r = 0; r < R; r++) {
         Candidate *best = mine->best + (size_t)r * cap;
         int n = 0;
@@ -512,6 +567,19 @@ static void context_projections(const Decode *dc) {
     Searcher *s = dc->s;
     int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, O = d->readout, rows = dc->n * dc->S;
     int lo, hi;
+    if (dc->quant) {
+        const ThreadPart *mine = &dc->part[omp_get_thread_num()];
+        const QuantWeights *q = dc->quant;
+        int qw = dc->qwidth;
+        quantize_rows(s->enc.enc_h, K, rows, K, mine->xq_a, qw, mine->xs_a);
+        feature_share(3 * D, &lo, &hi);
+        qlinear_packed(s->ctx_gi, 3 * D, mine->xq_a, qw, mine->xs_a, &q->packs[QP_DEC_IH_CTX], NULL,
+                       rows, lo, hi, 0);
+        feature_share(O, &lo, &hi);
+        qlinear_packed(s->ctx_ro, O, mine->xq_a, qw, mine->xs_a, &q->packs[QP_RO_CTX], NULL, rows,
+                       lo, hi, 0);
+        return;
+    }
     feature_share(3 * D, &lo, &hi);
     linear_columns(s->ctx_gi, 3 * D, s->enc.enc_h, K, w->dec_gru.w_ih + E, E + K, NULL, rows, K, lo,
                    hi, 0);
@@ -596,11 +664,20 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
         (double)R * ((double)A * D + 3.0 * D * (D + E) + (double)O * (D + E) + (double)V * O);
     int threads = work < 1 << 16 ? 1 : omp_get_max_threads(), cap = 2 * beam;
     Decode dc = {.s = s, .m = m, .opt = opt, .n = n, .beam = beam, .R = R, .S = S};
+    QuantPlan qp = {0};
+    if (m->quant) {
+        int K = dims_enc_state(d), widest = D > E ? D : E;
+        widest = widest > K ? widest : K;
+        widest = widest > O ? widest : O;
+        qp = (QuantPlan){
+            .rows_a = R > n * S ? R : n * S, .rows_b = R, .width = (widest + 63) / 64 * 64};
+        dc.quant = m->quant, dc.qwidth = qp.width;
+    }
     dc.ended = checked_calloc((size_t)n * cap, sizeof(Ended), "search results", err);
     dc.n_ended = checked_calloc((size_t)n, sizeof(int), "search results", err);
     dc.done = checked_calloc((size_t)n, 1, "search results", err);
     dc.cand = checked_calloc((size_t)n * cap, sizeof(Candidate), "search", err);
-    dc.part = thread_parts(threads, R, S, A, cap, &dc.part_block, err);
+    dc.part = thread_parts(threads, R, S, A, cap, &qp, &dc.part_block, err);
     dc.next_score = s->score + R;
     int rc = !dc.ended || !dc.n_ended || !dc.done || !dc.cand || !dc.part ? -1 : 0;
     if (rc == 0) {

@@ -13,6 +13,8 @@
  * by log-probability / length^len_norm (length normalisation; 0 ranks by log-probability).
  * Every hypothesis comes back with its alignment matrix (alpha, one row per output token
  * including </s>), the scores e_ti and each chosen token's probability, for inspection.
+ * An int8 model (Model.quant) runs every product that meets a weight matrix through the int8
+ * kernels (qgemm.h), each thread quantizing the rows its products read.
  * search_init plans the arrays that grow with the model, the batch and the length; a call
  * allocates only its bookkeeping, each thread's part (sized by the call's threads and rows)
  * and the returned results, never inside the step loop.

@@ -17,6 +17,7 @@
 #include "gru.h"
 #include "layers.h"
 #include "loss.h"
+#include "qgemm.h"
 
 int model_init(Model *m, const ModelDims *dims, Error *err) {
     memset(m, 0, sizeof *m);
@@ -38,9 +39,38 @@ int model_init(Model *m, const ModelDims *dims, Error *err) {
 }
 
 void model_free(Model *m) {
+    quant_weights_free(m->quant);
+    free(m->quant);
     free(m->param_block);
     free(m->grad_block);
     memset(m, 0, sizeof *m);
+}
+
+int model_set_quant(Model *m, QuantWeights *qw, Error *err) {
+    qw->packs = checked_calloc(QP_COUNT, sizeof *qw->packs, "int8 weights", err);
+    if (!qw->packs || decode_packs_build(qw->packs, qw, &m->dims, err)) {
+        quant_weights_free(qw);
+        free(qw);
+        return -1;
+    }
+    if (m->quant) {
+        quant_weights_free(m->quant);
+        free(m->quant);
+    }
+    m->quant = qw;
+    quant_weights_dequantize(qw, &m->table, m->params);
+    return 0;
+}
+
+int model_quantize(Model *m, Error *err) {
+    if (m->quant) return 0;
+    QuantWeights *qw = checked_calloc(1, sizeof *qw, "int8 weights", err);
+    if (!qw) return -1;
+    if (quant_weights_build(qw, &m->table, m->params, err)) {
+        free(qw);
+        return -1;
+    }
+    return model_set_quant(m, qw, err);
 }
 
 void model_zero_grad(Model *m) {
@@ -207,6 +237,17 @@ static size_t largest_vocab(const ModelDims *d) {
     return (size_t)(d->src_vocab > d->tgt_vocab ? d->src_vocab : d->tgt_vocab);
 }
 
+/* The int8 encoder's rows (Acts.enc_xq): every position's x_i, both directions' states of
+ * one step, or every h_i; and their width, whole groups of the kernels' inputs. */
+static size_t enc_quant_rows(int max_B, int max_S) {
+    size_t all = (size_t)max_S * max_B, step = 2 * (size_t)max_B;
+    return all > step ? all : step;
+}
+static int enc_quant_room(const ModelDims *d) {
+    int widest = d->emb > dims_enc_state(d) ? d->emb : dims_enc_state(d);
+    return (qpack_row_room(widest) + 15) / 16 * 16;
+}
+
 double acts_bytes(const ModelDims *dims, int max_B, int max_S, int max_T, const ActsPlan *plan) {
     Acts a = {0};
     acts_plan(&a, dims, max_B, max_S, max_T, plan);
@@ -214,7 +255,8 @@ double acts_bytes(const ModelDims *dims, int max_B, int max_S, int max_T, const 
     return (double)sizeof(real) * (double)(acts_layout(&a, dims, NULL) + 16) +
            (double)sizeof(int) * (double)ints +
            (double)sizeof(ParamSpan) * (double)max_untouched_spans(dims) +
-           (double)largest_vocab(dims);
+           (double)largest_vocab(dims) +
+           (double)enc_quant_rows(max_B, max_S) * (enc_quant_room(dims) + sizeof(float));
 }
 
 int acts_init(Acts *a, const ModelDims *dims, int max_B, int max_S, int max_T, Error *err) {
@@ -235,7 +277,11 @@ int acts_init_plan(Acts *a, const ModelDims *dims, int max_B, int max_S, int max
     a->int_block = checked_calloc(ints, sizeof(int), "activation ids", err);
     a->untouched = checked_calloc(max_untouched_spans(dims), sizeof(ParamSpan), "spans", err);
     a->row_used = checked_calloc(largest_vocab(dims), 1, "word flags", err);
-    if (!a->block || !a->int_block || !a->untouched || !a->row_used) {
+    size_t quant_rows = enc_quant_rows(max_B, max_S);
+    a->enc_xq_room = enc_quant_room(dims);
+    a->enc_xq = checked_calloc(quant_rows, (size_t)a->enc_xq_room, "int8 activations", err);
+    a->enc_xs = checked_calloc(quant_rows, sizeof(float), "int8 activations", err);
+    if (!a->block || !a->int_block || !a->untouched || !a->row_used || !a->enc_xq || !a->enc_xs) {
         acts_free(a);
         return -1;
     }
@@ -257,6 +303,8 @@ void acts_free(Acts *a) {
     free(a->int_block);
     free(a->untouched);
     free(a->row_used);
+    free(a->enc_xq);
+    free(a->enc_xs);
     memset(a, 0, sizeof *a);
 }
 
@@ -304,6 +352,87 @@ static real *state_slot(real *states, int slot, int B, int N) {
  * the keys k_i = W_k h_i + b (additive), W_a h_i (general) or W_k h_i (scaled_dot; dot uses
  * h_i itself); s_0 = tanh(W_init h_last + b_init). One parallel region for all of it:
  * for one sentence, entering a region costs as much as some of its products. */
+/* Rows [0, rows) of x quantized into a->enc_xq from row `at` on, shared among the threads of
+ * the team (the caller waits at a barrier before reading them). */
+static void quantize_shared(Acts *a, const real *x, int ld, int rows, int cols, size_t at) {
+    int first, count;
+    share_rows(rows, omp_get_thread_num(), omp_get_num_threads(), &first, &count);
+    quantize_rows(x + (size_t)first * ld, ld, count, cols,
+                  a->enc_xq + (at + first) * a->enc_xq_room, a->enc_xq_room,
+                  a->enc_xs + at + first);
+}
+
+/* An int8 model's encoder (model/quant.h): encoder_forward with the products of the input
+ * projections, the recurrences and the keys on int8 weights, each input quantized by rows
+ * once (W_hh's rows by the thread that owns them, every step). */
+static void encoder_forward_int8(const Model *m, Acts *a, int B, int S) {
+    const ModelDims *d = &m->dims;
+    const Weights *w = &m->w;
+    const QPacked *packs = m->quant->packs;
+    int E = d->emb, H = d->enc_hidden, K = dims_enc_state(d), D = d->dec_hidden;
+    int F = dims_att_features(d), dirs = d->bidirectional ? 2 : 1, room = a->enc_xq_room;
+    embedding_forward(a->x, E, a->src_ids, NULL, w->src_emb, S * B, E);
+    for (int dir = 0; dir < dirs; dir++)
+        memset(state_slot(a->enc_state[dir], dir == 0 ? 0 : S, B, H), 0,
+               sizeof(real) * (size_t)B * H);
+#pragma omp parallel
+    {
+        int dir0, dir1, part, parts, b0, nb, lo, n;
+        encoder_share(dirs, &dir0, &dir1, &part, &parts);
+        share_rows(B, part, parts, &b0, &nb);
+        quantize_shared(a, a->x, E, S * B, E, 0);
+#pragma omp barrier
+        for (int dir = dir0; dir < dir1; dir++) { /* gi = W_ih x_i + b_ih, all positions */
+            const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
+            share_rows(3 * H, part, parts, &lo, &n);
+            qlinear_packed(a->enc_gi[dir], 3 * H, a->enc_xq, room, a->enc_xs,
+                           &packs[dir == 0 ? QP_ENC_FWD_IH : QP_ENC_BWD_IH], gw->b_ih, S * B, lo,
+                           lo + n, 0);
+        }
+#pragma omp barrier
+        for (int dir = dir0; dir < dir1 && nb > 0; dir++) {
+            const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
+            real *states = a->enc_state[dir], *gh = a->scratch + ((size_t)dir * B + b0) * 3 * H;
+            int8_t *xq = a->enc_xq + ((size_t)dir * B + b0) * room;
+            float *xs = a->enc_xs + (size_t)dir * B + b0;
+            for (int step = 0; step < S; step++) {
+                int i = dir == 0 ? step : S - 1 - step;
+                int from = dir == 0 ? i : i + 1, to = dir == 0 ? i + 1 : i;
+                size_t row = (size_t)i * B + b0; /* row (i, b0) of [S*B, ...] */
+                const real *h_prev = state_slot(states, from, B, H) + (size_t)b0 * H;
+                quantize_rows(h_prev, H, nb, H, xq, room, xs);
+                qlinear_packed(gh, 3 * H, xq, room, xs,
+                               &packs[dir == 0 ? QP_ENC_FWD_HH : QP_ENC_BWD_HH], NULL, nb, 0, 3 * H,
+                               0);
+                gru_gates_forward(state_slot(states, to, B, H) + (size_t)b0 * H,
+                                  a->enc_cache[dir] + row * 4 * H, a->enc_gi[dir] + row * 3 * H, gh,
+                                  h_prev, gw->b_hh, a->src_len + b0, i, nb, H);
+            }
+            for (int b = b0; b < b0 + nb; b++) {
+                for (int i = 0; i < S; i++) {
+                    real *h = a->enc_h + ((size_t)b * S + i) * K + dir * H;
+                    const real *st = state_slot(states, dir == 0 ? i + 1 : i, B, H) + (size_t)b * H;
+                    for (int j = 0; j < H; j++) h[j] = i < a->src_len[b] ? st[j] : 0;
+                }
+                memcpy(a->h_last + (size_t)b * K + dir * H,
+                       state_slot(states, dir == 0 ? S : 0, B, H) + (size_t)b * H,
+                       sizeof(real) * (size_t)H);
+            }
+        }
+#pragma omp barrier
+        if (d->score != SCORE_DOT) {
+            quantize_shared(a, a->enc_h, K, B * S, K, 0);
+#pragma omp barrier
+            share_rows(F, omp_get_thread_num(), omp_get_num_threads(), &lo, &n);
+            qlinear_packed(a->keys, F, a->enc_xq, room, a->enc_xs, &packs[QP_KEYS], w->att_b, B * S,
+                           lo, lo + n, 0);
+        }
+        share_rows(D, omp_get_thread_num(), omp_get_num_threads(), &lo, &n);
+        linear_columns(a->dec_state, D, a->h_last, K, w->init_w, K, w->init_b, B, K, lo, lo + n, 0);
+        for (int b = 0; b < B && n > 0; b++) tanh_forward(a->dec_state + (size_t)b * D + lo, n);
+    }
+}
+
 static void encoder_forward(const Model *m, Acts *a, int B, int S) {
     const ModelDims *d = &m->dims;
     const Weights *w = &m->w;
@@ -488,7 +617,10 @@ int model_encode(const Model *m, Acts *a, const int *src, const int *src_len, in
                          a->max_S);
     a->dropout = 0;
     load_ids(a, src, src_len, B, S);
-    encoder_forward(m, a, B, S);
+    if (m->quant)
+        encoder_forward_int8(m, a, B, S);
+    else
+        encoder_forward(m, a, B, S);
     return 0;
 }
 
@@ -716,7 +848,12 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
     }
 
     a->phase_mark = omp_get_wtime();
-    encoder_forward(m, a, B, S);
+    /* an int8 model (force-decoding, --explain) encodes as its search does, so the h_i shown
+     * are the ones the search attended to */
+    if (m->quant && a->dropout == 0)
+        encoder_forward_int8(m, a, B, S);
+    else
+        encoder_forward(m, a, B, S);
     phase_end(a, PHASE_ENCODER);
 
     /* u_t = tgt_emb[y_{t-1}], written straight into its place in [s_t ; c_t ; u_t]; its part

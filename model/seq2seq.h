@@ -32,6 +32,7 @@
 #include "base/base.h"
 #include "base/batch.h"
 #include "model/params.h"
+#include "model/quant.h"
 #include "base/rng.h"
 
 typedef struct {
@@ -42,11 +43,21 @@ typedef struct {
     void *param_block, *grad_block; /* the allocations behind them */
     Weights w;                      /* named views of params */
     Weights g;                      /* named views of grads */
+    /* int8 weights (quant.h) for decoding, NULL for a float model. When set, params holds
+     * their dequantized values, so every float product computes with the same weights. */
+    QuantWeights *quant;
 } Model;
 
 /* Allocates parameters and gradients (zeroed; call params_init to initialise). */
 int model_init(Model *m, const ModelDims *dims, Error *err);
 void model_free(Model *m);
+/* Makes m an int8 model: quantizes its quantized tensors (quant.h) and writes their
+ * dequantized values over the float ones. Idempotent on a model that already is. */
+int model_quantize(Model *m, Error *err);
+/* Makes m an int8 model with the given int8 weights (taken over: freed with m, or at once
+ * when this fails), packing them for the decoding kernels and writing their dequantized
+ * values over the float ones. */
+int model_set_quant(Model *m, QuantWeights *qw, Error *err);
 void model_zero_grad(Model *m);
 
 /* Checks a batch's ids, lengths and padding against the model's vocabularies. */
@@ -180,7 +191,11 @@ typedef struct {
     real *d_context;    /* [B, K] */
     real *scratch;      /* [2, B, 3*max(H,D)] the forward recurrences' GRU scratch, one per
                            encoder direction (not shared) */
-    real *block;        /* the single allocation behind every real array above */
+    int8_t *enc_xq;     /* [max(S*B, 2*B), enc_xq_room] an int8 model's encoder inputs,
+                           quantized by rows (model_encode only) */
+    float *enc_xs;      /* [max(S*B, 2*B)] their scales */
+    int enc_xq_room;
+    real *block; /* the single allocation behind every real array above */
     int *int_block;
     /* The spans of the gradients that the last model_backward added nothing to: the embedding
      * rows of the words its batch does not hold, sorted (with a vocabulary of 16,000 words
@@ -216,7 +231,8 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
 void model_backward(Model *m, Acts *a);
 
 /* Runs only the encoder and the decoder's initial state on a batch's sources, filling
- * a->enc_h, a->keys and s_0 (row block 0 of a->dec_state). Used by the decoders in search. */
+ * a->enc_h, a->keys and s_0 (row block 0 of a->dec_state). Used by the decoders in search.
+ * An int8 model's (m->quant) input projections, recurrences and keys are int8 products. */
 int model_encode(const Model *m, Acts *a, const int *src, const int *src_len, int B, int S,
                  Error *err);
 

@@ -168,7 +168,8 @@ static int trace_fill(StepTrace *trace, const Acts *acts, const Model *m, int ro
                          .K = (int)K,
                          .A = (int)A,
                          .F = (int)F,
-                         .score = d->score};
+                         .score = d->score,
+                         .int8 = m->quant != NULL};
     size_t total = R * D + R * F + S * F + R * S * HA + HA + R * K + S * K;
     trace->block = checked_calloc(total, sizeof(real), "step trace", err);
     if (!trace->block) return -1;

@@ -49,6 +49,7 @@ int alignment_from_hypothesis(Alignment *a, const NmtModel *nm, const char *sour
 typedef struct {
     int rows, cols, D, K, A, F;
     AttentionScore score;
+    int int8;        /* 1: the model has 8-bit weights (model/quant.h) */
     real *query;     /* [rows, D] row t-1 is s_{t-1}, the query of step t */
     real *projected; /* [rows, F] what the score takes of the query: W_q s_{t-1} (additive,
                         scaled_dot) or s_{t-1} itself (dot, general) */

@@ -19,6 +19,7 @@ static const char MAGIC[8] = {'N', 'M', 'T', 'C', 'K', 'P', 'T', '1'};
  * until 2026-11-26, have a byte-serial one and still load. */
 enum {
     VERSION = 3,
+    VERSION_INT8 = 4, /* version 3 with 8-bit parameters (bin/quantize), no training state */
     VERSION_SUBWORDS_SERIAL = 2,
     VERSION_PLAIN_SERIAL = 1,
     FLAG_LOWERCASE = 1,
@@ -38,6 +39,31 @@ void nmt_model_free(NmtModel *nm) {
     bpe_free(&nm->src_bpe);
     bpe_free(&nm->tgt_bpe);
     memset(nm, 0, sizeof *nm);
+}
+
+int compute_type_parse(const char *name, ComputeType *type, Error *err) {
+    char quoted[96];
+    if (!name)
+        *type = COMPUTE_AS_STORED;
+    else if (!strcmp(name, "float"))
+        *type = COMPUTE_FLOAT;
+    else if (!strcmp(name, "int8"))
+        *type = COMPUTE_INT8;
+    else
+        return error_set(err, "unknown compute type '%s' (expected float or int8)",
+                         text_for_message(quoted, sizeof quoted, name, 60));
+    return 0;
+}
+
+int nmt_model_set_compute(NmtModel *nm, ComputeType type, Error *err) {
+    Model *m = &nm->model;
+    if (type == COMPUTE_INT8) return model_quantize(m, err);
+    if (type == COMPUTE_FLOAT && m->quant) {
+        quant_weights_free(m->quant);
+        free(m->quant);
+        m->quant = NULL;
+    }
+    return 0;
 }
 
 /* FNV-1a in 8 lanes: byte i goes to lane i mod 8. Eight independent chains of
@@ -141,7 +167,26 @@ static int put_section(Writer *w, const Vocab *v, const Bpe *bpe, Error *err) {
     return 0;
 }
 
+/* The parameters of an int8 model as version 4 stores them: tensor by tensor in table order,
+ * a quantized one as its row scales (float) then its int8 rows, any other as reals. */
+static void put_int8_params(Writer *w, const Model *m) {
+    for (int k = 0; k < PARAM_COUNT; k++) {
+        ParamId p = m->table.order[k];
+        const ParamInfo *info = &m->table.info[p];
+        const QMatrix *q = &m->quant->m[p];
+        if (info->size == 0) continue;
+        if (q->rows) {
+            put(w, q->scale, sizeof(float) * (size_t)q->rows);
+            put(w, q->q, info->size);
+        } else {
+            put(w, m->params + info->offset, sizeof(real) * info->size);
+        }
+    }
+}
+
 int checkpoint_save(const char *path, const NmtModel *nm, const TrainState *state, Error *err) {
+    if (nm->model.quant && state)
+        return error_set(err, "cannot save %s: an int8 model has no training state to save", path);
     OutputFile out;
     if (output_file_open(&out, path, true, err))
         return error_prefix(err, "cannot save %s: ", path),
@@ -151,7 +196,7 @@ int checkpoint_save(const char *path, const NmtModel *nm, const TrainState *stat
     const Model *m = &nm->model;
     Writer w = {.f = f, .hash = lane_hash_start()};
     put(&w, MAGIC, sizeof MAGIC);
-    put_u32(&w, VERSION);
+    put_u32(&w, m->quant ? VERSION_INT8 : VERSION);
     put_u32(&w, sizeof(real));
     const int32_t sizes[8] = {d->src_vocab,     d->tgt_vocab,  d->emb, d->enc_hidden,
                               d->bidirectional, d->dec_hidden, d->att, d->readout};
@@ -165,7 +210,10 @@ int checkpoint_save(const char *path, const NmtModel *nm, const TrainState *stat
     if (!rc) rc = put_section(&w, &nm->tgt_vocab, NULL, err);
     if (!rc && nm->subwords) rc = put_section(&w, NULL, &nm->src_bpe, err);
     if (!rc && nm->subwords) rc = put_section(&w, NULL, &nm->tgt_bpe, err);
-    put(&w, m->params, sizeof(real) * m->table.total);
+    if (m->quant)
+        put_int8_params(&w, m);
+    else
+        put(&w, m->params, sizeof(real) * m->table.total);
     if (state) {
         put_u64(&w, state->step);
         put_u64(&w, state->epoch);
@@ -354,6 +402,63 @@ static int take_ema(Reader *r, TrainState *s, const ParamTable *table, uint64_t 
     return 0;
 }
 
+/* The bytes of version 4's parameters (put_int8_params) with reals of `width` bytes. */
+static uint64_t int8_params_bytes(const ParamTable *table, uint32_t width) {
+    uint64_t bytes = 0;
+    for (int p = 0; p < PARAM_COUNT; p++) {
+        const ParamInfo *info = &table->info[p];
+        if (param_is_quantized((ParamId)p) && info->size)
+            bytes += sizeof(float) * (uint64_t)info->shape[0] + info->size;
+        else
+            bytes += (uint64_t)width * info->size;
+    }
+    return bytes;
+}
+
+/* Reads version 4's parameters into the model (whose size the caller has checked against the
+ * bytes left), refusing scales that are not finite and >= 0 and the value -128, which
+ * quantizing never writes (quant.h: values are in [-127, 127]). */
+static int take_int8_params(Reader *r, Model *m, uint32_t width, const char *path, Error *err) {
+    QuantWeights *qw = checked_calloc(1, sizeof *qw, "int8 weights", err);
+    if (!qw || quant_weights_alloc(qw, &m->table, err)) {
+        free(qw);
+        return error_prefix(err, "%s: ", path);
+    }
+    for (int k = 0; k < PARAM_COUNT; k++) {
+        ParamId p = m->table.order[k];
+        const ParamInfo *info = &m->table.info[p];
+        QMatrix *q = &qw->m[p];
+        if (info->size == 0) continue;
+        if (!q->rows) {
+            if (take_reals(r, m->params + info->offset, info->size, width)) goto truncated;
+            continue;
+        }
+        if (take(r, q->scale, sizeof(float) * (size_t)q->rows) || take(r, q->q, info->size))
+            goto truncated;
+        for (int row = 0; row < q->rows; row++)
+            if (!(isfinite(q->scale[row]) && q->scale[row] >= 0)) {
+                error_set(err, "%s: the scale of %s row %d is %g: the checkpoint is damaged", path,
+                          info->name, row, (double)q->scale[row]);
+                goto fail;
+            }
+        for (size_t i = 0; i < info->size; i++)
+            if (q->q[i] == -128) {
+                error_set(err,
+                          "%s: %s[%zu] is -128, which bin/quantize never writes: the checkpoint "
+                          "is damaged",
+                          path, info->name, i);
+                goto fail;
+            }
+    }
+    return model_set_quant(m, qw, err) ? error_prefix(err, "%s: ", path) : 0;
+truncated:
+    error_set(err, "%s: truncated int8 parameters", path);
+fail:
+    quant_weights_free(qw);
+    free(qw);
+    return -1;
+}
+
 /* Reads the whole file, refusing directories, absurd sizes and, before allocating for the
  * rest, a start that is not a checkpoint's (a corpus given as the model is not read whole). */
 static unsigned char *read_file(const char *path, size_t *size, Error *err) {
@@ -404,10 +509,13 @@ static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, b
     if (take(r, &version, 4) || take(r, &width, 4) || take(r, sizes, sizeof sizes) ||
         take(r, &flags, 4) || take(r, &score, 4) || take(r, &count, 8))
         return error_set(err, "%s: truncated header", path);
-    if (version != VERSION && !serial_checksum(version))
+    if (version != VERSION && version != VERSION_INT8 && !serial_checksum(version))
         return error_set(err,
                          "%s: format version %u is not supported (this program reads %d to %d)",
-                         path, version, VERSION_PLAIN_SERIAL, VERSION);
+                         path, version, VERSION_PLAIN_SERIAL, VERSION_INT8);
+    bool int8 = version == VERSION_INT8;
+    if (int8 && (flags & FLAG_TRAIN_STATE))
+        return error_set(err, "%s: an int8 checkpoint with a training state", path);
     if (width != 4 && width != 8) return error_set(err, "%s: invalid real size %u", path, width);
     if (flags & ~(uint32_t)(FLAG_LOWERCASE | FLAG_TRAIN_STATE | FLAG_SUBWORDS | FLAG_EMA |
                             FLAG_SECONDS | FLAG_BATCHES))
@@ -464,13 +572,20 @@ static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, b
         return error_set(err, "%s: vocabularies have %zu/%zu tokens but the model expects %d/%d",
                          path, nm->src_vocab.size, nm->tgt_vocab.size, dims.src_vocab,
                          dims.tgt_vocab);
-    if (count > (r->size - r->pos) / width)
+    if (int8 && int8_params_bytes(&table, width) > r->size - r->pos)
+        return error_set(err,
+                         "%s: truncated: %llu bytes of int8 parameters do not fit in the %zu "
+                         "bytes left",
+                         path, (unsigned long long)int8_params_bytes(&table, width),
+                         r->size - r->pos);
+    if (!int8 && count > (r->size - r->pos) / width)
         return error_set(err,
                          "%s: truncated: %llu parameters of %u bytes do not fit in the %zu "
                          "bytes left",
                          path, (unsigned long long)count, width, r->size - r->pos);
     if (model_init(&nm->model, &dims, err)) return error_prefix(err, "%s: ", path);
-    if (take_reals(r, nm->model.params, count, width))
+    if (int8 && take_int8_params(r, &nm->model, width, path, err)) return -1;
+    if (!int8 && take_reals(r, nm->model.params, count, width))
         return error_set(err, "%s: truncated parameters", path);
     if (check_values(nm->model.params, &table, "parameter", false, path, err)) return -1;
     *has_state = false;

@@ -4,7 +4,7 @@
  *
  * Format (version 3, all integers little-endian):
  *   "NMTCKPT1"                          8 bytes magic
- *   u32 version (3; 1 and 2 load)       u32 bytes per real (4 float, 8 double)
+ *   u32 version (3; 1, 2 and 4 load)     u32 bytes per real (4 float, 8 double)
  *   i32 x 8 sizes: Vs Vt E H bidirectional D A O
  *   u32 flags: bit 0 lowercase, bit 1 training state present, bit 2 subwords, bit 3
  *              parameter average present, bit 4 training time present, bit 5 batches'
@@ -24,6 +24,10 @@
  *   u64 checksum of every byte before it: FNV-1a 64 in 8 lanes (byte i goes to lane i mod 8,
  *       each lane from the FNV-1a offset basis; then plain FNV-1a 64 over the 8 lanes, each as 8
  *       bytes little-endian): ~4.5 times as fast as one chain
+ * Version 4 (bin/quantize, an int8 model: model/quant.h) is version 3 without a training state
+ * and with the parameters stored tensor by tensor in table order: each quantized tensor as its
+ * row scales (f32 x rows) then its int8 values (rows x cols bytes), every other one as P's
+ * reals; loading it gives an int8 model. Programs before it refuse it by its version.
  * Versions 1 and 2 (until 2026-11-26) differ only in the checksum, plain FNV-1a 64 over every
  * byte, and in the version saying whether there are subwords (2) or not (1); they still load.
  * Flag bits 3, 4 and 5 came later: files without them load as before (bit 4 missing: no time
@@ -61,6 +65,16 @@ typedef struct {
 } NmtModel;
 
 void nmt_model_free(NmtModel *nm);
+
+/* How a model multiplies when it translates: as its file says (float, or int8 for a file
+ * that bin/quantize wrote), in float, or with 8-bit weights (model/quant.h). */
+typedef enum { COMPUTE_AS_STORED = 0, COMPUTE_FLOAT = 1, COMPUTE_INT8 = 2 } ComputeType;
+
+/* "float" or "int8" (NULL: COMPUTE_AS_STORED); an error naming the text otherwise. */
+int compute_type_parse(const char *name, ComputeType *type, Error *err);
+/* Quantizes nm for COMPUTE_INT8 (its float weights become the dequantized ones); for
+ * COMPUTE_FLOAT, an int8 model keeps its dequantized weights and multiplies them in float. */
+int nmt_model_set_compute(NmtModel *nm, ComputeType type, Error *err);
 
 /* Where training stands, saved to resume it exactly. */
 typedef struct {

@@ -218,6 +218,15 @@ int alignment_explain(FILE *out, const Alignment *a, const StepTrace *trace, Err
           out);
     fprintf(out, "Attention score: %s, %s with q_t = s_{t-1}.\n", score_name(trace->score),
             score_formula(trace->score));
+    if (trace->int8)
+        fputs("Weights: int8. W_ih and W_hh of every GRU, W_q, W_k, W_a, W_o, W_out and the\n"
+              "embeddings are stored as 8-bit integers q with one scale s per row (biases, v and\n"
+              "the initial state's layer are float). The encoder states h_i and keys below come\n"
+              "from int8 products, as in the search: each input row rounded to 8 bits, summed in\n"
+              "integers, scaled back. The decoder's numbers below are computed in float from the\n"
+              "weights' values s*q; the search computes them with int8 products too, so its\n"
+              "scores can differ from these in the last digits.\n",
+              out);
     for (int t = 1; t <= a->rows; t++) explain_step(out, a, trace, t, scratch);
     fputc('\n', out);
     free(scratch);

@@ -38,12 +38,24 @@ static int fail(nmt_error *out, const char *fmt, ...) {
 }
 
 nmt_model *nmt_open(const char *path, nmt_error *err) {
+    return nmt_open_with(path, NULL, err);
+}
+
+nmt_model *nmt_open_with(const char *path, const nmt_open_options *options, nmt_error *err) {
     if (!path) return fail(err, "nmt_open: no path"), NULL;
+    nmt_compute_type compute = options ? options->compute : NMT_COMPUTE_AS_STORED;
+    if (compute != NMT_COMPUTE_AS_STORED && compute != NMT_COMPUTE_FLOAT &&
+        compute != NMT_COMPUTE_INT8)
+        return fail(err, "nmt_open: unknown compute type %d", (int)compute), NULL;
     nmt_model *m = calloc(1, sizeof *m);
     if (!m) return fail(err, "nmt_open: out of memory"), NULL;
     Error e;
-    if (checkpoint_load(path, &m->nm, NULL, NULL, &e)) {
+    ComputeType type = compute == NMT_COMPUTE_INT8    ? COMPUTE_INT8
+                       : compute == NMT_COMPUTE_FLOAT ? COMPUTE_FLOAT
+                                                      : COMPUTE_AS_STORED;
+    if (checkpoint_load(path, &m->nm, NULL, NULL, &e) || nmt_model_set_compute(&m->nm, type, &e)) {
         copy_error(err, &e);
+        nmt_model_free(&m->nm);
         free(m);
         return NULL;
     }

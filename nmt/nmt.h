@@ -37,8 +37,10 @@ extern "C" {
 #endif
 
 /* 1.1.0: bin/train writes checkpoint format 3 (nmt/checkpoint.h), which 1.0.0 refuses; every
- * file that 1.0.0 reads still opens. The Makefile's nmt.pc takes its version from here. */
-#define NMT_VERSION "1.1.0"
+ * file that 1.0.0 reads still opens. 1.2.0: nmt_open_with and 8-bit weights (int8 compute,
+ * and format 4, the files bin/quantize writes, which 1.1.0 refuses); nmt_open is unchanged.
+ * The Makefile's nmt.pc takes its version from here. */
+#define NMT_VERSION "1.2.0"
 
 typedef struct nmt_model nmt_model; /* opaque */
 
@@ -91,8 +93,29 @@ typedef struct {
     nmt_hypothesis forced; /* text = the target as given; token_prob, the alignment */
 } nmt_score_result;
 
-/* Opens a model file (a checkpoint written by bin/train). NULL on failure. */
+/* Opens a model file (a checkpoint written by bin/train or bin/quantize). NULL on failure.
+ * The same as nmt_open_with(path, NULL, err). */
 nmt_model *nmt_open(const char *path, nmt_error *err);
+
+/* How the model multiplies when it translates (since 1.2.0). */
+typedef enum {
+    NMT_COMPUTE_AS_STORED = 0, /* as the file says: float, or int8 for a quantized file */
+    NMT_COMPUTE_FLOAT = 1,     /* float products (a quantized file's weights dequantized) */
+    NMT_COMPUTE_INT8 = 2       /* 8-bit weights, one scale per row, int32 sums: about 4x less
+                                  weight memory to stream, so faster, with translations that
+                                  may differ slightly from float's; nmt_score encodes with int8
+                                  products and runs its teacher-forced steps in float on the
+                                  8-bit weights' values */
+} nmt_compute_type;
+
+/* Options of nmt_open_with; a zeroed struct (or NULL) is nmt_open's behaviour. */
+typedef struct {
+    nmt_compute_type compute;
+} nmt_open_options;
+
+/* Opens a model file with options (since 1.2.0). NULL on failure (an unknown compute type
+ * included). */
+nmt_model *nmt_open_with(const char *path, const nmt_open_options *options, nmt_error *err);
 
 /* Closes the handle and frees its memory; NULL is allowed. A closed handle is freed memory:
  * passing it to any function afterwards (closing it twice included) is undefined behaviour

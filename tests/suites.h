@@ -37,5 +37,6 @@ Suite *batching_suite(void);
 Suite *ema_suite(void);
 Suite *docs_suite(void);
 Suite *reference_suite(void);
+Suite *quant_suite(void);
 
 #endif

@@ -472,9 +472,10 @@ START_TEST(hostile_checkpoint_other_version) {
     scratch_path(&s, "run/best.ckpt", path, sizeof path);
     size_t size;
     unsigned char *data = slurp_file(path, &size);
-    put_u32(data + AT_VERSION, 4);
+    put_u32(data + AT_VERSION, 5);
     fix_checksum(data, size);
-    expect_translate_refuses(&s, data, size, "format version 4 is not supported");
+    expect_translate_refuses(&s, data, size,
+                             "format version 5 is not supported (this program reads 1 to 4)");
     /* version 2 (before the checksum in lanes) is the one with subwords: without its flag it is
      * damaged, not newer */
     put_u32(data + AT_VERSION, 2);
@@ -752,6 +753,163 @@ START_TEST(hostile_checkpoint_resume_size_mismatch) {
                 NULL);
     scratch_free(&s);
     assert_one_line_error(&r, "train", 1, (const char *const[]){"has no optimiser state", NULL});
+}
+END_TEST
+
+/* ---- int8 checkpoints (bin/quantize, format 4) ------------------------------------------- */
+
+/* The scratch model quantized by bin/quantize into run/q.ckpt; its bytes in *size. */
+static unsigned char *quantized_model(const Scratch *s, size_t *size) {
+    char in[512], out[512];
+    scratch_path(s, "run/best.ckpt", in, sizeof in);
+    scratch_path(s, "run/q.ckpt", out, sizeof out);
+    RunResult r;
+    run_program(&r, s, (const char *const[]){"../bin/quantize", in, out, NULL}, NULL, 30, NULL);
+    ck_assert_msg(r.status == 0, "bin/quantize failed: %s", r.err);
+    unsigned char *data = slurp_file(out, size);
+    ck_assert_uint_eq(get_u32(data + AT_VERSION), 4);
+    return data;
+}
+
+/* Every checkpoint case above, on an int8 file: magic, version, each header field, sizes that
+ * claim gigabytes, an int8 file with a training state, the vocabularies, a NaN, negative or
+ * overflowing scale and the value -128 (which quantizing never writes), trailing bytes; and
+ * the file still translates, and bin/train --resume refuses it by name. */
+START_TEST(hostile_quantized_checkpoint_fields) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    size_t size;
+    unsigned char *good = quantized_model(&s, &size), *data = malloc(size + 5);
+    ck_assert_ptr_nonnull(data);
+    char path[512];
+    scratch_path(&s, "run/q.ckpt", path, sizeof path);
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/translate", "-m", path, "I love cats", NULL},
+                NULL, 30, NULL);
+    ck_assert_msg(r.status == 0 && r.out[0] != '\0', "the int8 file does not translate: %s", r.err);
+
+    memcpy(data, good, size);
+    memcpy(data, "NMTCKPT2", 8);
+    fix_checksum(data, size);
+    expect_translate_refuses(&s, data, size, "not a checkpoint (bad magic)");
+    memcpy(data, good, size);
+    put_u32(data + AT_VERSION, 5);
+    fix_checksum(data, size);
+    expect_translate_refuses(&s, data, size, "format version 5 is not supported");
+    for (int k = 0; k < N_HEADER_FORGERIES; k++) {
+        memcpy(data, good, size);
+        put_u32(data + HEADER_FORGERIES[k].offset, HEADER_FORGERIES[k].value);
+        fix_checksum(data, size);
+        expect_translate_refuses(&s, data, size, HEADER_FORGERIES[k].fragment);
+    }
+    memcpy(data, good, size);
+    put_u32(data + AT_FLAGS, get_u32(data + AT_FLAGS) | 2);
+    fix_checksum(data, size);
+    expect_translate_refuses(&s, data, size, "an int8 checkpoint with a training state");
+
+    /* sizes and count that agree, claiming gigabytes */
+    memcpy(data, good, size);
+    int32_t sizes[8];
+    memcpy(sizes, data + AT_SIZES, sizeof sizes);
+    ModelDims dims = {sizes[0], sizes[1], 1 << 24,  sizes[3],      sizes[4],
+                      sizes[5], sizes[6], sizes[7], SCORE_ADDITIVE};
+    ParamTable table;
+    param_table_build(&table, &dims);
+    put_u32(data + AT_SIZES + 2 * 4, 1u << 24);
+    uint64_t count = table.total;
+    memcpy(data + AT_COUNT, &count, 8);
+    fix_checksum(data, size);
+    expect_translate_refuses(&s, data, size, "bytes of int8 parameters do not fit");
+
+    /* one source token more than the vocabulary holds; a wrong reserved id */
+    memcpy(data, good, size);
+    dims = (ModelDims){sizes[0] + 1, sizes[1], sizes[2], sizes[3],      sizes[4],
+                       sizes[5],     sizes[6], sizes[7], SCORE_ADDITIVE};
+    param_table_build(&table, &dims);
+    put_u32(data + AT_SIZES, (uint32_t)dims.src_vocab);
+    count = table.total;
+    memcpy(data + AT_COUNT, &count, 8);
+    fix_checksum(data, size);
+    expect_translate_refuses(&s, data, size, "vocabularies have");
+    memcpy(data, good, size);
+    size_t first_token = AT_VOCABS + 8 + 4 + 4;
+    memcpy(data + first_token, "<PAD>", 5);
+    fix_checksum(data, size);
+    expect_translate_refuses(&s, data, size, "not the reserved \"<pad>\"");
+
+    /* src_emb comes first: its row scales, then its int8 rows */
+    size_t params = params_offset(good);
+    const struct {
+        float scale;
+        const char *fragment;
+    } scales[] = {{NAN, "the scale of src_emb row 1 is nan"},
+                  {-0.5f, "the scale of src_emb row 1 is -0.5"},
+                  {3e38f, "parameter src_emb["}};
+    for (size_t k = 0; k < sizeof scales / sizeof scales[0]; k++) {
+        memcpy(data, good, size);
+        memcpy(data + params + sizeof(float), &scales[k].scale, sizeof(float));
+        fix_checksum(data, size);
+        expect_translate_refuses(&s, data, size, scales[k].fragment);
+    }
+    memcpy(data, good, size);
+    data[params + sizeof(float) * sizes[0] + 5] = 0x80;
+    fix_checksum(data, size);
+    expect_translate_refuses(&s, data, size, "src_emb[5] is -128");
+
+    memcpy(data, good, size - 8);
+    memset(data + size - 8, 0, 5);
+    fix_checksum(data, size + 5);
+    expect_translate_refuses(&s, data, size + 5, "5 unexpected bytes after the data");
+
+    char config[512], resume[600];
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    snprintf(resume, sizeof resume, "--resume=%s", path);
+    run_program(&r, &s, (const char *const[]){"../bin/train", config, resume, NULL}, NULL, 30,
+                NULL);
+    assert_one_line_error(&r, "train", 1,
+                          (const char *const[]){path, "is an int8 checkpoint", NULL});
+    free(data);
+    free(good);
+    scratch_free(&s);
+}
+END_TEST
+
+/* An int8 file cut at every length (as is, and with the checksum forged over what is left),
+ * and every bit flipped (and, checksum forged, every bit of its header, vocabularies and
+ * scales and values): refused with one line, or (forged) loaded whole, never misread. */
+START_TEST(hostile_quantized_checkpoint_damage) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    size_t size;
+    unsigned char *data = quantized_model(&s, &size), *cut = malloc(size);
+    ck_assert_ptr_nonnull(cut);
+    Error err;
+    for (size_t len = 0; len < size; len++) {
+        ck_assert_msg(load_bytes(data, len, &err) == -1, "%zu of %zu bytes loaded", len, size);
+        if (len >= 16) {
+            memcpy(cut, data, len);
+            fix_checksum(cut, len);
+            ck_assert_msg(load_bytes(cut, len, &err) == -1, "forged %zu of %zu bytes loaded", len,
+                          size);
+            ck_assert_ptr_null(strchr(err.msg, '\n'));
+        }
+    }
+    for (size_t bit = 0; bit < 8 * size; bit++) {
+        data[bit / 8] ^= (unsigned char)(1u << bit % 8);
+        ck_assert_msg(load_bytes(data, size, &err) == -1, "flipped bit %zu loaded", bit);
+        data[bit / 8] ^= (unsigned char)(1u << bit % 8);
+    }
+    for (size_t bit = 0; bit < 8 * (size - 8); bit++) {
+        data[bit / 8] ^= (unsigned char)(1u << bit % 8);
+        fix_checksum(data, size);
+        if (load_bytes(data, size, &err) == -1) ck_assert_ptr_null(strchr(err.msg, '\n'));
+        data[bit / 8] ^= (unsigned char)(1u << bit % 8);
+    }
+    free(cut);
+    free(data);
+    scratch_free(&s);
 }
 END_TEST
 
@@ -1160,6 +1318,8 @@ Suite *hostile_suite(void) {
     tcase_add_test(checkpoint, hostile_checkpoint_trailing_bytes);
     tcase_add_test(checkpoint, hostile_checkpoint_directory);
     tcase_add_test(checkpoint, hostile_checkpoint_resume_size_mismatch);
+    tcase_add_test(checkpoint, hostile_quantized_checkpoint_fields);
+    tcase_add_test(checkpoint, hostile_quantized_checkpoint_damage);
     suite_add_tcase(s, checkpoint);
 
     TCase *input = tcase_create("translation input");

@@ -571,9 +571,9 @@ END_TEST
  * a bad one is a single line "PROGRAM: PROBLEM (see PROGRAM --help)" with the program's short
  * name, never the whole usage; --help prints the usage to stdout, also for run_tests. */
 START_TEST(every_program_gives_usage_errors_in_one_form) {
-    static const char *const programs[] = {"train",     "translate",      "evaluate", "align",
-                                           "gradcheck", "gradref",        "attend",   "gencorpus",
-                                           "plot",      "reference-train"};
+    static const char *const programs[] = {"train",     "translate",       "evaluate", "align",
+                                           "gradcheck", "gradref",         "attend",   "gencorpus",
+                                           "plot",      "reference-train", "quantize"};
     Scratch s;
     scratch_make(&s);
     RunResult r;

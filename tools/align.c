@@ -47,6 +47,8 @@ static void usage(FILE *out) {
         "                     its most attended source word, and score the links against\n"
         "                     GOLD (Pharaoh i-j lines, source-target words, one per pair)\n"
         "  --pairs PAIRS      the sentence pairs (source TAB target) for --eval-gold\n"
+        "  --compute T        float or int8 (8-bit weights; default: as the model file\n"
+        "                     says: int8 for a file bin/quantize wrote)\n"
         "  -h, --help         this text\n"
         "Formats:\n"
         "  tsv      a corner cell and the source tokens, then each output token and its\n"
@@ -71,7 +73,7 @@ static void usage(FILE *out) {
 }
 
 typedef struct {
-    const char *model_path, *ref, *output, *eval_gold, *pairs;
+    const char *model_path, *ref, *output, *eval_gold, *pairs, *compute;
     long beam;
     AlignFormat format;
     bool explain;
@@ -237,6 +239,7 @@ static int parse_options(Options *o, int argc, char **argv) {
                                  OPT_FLAG("explain", 0, &o->explain),
                                  OPT_TEXT("eval-gold", 0, &o->eval_gold),
                                  OPT_TEXT("pairs", 0, &o->pairs),
+                                 OPT_TEXT("compute", 0, &o->compute), /* float or int8 */
                                  OPT_END};
     *o = (Options){.beam = 1};
     int status = cli_parse("align", argc, argv, options, usage);
@@ -302,7 +305,7 @@ int main(int argc, char **argv) {
     if (status != CLI_GO_ON) return status;
     Error err;
     Inputs in = {0};
-    int rc = load_model(r.opt.model_path, &r.nm, &err);
+    int rc = load_model_compute(r.opt.model_path, r.opt.compute, &r.nm, &err);
     if (rc == 0) forced_decoder_init(&r.forced, &r.nm);
     if (rc == 0 && r.opt.eval_gold) {
         rc = run_eval(&r, &err);

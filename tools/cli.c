@@ -62,6 +62,17 @@ int load_model(const char *path, NmtModel *nm, Error *err) {
     return checkpoint_load(path, nm, NULL, NULL, err);
 }
 
+int load_model_compute(const char *path, const char *compute, NmtModel *nm, Error *err) {
+    ComputeType type;
+    if (compute_type_parse(compute, &type, err)) return error_prefix(err, "--compute: ");
+    if (load_model(path, nm, err)) return -1;
+    if (nmt_model_set_compute(nm, type, err)) {
+        nmt_model_free(nm);
+        return -1;
+    }
+    return 0;
+}
+
 int parse_int_option(const char *option, const char *text, long lo, long hi, long *out,
                      Error *err) {
     char *end;

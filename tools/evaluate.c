@@ -16,7 +16,7 @@
 static void usage(FILE *out) {
     fprintf(out,
             "usage: evaluate [-m MODEL] --test FILE.tsv [--beam N] [--show N] [--keep-unk]\n"
-            "                [--lowercase-bleu]\n"
+            "                [--lowercase-bleu] [--compute T]\n"
             "Translates the source side of FILE.tsv (source TAB target) and scores it against\n"
             "the target side.\n"
             "  -m, --model MODEL  checkpoint (default: the toy model, runs/toy/best.ckpt)\n"
@@ -27,6 +27,8 @@ static void usage(FILE *out) {
             "                     <unk> becomes the source word it attends to most)\n"
             "  --lowercase-bleu   also print BLEU of lower-cased outputs and references\n"
             "                     (as sacreBLEU -lc)\n"
+            "  --compute T        float or int8 (8-bit weights, faster; default: as the model\n"
+            "                     file says: int8 for a file bin/quantize wrote)\n"
             "  -h, --help         this text\n"
             "BLEU and chrF are cased, as sacreBLEU's defaults are; references are lower-cased\n"
             "only when the model lower-cases its input (it cannot produce capitals).\n");
@@ -60,7 +62,7 @@ static void show(void *user, size_t index, const char *source, const char *hyp, 
 }
 
 int main(int argc, char **argv) {
-    const char *model_path = NULL, *test_path = NULL;
+    const char *model_path = NULL, *test_path = NULL, *compute = NULL;
     long beam = 1, n_show = 0;
     bool keep_unk = false, lowercase_bleu = false;
     const CliOption options[] = {OPT_TEXT("model", 'm', &model_path),
@@ -69,6 +71,7 @@ int main(int argc, char **argv) {
                                  OPT_INT("show", &n_show, 0, 1000000),
                                  OPT_FLAG("keep-unk", 0, &keep_unk),
                                  OPT_FLAG("lowercase-bleu", 0, &lowercase_bleu),
+                                 OPT_TEXT("compute", 0, &compute), /* float or int8 */
                                  OPT_END};
     int status = cli_parse("evaluate", argc, argv, options, usage);
     if (status != CLI_GO_ON) return status;
@@ -84,7 +87,7 @@ int main(int argc, char **argv) {
     TokenizedCorpus tokens = {0};
     Scores sc;
     int rc = 1;
-    if (load_model(model_path, &nm, &err) ||
+    if (load_model_compute(model_path, compute, &nm, &err) ||
         corpus_load(test_path, nm.lowercase, &corpus, &tokens, &err)) {
         fprintf(stderr, "evaluate: %s\n", err.msg);
         goto done;

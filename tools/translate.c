@@ -29,7 +29,7 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: translate [-m MODEL] [--beam N] [--nbest N] [--max-len N] [--len-norm X]\n"
             "                 [--align FILE] [--align-format F] [--keep-unk] [--unbuffered]\n"
-            "                 [TEXT ...]\n"
+            "                 [--compute T] [TEXT ...]\n"
             "Translates each TEXT argument, or each line of standard input when there is none.\n"
             "  -m, --model MODEL  checkpoint (default: the toy model, runs/toy/best.ckpt)\n"
             "  --beam N           beam size; 1 is greedy search (default 1)\n"
@@ -46,6 +46,8 @@ static void usage(FILE *out) {
             "                     becomes the source word it attends to most)\n"
             "  --unbuffered       translate each line of standard input as soon as it is read\n"
             "                     (the default on a terminal; files are read in chunks)\n"
+            "  --compute T        float or int8 (8-bit weights, faster; default: as the model\n"
+            "                     file says: int8 for a file bin/quantize wrote)\n"
             "  -h, --help         this text\n"
             "Inputs longer than %d tokens are refused (an error and an empty line). Words the\n"
             "model does not know, and words copied in place of <unk>, are named on stderr.\n",
@@ -226,7 +228,7 @@ static int translate_inputs(Run *r, int argc, char **argv, Error *err) {
 }
 
 int main(int argc, char **argv) {
-    const char *model_path = NULL, *align_path = NULL, *align_format_name = NULL;
+    const char *model_path = NULL, *align_path = NULL, *align_format_name = NULL, *compute = NULL;
     long beam = 1, nbest = 1, max_len = 0;
     bool keep_unk = false, unbuffered = false;
     double len_norm = 1.0;
@@ -239,6 +241,7 @@ int main(int argc, char **argv) {
                                  OPT_TEXT("align-format", 0, &align_format_name),
                                  OPT_FLAG("keep-unk", 0, &keep_unk),
                                  OPT_FLAG("unbuffered", 0, &unbuffered),
+                                 OPT_TEXT("compute", 0, &compute),
                                  OPT_END};
     int status = cli_parse("translate", argc, argv, options, usage);
     if (status != CLI_GO_ON) return status;
@@ -262,7 +265,7 @@ int main(int argc, char **argv) {
     /* A few sentences from the command line decode one at a time, where a second thread only
      * adds the cost of starting it (measured: batch-1 decoding is no faster on two threads). */
     if (optind < argc && argc - optind <= 4) omp_set_num_threads(1);
-    int rc = load_model(model_path, &r.nm, &err);
+    int rc = load_model_compute(model_path, compute, &r.nm, &err);
     r.nm.keep_unk = keep_unk;
     if (rc == 0) rc = translator_init(&r.translator, &r.nm, CHUNK, &opt, &err);
     if (rc == 0 && align_path) rc = output_file_open(&align_file, align_path, false, &err);

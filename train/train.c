@@ -364,6 +364,11 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
     if (resume) {
         bool has_state;
         if (checkpoint_load(resume, &tr->nm, st, &has_state, err)) return -1;
+        if (tr->nm.model.quant)
+            return error_set(err,
+                             "%s is an int8 checkpoint (written by bin/quantize): training "
+                             "resumes only from the float checkpoint it was made from",
+                             resume);
         if (!has_state)
             return error_set(err,
                              "%s has no optimiser state to resume from (it is a model "

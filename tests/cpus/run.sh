@@ -71,10 +71,11 @@ if ! command -v qemu-x86_64 >/dev/null 2>&1; then
     fi
 fi
 # run_cpu MODEL KERNELS: each suite under qemu's CPU model, which must get those GEMM kernels
+# (and int8 kernels of the same name: the quant suite)
 run_cpu() {
     local log="build/test-cpus-$1.log"
     : >"$log"
-    for suite in gemm layers model train; do
+    for suite in gemm quant layers model train; do
         local only=()
         [ "$suite" = gemm ] && only=(CK_RUN_CASE=kernels)
         if ! (cd tests && env "${only[@]}" NMT_EXPECT_KERNELS="$2" CK_RUN_SUITE="$suite" \
