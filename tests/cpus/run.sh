@@ -33,7 +33,8 @@ check_clones() {
         return 1
     fi
     local count=0 bad=0 object symbol pattern code
-    for object in $(find build -name '*.o' -not -path 'build/tests/*' -not -path 'build/mpi/*'); do
+    for object in $(find build -name '*.o' -not -path 'build/tests/*' -not -path 'build/mpi/*' \
+                       -not -path 'build/wasm/*'); do
         for symbol in $(nm "$object" | awk '$3 ~ /[.](avx512f|avx2|default)$/ { print $3 }'); do
             case $symbol in
             *.avx512f) pattern='%zmm' ;;
