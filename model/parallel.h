@@ -43,8 +43,8 @@ int worth_parallel(double work, double threshold);
 void share_range(int n, int unit, int part, int parts, int *lo, int *hi);
 
 /* A barrier for the threads of one parallel region that waits by spinning. An OpenMP barrier
- * makes a futex system call each time it opens (0.2-0.4 us on these machines, as much as a
- * small matrix-vector product), and decoding one sentence meets several barriers a step.
+ * makes a futex system call each time it opens (as costly as a small matrix-vector product),
+ * and decoding one sentence meets several barriers a step.
  * After a while of spinning the waiters yield their core, so a team that shares its cores
  * with other work still moves on. Initialise with the team's size, inside or before the
  * region; every thread of the team must call spin_barrier_wait the same number of times. */

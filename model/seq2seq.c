@@ -173,8 +173,8 @@ static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
 
 /* What ACTS_AUTO picks. Logits per chunk: about 64 MB of them, in whole blocks of 256 rows
  * (the fewer the chunks, the fewer times the products read out.w and its gradient: a batch
- * of 64 short pairs, about 600 rows with Vt = 16,004, then takes one chunk, which measured
- * 5 ms a step faster than three chunks of 16 MB). Attention's hidden layer is kept up to
+ * of 64 short pairs, about 600 rows with Vt = 16,004, then takes one chunk, a step faster than
+ * in three smaller ones: docs/performance.md). Attention's hidden layer is kept up to
  * 8 MB: recomputing it costs a tanh per element, which shows in a small model's step, while a
  * large model's step saves as much by not streaming the array through memory. */
 enum { LOGIT_BYTES = 64 << 20, LOGIT_ROW_BLOCK = 256, KEEP_ATTENTION_BYTES = 8 << 20 };

@@ -75,9 +75,9 @@ typedef struct {
                        the current step's (backward recomputes it, one more tanh per element),
                        ACTS_AUTO keeps it when it takes at most 8 MB */
     int huge_pages; /* 1: 2 MB pages asked for behind the activations (advise_huge_pages), for
-                       training, whose steps pass over them in full (the 64-pair line's
-                       softmax and loss: 4.4-4.5 -> 4.1-4.2 ms); 0 for a search's, which
-                       planned for the longest input are touched only in part */
+                       training, whose steps pass over them in full (fewer TLB misses in the
+                       softmax pass); 0 for a search's, which planned for the longest input
+                       are touched only in part */
 } ActsPlan;
 
 /* The phases of a training step, timed by model_forward and model_backward into
@@ -183,8 +183,8 @@ typedef struct {
     real *block;        /* the single allocation behind every real array above */
     int *int_block;
     /* The spans of the gradients that the last model_backward added nothing to: the embedding
-     * rows of the words its batch does not hold, sorted (with a vocabulary of 16,000 words
-     * and a batch of short sentences, 97% of those rows, over half of all parameters). */
+     * rows of the words its batch does not hold, sorted (with a large vocabulary and a batch
+     * of short sentences, nearly all of those rows, over half of all parameters). */
     ParamSpan *untouched;
     size_t n_untouched;
     unsigned char *row_used; /* [max(Vs, Vt)] scratch: whether the batch holds each word */
