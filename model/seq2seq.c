@@ -652,7 +652,8 @@ static void output_layer(const Model *m, Acts *a, double *loss_sum, int grads) {
 
 /* y += x over n values */
 static void add_into(real *y, const real *x, size_t n) {
-    PARALLEL_FOR(i, n, (double)n, 65536, y[i] += x[i]);
+#pragma omp parallel for if (worth_parallel((double)n, 65536)) schedule(static)
+    for (size_t i = 0; i < n; i++) y[i] += x[i];
 }
 
 /* Appends to a->untouched the runs of rows of an embedding table (V rows of E at `offset` in
@@ -755,10 +756,13 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
     int n = a->n_out;
     pack_rows(u, R, E, a->out_row, n);
     if (a->dropout > 0) pack_rows(a->o_keep, O, O, a->out_row, n);
-    PARALLEL_FOR(i, n, (double)n * (D + K), 65536, real *row = a->readout_in + (size_t)i * R;
-                 int r = a->out_row[i];
-                 memcpy(row, a->dec_state + (size_t)(r + B) * D, sizeof(real) * (size_t)D);
-                 memcpy(row + D, a->context + (size_t)r * K, sizeof(real) * (size_t)K));
+#pragma omp parallel for if (worth_parallel((double)n * (D + K), 65536)) schedule(static)
+    for (int i = 0; i < n; i++) {
+        real *row = a->readout_in + (size_t)i * R;
+        int r = a->out_row[i];
+        memcpy(row, a->dec_state + (size_t)(r + B) * D, sizeof(real) * (size_t)D);
+        memcpy(row + D, a->context + (size_t)r * K, sizeof(real) * (size_t)K);
+    }
     linear_forward(a->readout, a->readout_in, R, w->out_w_o, R, w->out_b_o, n, R, O);
     tanh_forward(a->readout, (size_t)n * O);
     if (a->dropout > 0) {
