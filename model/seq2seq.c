@@ -34,6 +34,7 @@ int model_init(Model *m, const ModelDims *dims, Error *err) {
     advise_huge_pages(m->grads, sizeof(real) * m->table.total);
     weights_view(&m->w, &m->table, m->params);
     weights_view(&m->g, &m->table, m->grads);
+    m->grads_zero = true; /* calloc's */
     return 0;
 }
 
@@ -44,7 +45,8 @@ void model_free(Model *m) {
 }
 
 void model_zero_grad(Model *m) {
-    memset(m->grads, 0, sizeof(real) * m->table.total);
+    if (!m->grads_zero) memset(m->grads, 0, sizeof(real) * m->table.total);
+    m->grads_zero = true;
 }
 
 int batch_validate(const Batch *b, const ModelDims *d, Error *err) {
@@ -860,6 +862,7 @@ void model_backward(Model *m, Acts *a) {
         V = d->tgt_vocab, R = D + K + E, F = dims_att_features(d);
     const GruWeights *dg = &w->dec_gru;
     GruWeights *gg = &g->dec_gru;
+    m->grads_zero = false;
 
     /* loss and z = W_out o + b_out: the forward pass formed d loss / d o in d_readout and the
      * out.w, out.b gradients (unless it was forward_only: then they are formed now) */

@@ -29,6 +29,8 @@
 #ifndef NMT_SEQ2SEQ_H
 #define NMT_SEQ2SEQ_H
 
+#include <stdbool.h>
+
 #include "base/base.h"
 #include "base/batch.h"
 #include "model/params.h"
@@ -42,11 +44,16 @@ typedef struct {
     void *param_block, *grad_block; /* the allocations behind them */
     Weights w;                      /* named views of params */
     Weights g;                      /* named views of grads */
+    bool grads_zero;                /* every gradient is known to be 0 (see model_zero_grad) */
 } Model;
 
 /* Allocates parameters and gradients (zeroed; call params_init to initialise). */
 int model_init(Model *m, const ModelDims *dims, Error *err);
 void model_free(Model *m);
+/* Zeroes the gradients, for a backward pass to accumulate into. Nothing to do when they are
+ * known to be zero already (grads_zero): after model_init, or after Adam's pass, which zeroes
+ * each gradient as it reads it (adam_step; train_step then sets grads_zero) instead of a pass
+ * of its own here. model_backward clears grads_zero. */
 void model_zero_grad(Model *m);
 
 /* Checks a batch's ids, lengths and padding against the model's vocabularies. */

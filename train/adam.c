@@ -173,6 +173,11 @@ real clip_scale(double norm, double max_norm) {
     return max_norm > 0 && norm > max_norm ? (real)(max_norm / (norm + 1e-12)) : 1;
 }
 
+real clip_grad_norm(const real *grads, size_t n, ZeroGrads zero, double max_norm, double *norm) {
+    *norm = grad_norm(grads, n, zero);
+    return clip_scale(*norm, max_norm);
+}
+
 double schedule_lr(const ConfigOptim *o, uint64_t step, double lr_scale, double budget_used) {
     double warm = o->warmup_steps > 0 ? fmin(1.0, (double)(step + 1) / o->warmup_steps) : 1;
     double factor = 1;
