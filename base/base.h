@@ -41,22 +41,20 @@ void *checked_calloc(size_t count, size_t size, const char *what, Error *err);
  * checked_calloc): a hint, for the arrays a training step reads and writes in full (the
  * parameters, gradients, Adam's moments, the moving average). Linux's transparent huge pages
  * follow it in their "madvise" mode ("always" gives such blocks huge pages anyway, "never"
- * none); elsewhere it does nothing. A step streams ~450 MB through those arrays, and on a VM
- * each TLB miss walks two levels of page tables: on this project's 2-core Xeon VM Adam took
- * 8.3-8.6 ms a step of the 64-pair line instead of 8.9-9.1, and the gradient norm 1.2
- * instead of 1.6. Not for blocks that are touched only in part (a search's activations, planned
- * for the longest input): each first write would bring in 2 MB, and bin/translate took 7-9
- * ms a process instead of 5.6-5.8 with its activations on huge pages. */
+ * none); elsewhere it does nothing. A step streams hundreds of MB through those arrays, and on
+ * a VM each TLB miss walks two levels of page tables, so fewer, larger pages shorten Adam and
+ * the gradient norm. Not for blocks that are touched only in part (a search's activations,
+ * planned for the longest input): each first write would bring in 2 MB, which made a short
+ * bin/translate slower (docs/performance.md). */
 void advise_huge_pages(void *p, size_t bytes);
 
 /* `bytes` zeroed bytes on a 64-byte boundary, for a block that is written in full right away
  * and read in full (a checkpoint file's bytes, the parameters it is read into). From 1 MB on,
  * the block starts on a 2 MB boundary and spans whole 2 MB pages, which it asks for (as
  * advise_huge_pages does) and takes in one call (Linux's MADV_POPULATE_WRITE, 5.14 and later)
- * instead of a page fault at each first write. On this project's AMD EPYC VM a 4 KB page cost
- * ~10 us at its first write and more at its first read, and loading the toy model's 2 MB
- * checkpoint (read, hash, copy) was most of bin/translate's 23-30 ms: reading and hashing
- * such a file took 7.5 ms in 4 KB pages and 0.9 in 2 MB ones. Free with free(). */
+ * instead of a page fault at each first write. On a VM a first touch of a 4 KB page is a costly
+ * fault, and such faults were most of the time bin/translate took to load a small model; in
+ * 2 MB pages there are few of them (docs/performance.md). Free with free(). */
 void *checked_calloc_pages(size_t bytes, const char *what, Error *err);
 
 /* A NUL-terminated copy of text[0..len) from malloc; on failure sets err naming `what`. */

@@ -58,21 +58,24 @@ typedef struct {
     double norm, adam;
 } UpdateSeconds;
 
-/* One training step as bin/train takes it: forward, backward, clipping, Adam. */
+/* One training step as bin/train takes it: forward, zero the gradients, backward, clipping,
+ * Adam. */
 static int train_step(Model *m, Acts *acts, Adam *adam, const Batch *batch,
                       const ForwardOptions *opt, UpdateSeconds *update) {
-    double loss;
+    double loss, norm;
     Error err;
     if (model_forward(m, acts, batch, opt, &loss, &err)) {
         fprintf(stderr, "bench: %s\n", err.msg);
         return -1;
     }
+    model_zero_grad(m);
     model_backward(m, acts);
     ZeroGrads zero = {acts->untouched, acts->n_untouched};
     double t0 = now();
-    double norm = grad_norm(m->grads, m->table.total, zero);
+    real clip = clip_grad_norm(m->grads, m->table.total, zero, 1.0, &norm);
     double t1 = now();
-    bool ok = adam_step(adam, m->params, m->grads, zero, clip_scale(norm, 1.0), 1e-4);
+    bool ok = adam_step(adam, m->params, m->grads, zero, clip, 1e-4);
+    m->grads_zero = true; /* adam_step zeroed each gradient as it read it */
     update->norm += t1 - t0;
     update->adam += now() - t1;
     if (!ok) {

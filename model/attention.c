@@ -3,7 +3,6 @@
  * attention.h).
  */
 #include "attention.h"
-#include "parallel.h"
 
 #include <math.h>
 #include <string.h>
@@ -29,9 +28,9 @@ static void sentence_hidden(real *hid, const real *q, const real *keys_b, int L,
 
 void attention_hidden(real *hidden, const real *query, const real *keys, const int *src_len, int B,
                       int S, int A) {
-    PARALLEL_FOR(b, B, (double)B * S * A, 8192,
-                 sentence_hidden(hidden + (size_t)b * S * A, query + (size_t)b * A,
-                                 keys + (size_t)b * S * A, src_len[b], S, A, 0, A));
+    for (int b = 0; b < B; b++)
+        sentence_hidden(hidden + (size_t)b * S * A, query + (size_t)b * A, keys + (size_t)b * S * A,
+                        src_len[b], S, A, 0, A);
 }
 
 void attention_energy_part(real *part, real *hid, const real *query, const real *keys,
@@ -66,9 +65,9 @@ static void sentence_forward(real *context, real *alpha, real *energy, real *hid
 void attention_forward(real *context, real *alpha, real *energy, real *hidden, const real *query,
                        const real *keys, const real *enc_h, const int *src_len, const real *v,
                        int B, int S, int A, int K) {
-    PARALLEL_FOR(b, B, (double)B * S * A, 8192,
-                 sentence_forward(context, alpha, energy, hidden, query, keys, enc_h, src_len, v,
-                                  (int)b, S, A, K));
+    for (int b = 0; b < B; b++)
+        sentence_forward(context, alpha, energy, hidden, query, keys, enc_h, src_len, v, b, S, A,
+                         K);
 }
 
 /* Backward through c = sum_i alpha_i h_i and alpha = softmax(e) for one sentence (h, dh its
@@ -119,9 +118,9 @@ void attention_backward(real *dquery, real *denergy, real *dkeys, real *denc_h, 
                         const real *dcontext, const real *alpha, const real *hidden,
                         const real *enc_h, const int *src_len, const real *v, int B, int S, int A,
                         int K) {
-    PARALLEL_FOR(b, B, (double)B * S * A, 8192,
-                 sentence_backward(dquery, denergy, dkeys, denc_h, dv, dcontext, alpha, hidden,
-                                   enc_h, src_len, v, (int)b, S, A, K));
+    for (int b = 0; b < B; b++)
+        sentence_backward(dquery, denergy, dkeys, denc_h, dv, dcontext, alpha, hidden, enc_h,
+                          src_len, v, b, S, A, K);
 }
 
 /* ---- the dot-product scores ------------------------------------------------------------ */
@@ -154,9 +153,9 @@ static void product_sentence_forward(real *context, real *alpha, real *energy, c
 static void product_forward(real *context, real *alpha, real *energy, const real *query,
                             const real *keys, const real *enc_h, const int *src_len, real scale,
                             int B, int S, int F, int K) {
-    PARALLEL_FOR(b, B, (double)B * S * (F + K), 8192,
-                 product_sentence_forward(context, alpha, energy, query, keys, enc_h, src_len,
-                                          scale, (int)b, S, F, K));
+    for (int b = 0; b < B; b++)
+        product_sentence_forward(context, alpha, energy, query, keys, enc_h, src_len, scale, b, S,
+                                 F, K);
 }
 
 /* Sentence b of product_backward. */
@@ -182,9 +181,9 @@ static void product_backward(real *dquery, real *denergy, real *dkeys, real *den
                              const real *dcontext, const real *alpha, const real *query,
                              const real *keys, const real *enc_h, const int *src_len, real scale,
                              int B, int S, int F, int K) {
-    PARALLEL_FOR(b, B, (double)B * S * (F + K), 8192,
-                 product_sentence_backward(dquery, denergy, dkeys, denc_h, dcontext, alpha, query,
-                                           keys, enc_h, src_len, scale, (int)b, S, F, K));
+    for (int b = 0; b < B; b++)
+        product_sentence_backward(dquery, denergy, dkeys, denc_h, dcontext, alpha, query, keys,
+                                  enc_h, src_len, scale, b, S, F, K);
 }
 
 /* dot: e_ti = s_{t-1} . h_i */

@@ -10,6 +10,9 @@
  * (one matrix product over all source positions), and the query W_q s_{t-1} once per step,
  * so this file only holds the per-position work. Sizes: B sentences, S source positions,
  * A attention size, K encoder state size. keys [B,S,A], enc_h [B,S,K], src_len [B].
+ *
+ * The sentences run on the calling thread, one after another: the model calls a step from
+ * inside its own parallel region, each thread with its share of the sentences (seq2seq.c).
  */
 #ifndef NMT_ATTENTION_H
 #define NMT_ATTENTION_H

@@ -5,7 +5,7 @@
  *
  * The model spends much of its time in these functions (additive attention alone takes one
  * tanh per decoder step, sentence, source position and attention unit), and libm's scalar
- * versions are an order of magnitude slower than a vector polynomial. In a float build they
+ * versions are much slower than a vector polynomial. In a float build they
  * are accurate to a few units in the last place; a double build (make REAL=double) uses libm
  * itself, so the exact gradient checks see exact functions. A NaN in stays a NaN out; exp
  * saturates at exp(-87) ~ 1.6e-38 and exp(88) ~ 1.7e38 instead of reaching 0 and infinity,
@@ -25,9 +25,9 @@
  * -fno-trapping-math for that (see the Makefile). */
 #if !defined(REAL_DOUBLE) && defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-/* The same without AVX-512, for loops bound by square roots and divisions: AVX-512's are slower
- * than AVX2's on the AMD EPYC measured here (Adam over 14.5 M parameters: 7.2 ms a step with
- * AVX-512, 5.9 with AVX2, 7.0 with the baseline's 4 floats a vector). */
+/* The same without AVX-512, for loops bound by square roots and divisions: on some CPUs
+ * AVX-512's are slower than AVX2's, and Adam's loop was slowest in its AVX-512 clone
+ * (docs/performance.md). */
 #define AVX2_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define VECTOR_CLONES

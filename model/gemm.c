@@ -17,16 +17,16 @@
  *
  *  - Cache blocking. K is cut into blocks of KC = 256. For each K block and each block of
  *    NC = 1024 columns, that KC x NC block of op(B) is packed (1 MiB, the size of one core's
- *    L2 on the Zen 5 EPYC measured here; NC = 512 measured the same within noise), then op(A)
- *    is packed MC = 192 rows at a time, and each A micro-panel (8 x 256, 8 KiB) stays in L1
- *    while the kernel sweeps it across all the B panels.
+ *    L2 on the smaller-cached of the machines it was tuned on; half as many columns measured
+ *    no different), then op(A) is packed MC = 192 rows at a time, and each A micro-panel
+ *    (8 x 256, 8 KiB) stays in L1 while the kernel sweeps it across all the B panels.
  *
  *  - Small shapes. With few rows, each element of B is used too few times to repay a copy.
  *    When op(B) is B itself, its rows are read in place. When B is transposed ([N,K], as in
  *    the forward y = x W^T), up to 16 rows (decoding, beams, a thread's share of a small
  *    batch) are done as dot products of rows of op(A) and B, in vector lanes along k, with B
- *    streamed through once (measured: 1.2-1.9x the transposed path below at 5-12 rows, even
- *    with its half tiles; the same at 16); up to 128 rows (a training batch), as
+ *    streamed through once (faster than the transposed path below at 5-12 rows, even with
+ *    its half tiles, and no slower at 16); up to 128 rows (a training batch), as
  *    C^T = op(B)^T op(A)^T: rows of B are broadcast in place, only the small op(A) is packed,
  *    and each tile (32 rows, or 16 for the last 16 or fewer) is transposed on its way to C.
  *    M == 1 with B not transposed is a vector-matrix loop; N == 1 is done as the transposed
@@ -36,10 +36,10 @@
  *    prefetchers to follow (a decoder step's weights, from L3): the AVX-512 and AVX2 kernels
  *    ask for the lines they read next, 8 rows of B ahead (the normal kernels), the next call's
  *    8 rows (the C^T kernel) or the next 4 rows (the dot-product tiles, when B is larger than
- *    L2). With AVX-512 that made a step's products of 25-32 rows 13-16% faster, and of 5-12
- *    rows (beams) 10-30%; with AVX2, beam 5 on the medium model 8%. The AVX-512 kernel also
- *    asks for both lines of each row of its C tile as it starts (the output layer's C, tens
- *    of MB, is far from the core): its products ~2% faster.
+ *    L2): without it each line of B waited on L3, in training's decoder steps and in beam
+ *    search alike. The AVX-512 kernel also asks for both lines of each row of its C tile as
+ *    it starts (the output layer's C, tens of MB, is far from the core). The gains of each
+ *    are in docs/performance.md.
  *
  *  - Dispatch. The instruction set is chosen once, on the first call, with
  *    __builtin_cpu_supports: AVX-512F, else AVX2+FMA, else portable C. The environment
@@ -92,7 +92,7 @@
 #define MC 192
 /* The same for k_inside_rows, where the whole packed op(B) shares the L2 with the A
  * block and the C block (the output layer's weight gradient, 256 columns and ~600 tokens:
- * 594 KiB + 2 x 192 KiB overflowed it; 128 rows made that product 7% faster). */
+ * 594 KiB + 2 x 192 KiB overflowed it, and each block then came from L3). */
 #define MC_K_INSIDE 128
 /* Largest M for the C^T path (its packed op(A), KC x M, lives in the B block buffer). */
 #define SWAP_MAX_M 128
@@ -439,7 +439,7 @@ __attribute__((target("avx512f"))) static void kernel_avx512(int kc, const float
     for (int i = 0; i < A512_MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     /* the tile's rows of C, both lines of each (its 32 columns span two): the output layer's C
      * (37 MB of logits, or its weight gradient) is far from the core, and each row's second
-     * line waited for it at the stores (measured: 1-6% on the output layer's products) */
+     * line waited for it at the stores */
     for (int i = 0; i < mr; i++) {
         _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
         if (nr > 16) _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
@@ -607,7 +607,7 @@ __attribute__((target("avx512f"))) static int pack_avx512(int trans, int kc, int
                 __m256 out[16];
                 /* the next 8 rows' line at this k: the rows are far apart (a dz row of the
                  * output layer is 64 KB), so the hardware does not fetch them ahead, and
-                 * without this packing d loss / d z waited on memory (3.4 against 1.3 ms) */
+                 * without this packing d loss / d z waited on memory */
 #pragma GCC unroll 8
                 for (int j = 0; j < 8; j++)
                     if (j < next_rows)
@@ -906,12 +906,12 @@ static void part_fallback(const Isa *isa, const Problem *p, int m0, int m1, int 
     (void)isa;
 }
 
-/* Work handed out to threads as they come for it, instead of a fixed share each: one of this
- * machine's two cores is often 5-15% slower than the other for seconds at a time, and a fixed
- * half then kept the faster thread waiting at the end of each output-layer product (0.6-2 ms
- * of 14). Each claim takes a share of what is left (half of it divided among the threads, as
- * OpenMP's guided schedule does), so that the first claims are long runs and only the last
- * ones short. A unit is computed the same whichever thread takes it. */
+/* Work handed out to threads as they come for it, instead of a fixed share each: on a shared
+ * VM one core is often slower than the other for seconds at a time, and a fixed half then
+ * kept the faster thread waiting at the end of each output-layer product. Each claim takes a
+ * share of what is left (half of it divided among the threads, as OpenMP's guided schedule
+ * does), so that the first claims are long runs and only the last ones short. A unit is
+ * computed the same whichever thread takes it. */
 typedef struct {
     atomic_int next; /* the first unit not yet taken */
 } Claims;

@@ -2,7 +2,6 @@
  * gru.c: GRU step forward and backward (see gru.h).
  */
 #include "gru.h"
-#include "parallel.h"
 
 #include "fastmath.h"
 #include "gemm.h"
@@ -49,8 +48,7 @@ static void gates_row(real *h_out, real *cache, const real *gi, const real *gh, 
 
 void gru_gates_forward(real *h_out, real *cache, const real *gi, const real *gh, const real *h_prev,
                        const real *b_hh, const int *len, int pos, int B, int N) {
-    PARALLEL_FOR(b, B, (double)B * N, 4096,
-                 gates_row(h_out, cache, gi, gh, h_prev, b_hh, len, pos, (int)b, N, 0, N));
+    for (int b = 0; b < B; b++) gates_row(h_out, cache, gi, gh, h_prev, b_hh, len, pos, b, N, 0, N);
 }
 
 void gru_gates_units(real *h_out, real *cache, const real *gi, const real *gh, const real *h_prev,
@@ -97,10 +95,11 @@ VECTOR_CLONES static void gates_row_backward(real *restrict dhp, real *restrict 
 void gru_step_backward(real *dh_prev, real *dgi, real *dgh, const real *dh, const real *cache,
                        const real *h_prev, const real *w_hh, const int *len, int pos, int B,
                        int N) {
-    PARALLEL_FOR(b, B, (double)B * N, 4096,
-                 gates_row_backward(dh_prev + b * N, dgi + b * 3 * N, dgh + b * 3 * N, dh + b * N,
-                                    cache + b * GRU_CACHE_WIDTH * N, h_prev + b * N,
-                                    !len || pos < len[b], N));
+    for (int b = 0; b < B; b++)
+        gates_row_backward(dh_prev + (size_t)b * N, dgi + (size_t)b * 3 * N,
+                           dgh + (size_t)b * 3 * N, dh + (size_t)b * N,
+                           cache + (size_t)b * GRU_CACHE_WIDTH * N, h_prev + (size_t)b * N,
+                           !len || pos < len[b], N);
     /* h also entered through W_hh h: dh_prev += dgh W_hh */
     gemm(AS_STORED, AS_STORED, B, N, 3 * N, dgh, 3 * N, w_hh, N, 1, dh_prev, N);
 }

@@ -9,6 +9,10 @@
  * Sizes: B rows, N hidden units. Row b takes the step only when pos < len[b]; rows past their
  * sentence's end carry their state through unchanged (PyTorch's packed-sequence semantics).
  * len may be NULL: every row takes the step.
+ *
+ * The element-wise work runs on the calling thread, row after row: the model calls a step
+ * from inside its own parallel region, each thread with its share of the rows (seq2seq.c),
+ * where a region of the step's own would only cost its entry.
  */
 #ifndef NMT_GRU_H
 #define NMT_GRU_H

@@ -20,9 +20,14 @@ static void embedding_row(real *out, int ld, const int *ids, const real *keep, c
 
 void embedding_forward(real *out, int ld, const int *ids, const real *keep, const real *emb,
                        int rows, int dim) {
-    /* in parallel: the rows of a large table are far apart, each a wait on memory */
-    PARALLEL_FOR(r, rows, (double)rows * dim, 65536,
-                 embedding_row(out, ld, ids, keep, emb, (int)r, dim));
+    /* in parallel: the rows of a large table are far apart, each a wait on memory; but a
+     * search's few rows a step stay on this thread, outside any region (see worth_parallel) */
+    if (worth_parallel((double)rows * dim, 65536)) {
+#pragma omp parallel for schedule(static)
+        for (int r = 0; r < rows; r++) embedding_row(out, ld, ids, keep, emb, r, dim);
+    } else {
+        for (int r = 0; r < rows; r++) embedding_row(out, ld, ids, keep, emb, r, dim);
+    }
 }
 
 /* Threads take blocks of COLUMN_BLOCK columns in the loops below that add rows into one row:
@@ -31,7 +36,7 @@ void embedding_forward(real *out, int ld, const int *ids, const real *keep, cons
 enum { COLUMN_BLOCK = 64 };
 
 /* The blocks of `cols` columns, and the end of the block from column j0. */
-static long column_blocks(int cols) {
+static int column_blocks(int cols) {
     return (cols + COLUMN_BLOCK - 1) / COLUMN_BLOCK;
 }
 static int column_block_end(int j0, int cols) {
@@ -53,17 +58,18 @@ static void embedding_backward_columns(real *demb, const real *dout, int ld, con
 void embedding_backward(real *demb, const real *dout, int ld, const int *ids, const real *keep,
                         int rows, int dim) {
     /* two rows with the same id add into the same gradient row: by blocks of columns */
-    PARALLEL_FOR(
-        c, column_blocks(dim), (double)rows * dim, 65536,
-        embedding_backward_columns(demb, dout, ld, ids, keep, rows, dim, (int)c * COLUMN_BLOCK));
+#pragma omp parallel for if (worth_parallel((double)rows * dim, 65536)) schedule(static)
+    for (int c = 0; c < column_blocks(dim); c++)
+        embedding_backward_columns(demb, dout, ld, ids, keep, rows, dim, c * COLUMN_BLOCK);
 }
 
 void linear_forward(real *y, const real *x, int ldx, const real *w, int ldw, const real *b,
                     int rows, int in, int out) {
     gemm(AS_STORED, TRANSPOSE, rows, out, in, x, ldx, w, ldw, 0, y, out);
     if (!b) return;
-    PARALLEL_FOR(r, rows, (double)rows * out, 65536,
-                 for (int j = 0; j < out; j++) y[(size_t)r * out + j] += b[j]);
+#pragma omp parallel for if (worth_parallel((double)rows * out, 65536)) schedule(static)
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < out; j++) y[(size_t)r * out + j] += b[j];
 }
 
 void linear_columns(real *y, int ldy, const real *x, int ldx, const real *w, int ldw, const real *b,
@@ -86,8 +92,9 @@ VECTOR_CLONES static void column_sums_block(real *restrict sums, const real *res
 }
 
 void add_column_sums(real *sums, const real *x, int rows, int cols) {
-    PARALLEL_FOR(c, column_blocks(cols), (double)rows * cols, 65536,
-                 column_sums_block(sums, x, rows, cols, (int)c * COLUMN_BLOCK));
+#pragma omp parallel for if (worth_parallel((double)rows * cols, 65536)) schedule(static)
+    for (int c = 0; c < column_blocks(cols); c++)
+        column_sums_block(sums, x, rows, cols, c * COLUMN_BLOCK);
 }
 
 void linear_backward(real *dx, real *dw, real *db, const real *dy, const real *x, int ldx,
@@ -100,14 +107,20 @@ void linear_backward(real *dx, real *dw, real *db, const real *dy, const real *x
 void tanh_forward(real *y, size_t n) {
     /* contiguous chunks, one per thread: the vector loop stays whole */
     enum { CHUNK = 16384 };
-    long chunks = (long)((n + CHUNK - 1) / CHUNK);
-    PARALLEL_FOR(c, chunks, (double)chunks, 2,
-                 vec_tanh(y + (size_t)c * CHUNK,
-                          n - (size_t)c * CHUNK < CHUNK ? n - (size_t)c * CHUNK : CHUNK));
+    size_t chunks = (n + CHUNK - 1) / CHUNK;
+    if (!worth_parallel((double)chunks, 2)) {
+        /* a row at a time (the encoder's s_0, a search's readout): no region */
+        vec_tanh(y, n);
+        return;
+    }
+#pragma omp parallel for schedule(static)
+    for (size_t c = 0; c < chunks; c++)
+        vec_tanh(y + c * CHUNK, n - c * CHUNK < CHUNK ? n - c * CHUNK : CHUNK);
 }
 
 void tanh_backward(real *dy, const real *y, size_t n) {
-    PARALLEL_FOR(i, n, (double)n, 65536, dy[i] *= 1 - y[i] * y[i]);
+#pragma omp parallel for if (worth_parallel((double)n, 65536)) schedule(static)
+    for (size_t i = 0; i < n; i++) dy[i] *= 1 - y[i] * y[i];
 }
 
 void dropout_apply(real *y, const real *keep, size_t n) {

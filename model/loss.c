@@ -51,8 +51,11 @@ void xent_forward(real *lse, real *logits, const real *bias, const int *targets,
                   real eps, double *total) {
     /* Row losses are summed in row order after the parallel part, so the total does not
      * depend on the thread count. */
-    PARALLEL_FOR(r, rows, (double)rows * V, 65536, real *z = logits + (size_t)r * V;
-                 lse[r] = log_sum_exp_from(add_bias_max(z, bias, V), z, V));
+#pragma omp parallel for if (worth_parallel((double)rows * V, 65536)) schedule(static)
+    for (int r = 0; r < rows; r++) {
+        real *z = logits + (size_t)r * V;
+        lse[r] = log_sum_exp_from(add_bias_max(z, bias, V), z, V);
+    }
     for (int r = 0; r < rows; r++)
         if (targets[r] != 0) {
             const real *z = logits + (size_t)r * V;
@@ -99,9 +102,10 @@ VECTOR_CLONES static void xent_train_group(real *logits, const real *bias, real 
 void xent_train(real *logits, const real *bias, real *lse, const int *targets, int rows, int V,
                 real eps, real scale, double *total, real *db, real *parts, double *nll) {
     int groups = (rows + XENT_GROUP - 1) / XENT_GROUP;
-    PARALLEL_FOR(g, groups, (double)rows * V, 65536,
-                 xent_train_group(logits, bias, lse, targets, (int)g, rows, V, eps, scale, nll,
-                                  parts + (size_t)g * V));
+#pragma omp parallel for if (worth_parallel((double)rows * V, 65536)) schedule(static)
+    for (int g = 0; g < groups; g++)
+        xent_train_group(logits, bias, lse, targets, g, rows, V, eps, scale, nll,
+                         parts + (size_t)g * V);
     /* the loss in row order (xent_forward's sum), db in group order: neither depends on the
      * number of threads */
     for (int r = 0; r < rows; r++)

@@ -9,45 +9,25 @@
 
 /* Whether a loop of `work` operations should open a parallel region: only above `threshold`,
  * with more than one thread, and when not inside a parallel region already (whose threads
- * have shared out the work). OpenMP charges for entering a region even when its if clause is
- * false or it would be nested (a futex call in and out), so small per-step loops call their
- * body directly instead. */
+ * have shared out the work). The model's loops put it in their pragma,
+ *     #pragma omp parallel for if (worth_parallel(work, threshold)) schedule(static)
+ * and their iterations must write disjoint outputs. But OpenMP charges for entering a region
+ * even when its if clause is false or it would be nested (a futex call in and out, as much as
+ * a small loop), so a function called many times a step with little work each time (a row at
+ * a time inside a region of the caller's, a search's step) tests it in an ordinary `if` and
+ * runs its loop on this thread without entering a region. */
 int worth_parallel(double work, double threshold);
-
-/* Runs `for (long i = 0; i < n; i++) { body }` on the threads of a new parallel region when
- * worth_parallel(work, threshold), otherwise on this thread without entering a region (which
- * costs as much as a small loop). Iterations must be independent. Every loop of the model
- * that may run in parallel goes through this one gate. Each thread takes one contiguous
- * share of the iterations, or with PARALLEL_FOR_DEALT every (number of threads)-th one, for
- * iterations whose work varies along the range. */
-#define PARALLEL_FOR(i, n, work, threshold, ...)                                                   \
-    PARALLEL_FOR_SCHEDULED(schedule(static), i, n, work, threshold, __VA_ARGS__)
-#define PARALLEL_FOR_DEALT(i, n, work, threshold, ...)                                             \
-    PARALLEL_FOR_SCHEDULED(schedule(static, 1), i, n, work, threshold, __VA_ARGS__)
-#define OMP_PRAGMA(clauses) _Pragma(#clauses)
-#define PARALLEL_FOR_SCHEDULED(clause, i, n, work, threshold, ...)                                 \
-    do {                                                                                           \
-        if (worth_parallel((work), (threshold))) {                                                 \
-            OMP_PRAGMA(omp parallel for clause) for (long i = 0; i < (long)(n); i++) {             \
-                __VA_ARGS__;                                                                       \
-            }                                                                                      \
-        } else {                                                                                   \
-            for (long i = 0; i < (long)(n); i++) {                                                 \
-                __VA_ARGS__;                                                                       \
-            }                                                                                      \
-        }                                                                                          \
-    } while (0)
 
 /* [*lo, *hi): part `part` of `parts` of [0, n), cut at multiples of `unit` (a cache line of
  * features, a GEMM tile), for threads that share out rows or columns. */
 void share_range(int n, int unit, int part, int parts, int *lo, int *hi);
 
 /* A barrier for the threads of one parallel region that waits by spinning. An OpenMP barrier
- * makes a futex system call each time it opens (0.2-0.4 us on these machines, as much as a
- * small matrix-vector product), and decoding one sentence meets several barriers a step.
- * After a while of spinning the waiters yield their core, so a team that shares its cores
- * with other work still moves on. Initialise with the team's size, inside or before the
- * region; every thread of the team must call spin_barrier_wait the same number of times. */
+ * makes a futex system call each time it opens (as costly as a small matrix-vector product),
+ * and decoding one sentence meets several barriers a step. After a while of spinning the
+ * waiters yield their core, so a team that shares its cores with other work still moves on.
+ * Initialise with the team's size, inside or before the region; every thread of the team must
+ * call spin_barrier_wait the same number of times. */
 typedef struct {
     atomic_uint arrived, generation;
     unsigned threads;

@@ -35,6 +35,7 @@ int model_init(Model *m, const ModelDims *dims, Error *err) {
     advise_huge_pages(m->grads, sizeof(real) * m->table.total);
     weights_view(&m->w, &m->table, m->params);
     weights_view(&m->g, &m->table, m->grads);
+    m->grads_zero = true; /* calloc's */
     return 0;
 }
 
@@ -74,7 +75,8 @@ int model_quantize(Model *m, Error *err) {
 }
 
 void model_zero_grad(Model *m) {
-    memset(m->grads, 0, sizeof(real) * m->table.total);
+    if (!m->grads_zero) memset(m->grads, 0, sizeof(real) * m->table.total);
+    m->grads_zero = true;
 }
 
 int batch_validate(const Batch *b, const ModelDims *d, Error *err) {
@@ -203,8 +205,8 @@ static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
 
 /* What ACTS_AUTO picks. Logits per chunk: about 64 MB of them, in whole blocks of 256 rows
  * (the fewer the chunks, the fewer times the products read out.w and its gradient: a batch
- * of 64 short pairs, about 600 rows with Vt = 16,004, then takes one chunk, which measured
- * 5 ms a step faster than three chunks of 16 MB). Attention's hidden layer is kept up to
+ * of 64 short pairs, about 600 rows with Vt = 16,004, then takes one chunk, a step faster than
+ * in three smaller ones: docs/performance.md). Attention's hidden layer is kept up to
  * 8 MB: recomputing it costs a tanh per element, which shows in a small model's step, while a
  * large model's step saves as much by not streaming the array through memory. */
 enum { LOGIT_BYTES = 64 << 20, LOGIT_ROW_BLOCK = 256, KEEP_ATTENTION_BYTES = 8 << 20 };
@@ -784,7 +786,8 @@ static void output_layer(const Model *m, Acts *a, double *loss_sum, int grads) {
 
 /* y += x over n values */
 static void add_into(real *y, const real *x, size_t n) {
-    PARALLEL_FOR(i, n, (double)n, 65536, y[i] += x[i]);
+#pragma omp parallel for if (worth_parallel((double)n, 65536)) schedule(static)
+    for (size_t i = 0; i < n; i++) y[i] += x[i];
 }
 
 /* Appends to a->untouched the runs of rows of an embedding table (V rows of E at `offset` in
@@ -892,10 +895,13 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
     int n = a->n_out;
     pack_rows(u, R, E, a->out_row, n);
     if (a->dropout > 0) pack_rows(a->o_keep, O, O, a->out_row, n);
-    PARALLEL_FOR(i, n, (double)n * (D + K), 65536, real *row = a->readout_in + (size_t)i * R;
-                 int r = a->out_row[i];
-                 memcpy(row, a->dec_state + (size_t)(r + B) * D, sizeof(real) * (size_t)D);
-                 memcpy(row + D, a->context + (size_t)r * K, sizeof(real) * (size_t)K));
+#pragma omp parallel for if (worth_parallel((double)n * (D + K), 65536)) schedule(static)
+    for (int i = 0; i < n; i++) {
+        real *row = a->readout_in + (size_t)i * R;
+        int r = a->out_row[i];
+        memcpy(row, a->dec_state + (size_t)(r + B) * D, sizeof(real) * (size_t)D);
+        memcpy(row + D, a->context + (size_t)r * K, sizeof(real) * (size_t)K);
+    }
     linear_forward(a->readout, a->readout_in, R, w->out_w_o, R, w->out_b_o, n, R, O);
     tanh_forward(a->readout, (size_t)n * O);
     if (a->dropout > 0) {
@@ -993,6 +999,7 @@ void model_backward(Model *m, Acts *a) {
         V = d->tgt_vocab, R = D + K + E, F = dims_att_features(d);
     const GruWeights *dg = &w->dec_gru;
     GruWeights *gg = &g->dec_gru;
+    m->grads_zero = false;
 
     /* loss and z = W_out o + b_out: the forward pass formed d loss / d o in d_readout and the
      * out.w, out.b gradients (unless it was forward_only: then they are formed now) */

@@ -29,6 +29,8 @@
 #ifndef NMT_SEQ2SEQ_H
 #define NMT_SEQ2SEQ_H
 
+#include <stdbool.h>
+
 #include "base/base.h"
 #include "base/batch.h"
 #include "model/params.h"
@@ -46,6 +48,7 @@ typedef struct {
     /* int8 weights (quant.h) for decoding, NULL for a float model. When set, params holds
      * their dequantized values, so every float product computes with the same weights. */
     QuantWeights *quant;
+    bool grads_zero;                /* every gradient is known to be 0 (see model_zero_grad) */
 } Model;
 
 /* Allocates parameters and gradients (zeroed; call params_init to initialise). */
@@ -58,6 +61,11 @@ int model_quantize(Model *m, Error *err);
  * when this fails), packing them for the decoding kernels and writing their dequantized
  * values over the float ones. */
 int model_set_quant(Model *m, QuantWeights *qw, Error *err);
+
+/* Zeroes the gradients, for a backward pass to accumulate into. Nothing to do when they are
+ * known to be zero already (grads_zero): after model_init, or after Adam's pass, which zeroes
+ * each gradient as it reads it (adam_step; train_step then sets grads_zero) instead of a pass
+ * of its own here. model_backward clears grads_zero. */
 void model_zero_grad(Model *m);
 
 /* Checks a batch's ids, lengths and padding against the model's vocabularies. */
@@ -86,9 +94,9 @@ typedef struct {
                        the current step's (backward recomputes it, one more tanh per element),
                        ACTS_AUTO keeps it when it takes at most 8 MB */
     int huge_pages; /* 1: 2 MB pages asked for behind the activations (advise_huge_pages), for
-                       training, whose steps pass over them in full (the 64-pair line's
-                       softmax and loss: 4.4-4.5 -> 4.1-4.2 ms); 0 for a search's, which
-                       planned for the longest input are touched only in part */
+                       training, whose steps pass over them in full (fewer TLB misses in the
+                       softmax pass); 0 for a search's, which planned for the longest input
+                       are touched only in part */
 } ActsPlan;
 
 /* The phases of a training step, timed by model_forward and model_backward into
@@ -198,8 +206,8 @@ typedef struct {
     real *block; /* the single allocation behind every real array above */
     int *int_block;
     /* The spans of the gradients that the last model_backward added nothing to: the embedding
-     * rows of the words its batch does not hold, sorted (with a vocabulary of 16,000 words
-     * and a batch of short sentences, 97% of those rows, over half of all parameters). */
+     * rows of the words its batch does not hold, sorted (with a large vocabulary and a batch
+     * of short sentences, nearly all of those rows, over half of all parameters). */
     ParamSpan *untouched;
     size_t n_untouched;
     unsigned char *row_used; /* [max(Vs, Vt)] scratch: whether the batch holds each word */

@@ -67,7 +67,8 @@ int nmt_model_set_compute(NmtModel *nm, ComputeType type, Error *err) {
 }
 
 /* FNV-1a in 8 lanes: byte i goes to lane i mod 8. Eight independent chains of
- * multiplications instead of one: ~0.26 ns a byte here, against ~1.2 for one chain. */
+ * multiplications instead of one, which overlap where one chain waits on each multiplication
+ * (docs/performance.md has the rates). */
 typedef struct {
     uint64_t lane[8];
     uint64_t bytes;

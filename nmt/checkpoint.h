@@ -23,7 +23,7 @@
  *    Adam v; with flag bit 3: u64 average updates, P reals averaged parameters]
  *   u64 checksum of every byte before it: FNV-1a 64 in 8 lanes (byte i goes to lane i mod 8,
  *       each lane from the FNV-1a offset basis; then plain FNV-1a 64 over the 8 lanes, each as 8
- *       bytes little-endian): ~4.5 times as fast as one chain
+ *       bytes little-endian): eight independent chains, several times as fast as one
  * Version 4 (bin/quantize, an int8 model: model/quant.h) is version 3 without a training state
  * and with the parameters stored tensor by tensor in table order: each quantized tensor as its
  * row scales (f32 x rows) then its int8 values (rows x cols bytes), every other one as P's

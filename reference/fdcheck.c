@@ -34,8 +34,7 @@ int fd_check_model(Model *m, Acts *a, const Batch *batch, const ForwardOptions *
             size_t i = count == info->size ? k
                        : count == 1        ? 0
                                            : k * (info->size - 1) / (count - 1);
-            /* fourth-order central difference: truncation error O(h^4), so h can be large
-             * enough that rounding in the loss does not swamp small gradients */
+            /* the fourth-order central difference of fdcheck.h */
             real *x = m->params + info->offset + i;
             real saved = *x;
             static const double offsets[4] = {-2, -1, 1, 2}, weights[4] = {1, -8, 8, -1};

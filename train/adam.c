@@ -69,53 +69,60 @@ static bool next_piece(Pieces *p, size_t *first, size_t *end, bool *zero) {
     return true;
 }
 
+/* Adam's constants for one step, in the update's precision. */
+typedef struct {
+    real b1, b2, eps;
+    real step;   /* lr / (1 - beta1^t) */
+    real inv_c2; /* 1 / (1 - beta2^t) */
+} AdamStepConsts;
+
+/* One parameter's update from its gradient g (clipped already): the moments, then the
+ * parameter (adam.h's formula). Returns whether the parameter came out non-finite. */
+static inline int update_one(real *m, real *v, real *param, real g, const AdamStepConsts *c) {
+    *m = c->b1 * *m + (1 - c->b1) * g;
+    *v = c->b2 * *v + (1 - c->b2) * g * g;
+    *param -= c->step * *m / (sqrt(*v * c->inv_c2) + c->eps);
+    return !isfinite(*param);
+}
+
 /* The update of parameters [first, end), from grads, or from zero gradients when grads is NULL
  * (the same arithmetic, so the same bits); returns whether one came out non-finite. Each
  * value is updated on its own, so every instruction set gives the same bits. */
 AVX2_CLONES static int adam_range(const Adam *adam, real *params, real *grads, real grad_scale,
-                                  real step, real inv_c2, size_t first, size_t end) {
-    real b1 = (real)adam->beta1, b2 = (real)adam->beta2, eps = (real)adam->eps;
+                                  AdamStepConsts c, size_t first, size_t end) {
     real *m = adam->m, *v = adam->v;
     int bad = 0;
-#define ADAM_UPDATE(g)                                                                             \
-    m[i] = b1 * m[i] + (1 - b1) * (g);                                                             \
-    v[i] = b2 * v[i] + (1 - b2) * (g) * (g);                                                       \
-    params[i] -= step * m[i] / (sqrt(v[i] * inv_c2) + eps);                                        \
-    bad |= !isfinite(params[i])
     if (grads) {
 #pragma omp simd reduction(| : bad)
         for (size_t i = first; i < end; i++) {
             real g = grads[i] * grad_scale;
-            grads[i] = 0;
-            ADAM_UPDATE(g);
+            grads[i] = 0; /* zero_grad's work, done while the gradient is at hand */
+            bad |= update_one(&m[i], &v[i], &params[i], g, &c);
         }
     } else {
-        const real g = 0;
 #pragma omp simd reduction(| : bad)
-        for (size_t i = first; i < end; i++) {
-            ADAM_UPDATE(g);
-        }
+        for (size_t i = first; i < end; i++) bad |= update_one(&m[i], &v[i], &params[i], 0, &c);
     }
-#undef ADAM_UPDATE
     return bad;
 }
 
 /* adam_range over chunk [first, end), piece by piece. */
 static int adam_chunk(const Adam *adam, real *params, real *grads, ZeroGrads zero, real grad_scale,
-                      real step, real inv_c2, size_t first, size_t end) {
+                      AdamStepConsts c, size_t first, size_t end) {
     Pieces p = pieces_of(zero, first, end, 1);
     size_t a, b;
     bool is_zero;
     int bad = 0;
     while (next_piece(&p, &a, &b, &is_zero))
-        bad |= adam_range(adam, params, is_zero ? NULL : grads, grad_scale, step, inv_c2, a, b);
+        bad |= adam_range(adam, params, is_zero ? NULL : grads, grad_scale, c, a, b);
     return bad;
 }
 
 bool adam_step(Adam *adam, real *params, real *grads, ZeroGrads zero, real grad_scale, double lr) {
     adam->t++;
     double c1 = 1 - pow(adam->beta1, (double)adam->t), c2 = 1 - pow(adam->beta2, (double)adam->t);
-    real step = (real)(lr / c1), inv_c2 = (real)(1 / c2);
+    AdamStepConsts c = {(real)adam->beta1, (real)adam->beta2, (real)adam->eps, (real)(lr / c1),
+                        (real)(1 / c2)};
     /* one pass over the four arrays also zeroes the gradients and checks the parameters: the
      * step of a short batch is short, and each extra pass over every parameter shows in it.
      * The chunks are dealt out in turn: the skipped embedding rows come first in the block, and
@@ -123,11 +130,14 @@ bool adam_step(Adam *adam, real *params, real *grads, ZeroGrads zero, real grad_
     enum { CHUNKS = 64 };
     int bad[CHUNKS] = {0};
     size_t n = adam->n, per = (n + CHUNKS - 1) / CHUNKS;
-    PARALLEL_FOR_DEALT(c, CHUNKS, (double)n, 100000, size_t first = (size_t)c * per;
-                       bad[c] = adam_chunk(adam, params, grads, zero, grad_scale, step, inv_c2,
-                                           first, first + per < n ? first + per : n));
-    for (int c = 0; c < CHUNKS; c++)
-        if (bad[c]) return false;
+#pragma omp parallel for if (worth_parallel((double)n, 100000)) schedule(static, 1)
+    for (int k = 0; k < CHUNKS; k++) {
+        size_t first = (size_t)k * per;
+        bad[k] = adam_chunk(adam, params, grads, zero, grad_scale, c, first,
+                            first + per < n ? first + per : n);
+    }
+    for (int k = 0; k < CHUNKS; k++)
+        if (bad[k]) return false;
     return true;
 }
 
@@ -149,16 +159,23 @@ double grad_norm(const real *grads, size_t n, ZeroGrads zero) {
     enum { CHUNKS = 64 };
     double part[CHUNKS];
     size_t per = (n + CHUNKS - 1) / CHUNKS;
-    PARALLEL_FOR_DEALT(
-        c, CHUNKS, (double)n, 100000, size_t first = (size_t)c * per;
-        part[c] = chunk_sum_squares(grads, zero, first, first + per < n ? first + per : n));
+#pragma omp parallel for if (worth_parallel((double)n, 100000)) schedule(static, 1)
+    for (int k = 0; k < CHUNKS; k++) {
+        size_t first = (size_t)k * per;
+        part[k] = chunk_sum_squares(grads, zero, first, first + per < n ? first + per : n);
+    }
     double total = 0;
-    for (int c = 0; c < CHUNKS; c++) total += part[c];
+    for (int k = 0; k < CHUNKS; k++) total += part[k];
     return sqrt(total);
 }
 
 real clip_scale(double norm, double max_norm) {
     return max_norm > 0 && norm > max_norm ? (real)(max_norm / (norm + 1e-12)) : 1;
+}
+
+real clip_grad_norm(const real *grads, size_t n, ZeroGrads zero, double max_norm, double *norm) {
+    *norm = grad_norm(grads, n, zero);
+    return clip_scale(*norm, max_norm);
 }
 
 double schedule_lr(const ConfigOptim *o, uint64_t step, double lr_scale, double budget_used) {

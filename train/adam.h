@@ -35,17 +35,22 @@ typedef struct {
 } ZeroGrads;
 #define NO_ZERO_GRADS ((ZeroGrads){NULL, 0})
 
-/* One Adam update with the gradients multiplied by grad_scale as they are read (clipping: see
- * clip_scale), which spares a pass that would scale them in place first. It consumes the
- * gradients: each is zeroed once read, so the next backward pass accumulates into zeros
- * without a pass of its own. Returns false when an updated parameter is not finite (finite
- * gradients can still overflow one, e.g. from damaged moments). */
+/* Clipping by the global norm: the factor that brings the gradients' L2 norm down to max_norm
+ * (1 when it is within it, or max_norm is 0: no clipping), for adam_step to apply; the norm
+ * goes to *norm. The gradients are not changed here: scaling them in place would be one more
+ * pass over all of them, and adam_step multiplies each by the factor as it reads it. */
+real clip_grad_norm(const real *grads, size_t n, ZeroGrads zero, double max_norm, double *norm);
+
+/* One Adam update with the gradients multiplied by grad_scale (clip_grad_norm's factor) as
+ * they are read. It consumes the gradients: each is zeroed once read, in the same pass, so
+ * they are ready for the next backward pass to accumulate into (see model_zero_grad). Returns
+ * false when an updated parameter is not finite (finite gradients can still overflow one, e.g.
+ * from damaged moments). */
 bool adam_step(Adam *adam, real *params, real *grads, ZeroGrads zero, real grad_scale, double lr);
 
-/* The L2 norm of all gradients (accumulated in double, in a fixed order). */
+/* clip_grad_norm's parts: the L2 norm of all gradients (accumulated in double, in a fixed
+ * order), and the factor that brings a gradient of this norm down to max_norm. */
 double grad_norm(const real *grads, size_t n, ZeroGrads zero);
-/* The factor that brings a gradient of this norm down to max_norm: 1 when the norm is within
- * it or max_norm is 0 (no clipping). */
 real clip_scale(double norm, double max_norm);
 
 /* The learning rate of the step after `step` steps: the schedule's factor (lr_scale is the

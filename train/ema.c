@@ -38,13 +38,18 @@ void ema_update(Ema *ema, const real *params) {
      * 1 the step is small next to avg, and float keeps it better this way */
     real keep = (real)(1 - ema_rate(ema));
     real *avg = ema->avg;
-    PARALLEL_FOR(i, ema->n, (double)ema->n, 100000, avg[i] += keep * (params[i] - avg[i]));
+#pragma omp parallel for if (worth_parallel((double)ema->n, 100000)) schedule(static)
+    for (size_t i = 0; i < ema->n; i++) avg[i] += keep * (params[i] - avg[i]);
     ema->updates++;
 }
 
 void ema_swap(Ema *ema, real *params) {
     if (!ema->avg) return;
     real *avg = ema->avg;
-    PARALLEL_FOR(i, ema->n, (double)ema->n, 100000, real t = avg[i]; avg[i] = params[i];
-                 params[i] = t);
+#pragma omp parallel for if (worth_parallel((double)ema->n, 100000)) schedule(static)
+    for (size_t i = 0; i < ema->n; i++) {
+        real t = avg[i];
+        avg[i] = params[i];
+        params[i] = t;
+    }
 }

@@ -540,41 +540,53 @@ static double budget_used(const Trainer *tr) {
     return used;
 }
 
-/* One optimiser step on one batch: forward, backward, clipping, Adam. A non-finite loss,
- * gradient or parameter stops training (diverged). */
+/* One optimiser step on one batch (the caller's next batch): forward, zero the gradients,
+ * backward, (MPI: sum the ranks' gradients), clip, Adam, and the loss into the log's window. A
+ * non-finite loss, gradient or parameter stops training (diverged). */
 static int train_step(Trainer *tr, const Batch *batch, const ForwardOptions *fwd, Progress *p,
                       double *loss, Error *err) {
     Model *m = &tr->nm.model;
+    size_t n = m->table.total;
     /* under MPI, batch is this rank's share (maybe empty) and the step is combined below */
     Rng rank_rng;
     ForwardOptions opt = *fwd;
     opt.rng = dist_dropout_stream(&tr->dist, fwd->rng, &rank_rng);
     long n_tokens = 0;
     *loss = 0;
-    /* the gradients are zero here: the model starts with them so and Adam zeroes them */
-    if (batch->B > 0 && model_forward(m, &tr->acts, batch, &opt, loss, err)) return -1;
-    if (batch->B > 0) model_backward(m, &tr->acts), n_tokens = tr->acts.n_tokens;
+    if (batch->B > 0) {
+        if (model_forward(m, &tr->acts, batch, &opt, loss, err)) return -1;
+        model_zero_grad(m);
+        model_backward(m, &tr->acts);
+        n_tokens = tr->acts.n_tokens;
+    }
+
+    /* MPI: the gradients become the sum of the ranks' (the loss, tokens and stop reasons too);
+     * alone, nothing changes */
     int stop[STOP_REASONS] = {[STOP_SIGNAL] = stop_signal, [STOP_TIME] = time_is_up(tr)};
     double used = budget_used(tr);
-    if (dist_reduce_step(&tr->dist, m->grads, m->table.total, loss, &n_tokens, stop, &used, err))
-        return -1;
+    if (dist_reduce_step(&tr->dist, m->grads, n, loss, &n_tokens, stop, &used, err)) return -1;
+    if (tr->dist.size > 1) m->grads_zero = false; /* the sum is in them, even with no batch */
     tr->signal = stop[STOP_SIGNAL], tr->out_of_time = stop[STOP_TIME];
+
     /* the rows backward left alone are still zero, unless other ranks' batches added to them */
     ZeroGrads zero = NO_ZERO_GRADS;
     if (batch->B > 0 && tr->dist.size == 1)
         zero = (ZeroGrads){tr->acts.untouched, tr->acts.n_untouched};
-    double norm = grad_norm(m->grads, m->table.total, zero);
+    double norm;
+    real clip = clip_grad_norm(m->grads, n, zero, tr->cfg->optim.clip_norm, &norm);
     if (!isfinite(*loss) || !isfinite(norm)) {
         char what[64];
         snprintf(what, sizeof what, "the %s is %g", isfinite(*loss) ? "gradient norm" : "loss",
                  isfinite(*loss) ? norm : *loss);
         return diverged(tr, what, err);
     }
+
     p->lr = schedule_lr(&tr->cfg->optim, tr->state.step, tr->state.lr_scale, used);
-    if (!adam_step(&tr->adam, m->params, m->grads, zero, clip_scale(norm, tr->cfg->optim.clip_norm),
-                   p->lr))
+    if (!adam_step(&tr->adam, m->params, m->grads, zero, clip, p->lr))
         return diverged(tr, "the Adam update overflowed", err);
+    m->grads_zero = true; /* adam_step zeroed each gradient as it read it */
     tr->state.step++;
+
     p->window_loss += *loss * (double)n_tokens;
     p->window_tokens += (size_t)n_tokens;
     return 0;
