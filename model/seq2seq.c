@@ -364,6 +364,22 @@ static void quantize_shared(Acts *a, const real *x, int ld, int rows, int cols, 
                   a->enc_xs + at + first);
 }
 
+/* h_i (zero at padding) and h_last: direction dir's half of rows b0 .. b0+nb-1 of the
+ * encoder states, from that direction's state slots. */
+static void encoder_states_out(Acts *a, real *states, int dir, int b0, int nb, int S, int B, int H,
+                               int K) {
+    for (int b = b0; b < b0 + nb; b++) {
+        for (int i = 0; i < S; i++) {
+            real *h = a->enc_h + ((size_t)b * S + i) * K + dir * H;
+            const real *st = state_slot(states, dir == 0 ? i + 1 : i, B, H) + (size_t)b * H;
+            for (int j = 0; j < H; j++) h[j] = i < a->src_len[b] ? st[j] : 0;
+        }
+        memcpy(a->h_last + (size_t)b * K + dir * H,
+               state_slot(states, dir == 0 ? S : 0, B, H) + (size_t)b * H,
+               sizeof(real) * (size_t)H);
+    }
+}
+
 /* An int8 model's encoder (model/quant.h): encoder_forward with the products of the input
  * projections, the recurrences and the keys on int8 weights, each input quantized by rows
  * once (W_hh's rows by the thread that owns them, every step). */
@@ -410,16 +426,7 @@ static void encoder_forward_int8(const Model *m, Acts *a, int B, int S) {
                                   a->enc_cache[dir] + row * 4 * H, a->enc_gi[dir] + row * 3 * H, gh,
                                   h_prev, gw->b_hh, a->src_len + b0, i, nb, H);
             }
-            for (int b = b0; b < b0 + nb; b++) {
-                for (int i = 0; i < S; i++) {
-                    real *h = a->enc_h + ((size_t)b * S + i) * K + dir * H;
-                    const real *st = state_slot(states, dir == 0 ? i + 1 : i, B, H) + (size_t)b * H;
-                    for (int j = 0; j < H; j++) h[j] = i < a->src_len[b] ? st[j] : 0;
-                }
-                memcpy(a->h_last + (size_t)b * K + dir * H,
-                       state_slot(states, dir == 0 ? S : 0, B, H) + (size_t)b * H,
-                       sizeof(real) * (size_t)H);
-            }
+            encoder_states_out(a, states, dir, b0, nb, S, B, H, K);
         }
 #pragma omp barrier
         if (d->score != SCORE_DOT) {
@@ -470,17 +477,7 @@ static void encoder_forward(const Model *m, Acts *a, int B, int S) {
                                  state_slot(states, from, B, H) + (size_t)b0 * H, gw->w_hh,
                                  gw->b_hh, a->src_len + b0, i, nb, H);
             }
-            /* h_i and h_last: this direction's half of the rows' encoder states */
-            for (int b = b0; b < b0 + nb; b++) {
-                for (int i = 0; i < S; i++) {
-                    real *h = a->enc_h + ((size_t)b * S + i) * K + dir * H;
-                    const real *st = state_slot(states, dir == 0 ? i + 1 : i, B, H) + (size_t)b * H;
-                    for (int j = 0; j < H; j++) h[j] = i < a->src_len[b] ? st[j] : 0;
-                }
-                memcpy(a->h_last + (size_t)b * K + dir * H,
-                       state_slot(states, dir == 0 ? S : 0, B, H) + (size_t)b * H,
-                       sizeof(real) * (size_t)H);
-            }
+            encoder_states_out(a, states, dir, b0, nb, S, B, H, K);
         }
 #pragma omp barrier
         /* keys and s_0: every thread takes a share of the columns */
