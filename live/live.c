@@ -6,7 +6,10 @@
  * (the numbers bin/align prints for the same model and sentence), and the vectors behind
  * every step (nmt/alignment.h, StepTrace), from which the page works a cell out as the notes
  * do. Nothing here computes a model's number: the search, the forced decoder and the trace
- * are the library's, and this file only writes what they return.
+ * are the library's, and this file only writes what they return. A quantized checkpoint
+ * (bin/quantize, format 4) opens as an int8 model: the search multiplies with its 8-bit
+ * weights as bin/align does, and the forced decoder, as for --explain, computes the decoder's
+ * vectors in float from the weights' values.
  *
  * Every function takes the handle from live_open; a result string belongs to the handle and
  * stays valid until its next call. Errors are JSON too ({"error": "..."}), never a crash.
@@ -178,7 +181,9 @@ void live_close(LiveModel *lm) {
     free(lm);
 }
 
-/* The model's sizes and score, or why it could not be opened. */
+/* The model's sizes and score, and whether its weights are 8-bit (a checkpoint bin/quantize
+ * wrote opens as an int8 model, which the search runs with int8 products), or why it could
+ * not be opened. */
 const char *live_info(LiveModel *lm) {
     if (!lm->loaded) return lm->result ? lm->result : "{\"error\":\"no model\"}";
     const ModelDims *d = &lm->nm.model.dims;
@@ -187,10 +192,11 @@ const char *live_info(LiveModel *lm) {
         fprintf(out,
                 "{\"score\":\"%s\",\"src_vocab\":%d,\"tgt_vocab\":%d,\"E\":%d,\"K\":%d,"
                 "\"D\":%d,\"A\":%d,\"O\":%d,\"lowercase\":%d,\"subwords\":%d,"
-                "\"max_tokens\":%d,\"max_beam\":%d}",
+                "\"max_tokens\":%d,\"max_beam\":%d,\"int8\":%d}",
                 score_name(d->score), d->src_vocab, d->tgt_vocab, d->emb,
                 d->enc_hidden * (d->bidirectional ? 2 : 1), d->dec_hidden, d->att, d->readout,
-                lm->nm.lowercase ? 1 : 0, lm->nm.subwords ? 1 : 0, NMT_MAX_TOKENS, LIVE_MAX_BEAM);
+                lm->nm.lowercase ? 1 : 0, lm->nm.subwords ? 1 : 0, NMT_MAX_TOKENS, LIVE_MAX_BEAM,
+                lm->nm.model.quant ? 1 : 0);
     return answer_close(lm, out);
 }
 

@@ -235,13 +235,17 @@ function showCell(view, t, i) {
   line(context, 'its first value', 'c_' + T1 + '[0]', (S > SHOWN_TERMS * 2 ? first.slice(0, SHOWN_TERMS).join(' + ') + ' + \u2026 (' + S + ' terms)' : first.join(' + ')) + ' = ' + fmt(c[0]));
   line(context, 'output', 'p(' + h.tgt[t] + ')', fmt(h.prob[t]), 'chosen');
   panel.append(context);
+  // an int8 model: the heatmap and p are the search's (int8 products), the step the forced
+  // decoder's, whose decoder runs in float on the weights' values (as bin/align --explain)
+  if (view.int8)
+    panel.append(el('p', 'note', '8-bit weights: the heatmap and p come from the search, which multiplies with int8 products; this step\u2019s vectors are computed in float from the weights\u2019 values s\u00b7q, so its weights can differ from the heatmap\u2019s in the last digits.'));
   view.worked = { t: t, i: i, own: own, softmax: sm };
 }
 
 // The heatmap of hypothesis h in box, its steps in panel; compare (optional) is a hypothesis
 // whose most attended source token each row is set against.
 function heatmap(box, panel, h, score, compare) {
-  const view = { h: h, panel: panel, score: score, cells: [], heads: [], focus: null, worked: null };
+  const view = { h: h, panel: panel, score: score, int8: page.engine.info.int8 === 1, cells: [], heads: [], focus: null, worked: null };
   box.replaceChildren();
   panel.replaceChildren(el('p', 'hint', 'Point at a cell, or focus it with Tab and move with the arrow keys, to see its step worked out.'));
   const table = el('table', 'heatmap');
@@ -419,7 +423,7 @@ function boot() {
   page.engine = new Engine(module, bytes);
   const t3 = performance.now();
   const d = page.engine.info;
-  document.getElementById('model-line').textContent = 'Model ' + info.name + ' (' + (bytes.length / 1e6).toFixed(2) + ' MB): ' + d.score + ' attention, vocabularies ' + d.src_vocab + ' / ' + d.tgt_vocab + ', E = ' + d.E + ', K = ' + d.K + ', D = ' + d.D + ', A = ' + d.A + (d.subwords ? ', subwords' : '') + '.';
+  document.getElementById('model-line').textContent = 'Model ' + info.name + ' (' + (bytes.length / 1e6).toFixed(2) + ' MB): ' + d.score + ' attention, vocabularies ' + d.src_vocab + ' / ' + d.tgt_vocab + ', E = ' + d.E + ', K = ' + d.K + ', D = ' + d.D + ', A = ' + d.A + (d.subwords ? ', subwords' : '') + (d.int8 ? ', 8-bit weights (int8, from bin/quantize)' : ', float weights') + '.';
   document.getElementById('beam').max = d.max_beam;
   document.getElementById('nbest').max = d.max_beam;
   document.getElementById('ask').addEventListener('submit', (ev) => { ev.preventDefault(); translate(); });
@@ -431,6 +435,11 @@ function boot() {
 // ---- #selftest: drives the page like a user and checks it against bin/align's numbers ----
 
 const TOLERANCE = 1e-5;
+// An int8 model's steps (the forced decoder, float on the weights' values) against its search
+// (int8 products): the same computation but for the rounding of each product's input rows.
+const INT8_STEP_TOLERANCE = 1e-2;
+// the largest difference seen between a step's numbers and the search's (int8 models)
+const stepGap = { worst: 0 };
 
 function typeAndTranslate(text, beam, nbest) {
   document.getElementById('source').value = text;
@@ -475,6 +484,7 @@ function selftest() {
   const out = document.getElementById('selftest-result');
   out.hidden = false;
   out.textContent = (fails.length ? 'FAIL ' + failed + ' of ' + checks + ' checks:\n' + fails.join('\n') : 'PASS ' + checks + ' checks, ' + sentences + ' sentences against bin/align to 1e-5') +
+    (page.engine.info.int8 ? '\nint8 weights: the steps\u2019 float decoder within ' + INT8_STEP_TOLERANCE + ' of the search (at most ' + stepGap.worst.toExponential(2) + ')' : '') +
     '\nfirst translation: ' + (first === null ? 'none' : first.toFixed(0) + ' ms after the page started loading') +
     ' (model decoded in ' + page.timings.decode.toFixed(0) + ' ms, module ready in ' + page.timings.module.toFixed(0) + ' ms, model opened in ' + page.timings.open.toFixed(0) + ' ms)';
 }
@@ -488,17 +498,22 @@ function checkShown(h, where, check, near) {
   check(heads.length === h.S, where + ': one column per source token');
   heads.forEach((th, i) => check(th.textContent === h.src[i], where + ': source token ' + i + ' verbatim'));
   const view = page.view, tr = h.trace, S = h.S;
+  const nearStep = (a, b) => {
+    if (!view.int8) return near(a, b, TOLERANCE);
+    stepGap.worst = Math.max(stepGap.worst, Math.abs(a - b));
+    return near(a, b, INT8_STEP_TOLERANCE);
+  };
   for (let t = 0; t < h.T; t++) {
     const at = where + ' step ' + (t + 1);
     check(view.heads[t].textContent === h.tgt[t], at + ': output token verbatim');
-    check(near(tr.prob[t], h.prob[t], TOLERANCE), at + ': the trace\u2019s p ' + tr.prob[t] + ', the search\u2019s ' + h.prob[t]);
+    check(nearStep(tr.prob[t], h.prob[t]), at + ': the trace\u2019s p ' + tr.prob[t] + ', the search\u2019s ' + h.prob[t]);
     let sum = 0;
     for (let i = 0; i < S; i++) sum += h.alpha[t * S + i];
     check(near(sum, 1, 1e-5), at + ': weights sum to ' + sum);
     for (let i = 0; i < S; i++) {
       const cell = view.cells[t][i], w = h.alpha[t * S + i];
       check(cell.textContent === w.toFixed(2) && cell.style.backgroundColor === colour(w), at + ': cell ' + i + ' shows its weight');
-      check(near(tr.alpha[t * S + i], w, TOLERANCE), at + ': the trace\u2019s alpha_' + i + ' ' + tr.alpha[t * S + i] + ', the search\u2019s ' + w);
+      check(nearStep(tr.alpha[t * S + i], w), at + ': the trace\u2019s alpha_' + i + ' ' + tr.alpha[t * S + i] + ', the search\u2019s ' + w);
       cell.focus();
       if (!(view.worked && view.worked.t === t && view.worked.i === i)) cell.dispatchEvent(new FocusEvent('focus'));
       const worked = view.worked;
@@ -530,9 +545,9 @@ function checkShown(h, where, check, near) {
     document.getElementById('force-button').click();
     const f = page.forced;
     check(f !== null, where + ': what-if force-decodes the translation (' + document.getElementById('force-status').textContent + ')');
-    // the same tokens (the prefix is tokenized again) give the same weights
+    // the same tokens (the prefix is tokenized again) give the same weights as the steps
     if (f && h.complete && JSON.stringify(f.tgt) === JSON.stringify(h.tgt))
-      for (let k = 0; k < S * h.T; k++) check(near(f.alpha[k], h.alpha[k], TOLERANCE), where + ': what-if weight ' + k);
+      for (let k = 0; k < S * h.T; k++) check(near(f.alpha[k], tr.alpha[k], TOLERANCE), where + ': what-if weight ' + k);
   }
 }
 
