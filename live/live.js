@@ -484,7 +484,7 @@ function selftest() {
   const out = document.getElementById('selftest-result');
   out.hidden = false;
   out.textContent = (fails.length ? 'FAIL ' + failed + ' of ' + checks + ' checks:\n' + fails.join('\n') : 'PASS ' + checks + ' checks, ' + sentences + ' sentences against bin/align to 1e-5') +
-    (page.engine.info.int8 ? '\nint8 weights: the steps\u2019 float decoder within ' + INT8_STEP_TOLERANCE + ' of the search (at most ' + stepGap.worst.toExponential(2) + ')' : '') +
+    (page.engine.info.int8 ? '\n8-bit weights: the steps\u2019 float decoder within ' + INT8_STEP_TOLERANCE + ' of the search (at most ' + stepGap.worst.toExponential(2) + ')' : '') +
     '\nfirst translation: ' + (first === null ? 'none' : first.toFixed(0) + ' ms after the page started loading') +
     ' (model decoded in ' + page.timings.decode.toFixed(0) + ' ms, module ready in ' + page.timings.module.toFixed(0) + ' ms, model opened in ' + page.timings.open.toFixed(0) + ' ms)';
 }

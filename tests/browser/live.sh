@@ -6,14 +6,19 @@
 # configs/toy.ini: the toy's sizes, so the page's size and speed are the toy's), writes what
 # bin/align prints for a few sentences (greedy and beam 4) and the page with them (and the same
 # for small models of the three other attention scores), and checks:
-#   - `make live` writes the page in one command, at most 5 MB;
+#   - `make live` writes the page in one command (int8, the default), at most 5 MB, and
+#     `make live COMPUTE=float` the float one, larger;
 #   - #selftest: the page translates the same sentences and matches bin/align's translations,
 #     weights and probabilities to 1e-5, every cell's worked step adds up, and hostile text
 #     typed into the box (markup, </script>, 10,000 characters, lone surrogates) is refused or
 #     translated without breaking the page: PASS, no JavaScript error;
 #   - the first translation appears within 1 s of the page starting to load;
-#   - a page whose bin/align weight is off by 2e-5 FAILs.
-# Needs chromium (run.sh installs it) and bin/train, bin/align. BROWSER_OUT=DIR keeps the pages.
+#   - a page whose bin/align weight is off by 2e-5 FAILs;
+#   - the same self-test for the toy model quantized (bin/quantize) against `bin/align -m
+#     QUANTIZED` (int8 products) to 1e-5, its steps (float decoder) within 1e-2 of its
+#     search, its first translation within 1 s, its model line naming 8-bit weights.
+# Needs chromium (run.sh installs it) and bin/train, bin/align, bin/quantize. BROWSER_OUT=DIR
+# keeps the pages.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -61,12 +66,17 @@ bin/align -m "$MODEL" --format json "${SENTENCES[@]}" >"$T/greedy.jsonl" || fail
 bin/align -m "$MODEL" --beam 4 --format json "${SENTENCES[@]:0:3}" >"$T/beam4.jsonl" ||
     fail "bin/align --beam 4"
 
-# the one command
+# the one command: int8 by default, float on request
 make --no-print-directory -s live MODEL="$MODEL" OUT="$T/live.html" 2>"$T/make-live.log" ||
     fail "make live: $(cat "$T/make-live.log")"
 size=$(wc -c <"$T/live.html")
 [ "$size" -le 5000000 ] || fail "the page is $size bytes, more than 5 MB"
-say "make live MODEL=$MODEL: a page of $size bytes"
+make --no-print-directory -s live MODEL="$MODEL" OUT="$T/live-float.html" COMPUTE=float \
+    2>"$T/make-live-float.log" || fail "make live COMPUTE=float: $(cat "$T/make-live-float.log")"
+float_size=$(wc -c <"$T/live-float.html")
+[ "$float_size" -le 5000000 ] || fail "the float page is $float_size bytes, more than 5 MB"
+[ "$size" -lt "$float_size" ] || fail "the int8 page ($size bytes) is not smaller than the float one ($float_size)"
+say "make live MODEL=$MODEL: a page of $size bytes (int8), $float_size bytes with COMPUTE=float"
 
 # Loads PAGE#selftest into NAME.dom; prints the result (the <pre>'s text).
 selftest() {
@@ -94,6 +104,30 @@ first=$(printf '%s\n' "$result" | sed -n 's/^first translation: \([0-9]*\) ms.*/
 [ -n "$first" ] || fail "the self-test reported no first-translation time: $result"
 say "$(printf '%s\n' "$result" | sed -n 2p)"
 [ "$first" -le 1000 ] || fail "the first translation took $first ms, more than 1 s"
+
+# the toy model quantized: the page's int8 search against bin/align's int8 search
+start=$(date +%s%N)
+QUANTIZED="$T/toy-int8.ckpt"
+bin/quantize "$MODEL" "$QUANTIZED" || fail "bin/quantize $MODEL"
+bin/align -m "$QUANTIZED" --format json "${SENTENCES[@]}" >"$T/int8-1.jsonl" &&
+    bin/align -m "$QUANTIZED" --beam 4 --format json "${SENTENCES[@]:0:3}" >"$T/int8-4.jsonl" ||
+    fail "bin/align -m $QUANTIZED"
+sh live/make-page.sh build/wasm/nmt-live.js "$QUANTIZED" "$T/int8.html" 1="$T/int8-1.jsonl" \
+    4="$T/int8-4.jsonl" 2>/dev/null || fail "make-page.sh (int8)"
+result=$(selftest "$T/int8.html" int8)
+case "$result" in
+'PASS '*) ;;
+*) fail "int8: $result" ;;
+esac
+grep -E 'Uncaught|SyntaxError|TypeError|ReferenceError' "$T/int8.log" >/dev/null &&
+    fail "int8: JavaScript error: $(grep -E 'Uncaught|Error' "$T/int8.log" | head -n 3)"
+grep -q '<p id="model-line"[^>]*>[^<]*8-bit weights' "$T/int8.dom" || fail "int8: the model line does not name 8-bit weights"
+first=$(printf '%s\n' "$result" | sed -n 's/^first translation: \([0-9]*\) ms.*/\1/p')
+[ -n "$first" ] || fail "int8: the self-test reported no first-translation time: $result"
+[ "$first" -le 1000 ] || fail "int8: the first translation took $first ms, more than 1 s"
+say "int8 ($(wc -c <"$QUANTIZED") bytes, page $(wc -c <"$T/int8.html") bytes): $(printf '%s\n' "$result" | head -n 1)"
+printf '%s\n' "$result" | sed -n '2,$p' | while IFS= read -r line; do say "int8: $line"; done
+say "int8 part: $((($(date +%s%N) - start) / 1000000)) ms"
 
 # the other three scores, each with a small model (sizes 8 to 16, 150 steps): the worked
 # steps of dot, general and scaled_dot, checked the same way
