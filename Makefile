@@ -8,7 +8,7 @@
 #   make test-browser    the attention pages tested in headless Chromium (tests/browser/run.sh)
 #   make wasm            the translator as WebAssembly for the live page (emscripten; docs/live.md)
 #   make live MODEL=M OUT=F  the live attention page for model M, one self-contained HTML file
-#                        (8-bit weights; COMPUTE=float keeps the model's float weights)
+#                        (COMPUTE=int8: the model with 8-bit weights, a third of the page)
 #   make test-cpus       the numerical suites on emulated CPUs without AVX-512 / AVX2 (qemu-user)
 #   make bench           performance benchmark (not a test)
 #   make SANITIZE=1 test the suite under AddressSanitizer and UndefinedBehaviorSanitizer
@@ -254,8 +254,8 @@ fuzz: $(FUZZ_TARGETS:%=bin/fuzz_%)
 # x86 kernels need __x86_64__). Optional like MPI=1: live/need-emcc.sh installs Debian's
 # emscripten as root, otherwise says what to install and the target reports SKIPPED.
 # make live MODEL=... OUT=...: one self-contained HTML page with the module and the model,
-# quantized on the way (bin/quantize) unless COMPUTE=float: the int8 page is much smaller and
-# passes the same self-test (docs/live.md has both sizes).
+# float by default, so that every worked step is the heatmap's own arithmetic; COMPUTE=int8
+# quantizes it on the way (bin/quantize), for a page a third of the size (docs/live.md).
 EMCC        ?= emcc
 WASM_BUILD   = build/wasm
 WASM_SRC     = $(filter-out nmt/align_html.c,$(wildcard base/*.c data/*.c model/*.c nmt/*.c)) live/live.c
@@ -271,7 +271,7 @@ WASM_LDFLAGS = -O3 -s SINGLE_FILE=1 -s MODULARIZE=1 -s EXPORT_NAME=createLiveMod
 export NODE_PATH := $(if $(NODE_PATH),$(NODE_PATH):)/usr/share/nodejs
 MODEL       ?= runs/toy/best.ckpt
 OUT         ?= live.html
-COMPUTE     ?= int8
+COMPUTE     ?= float
 
 .PHONY: wasm live
 wasm:

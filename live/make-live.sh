@@ -3,11 +3,11 @@
 #
 #   sh live/make-live.sh COMPUTE MODULE MODEL OUT
 #
-# COMPUTE=int8 (make live's default) embeds the model with 8-bit weights: a float checkpoint
-# is quantized on the way (bin/quantize into a temporary directory, removed at the end), a
-# quantized one (bin/quantize's format 4) goes in as it is. COMPUTE=float embeds a float
-# checkpoint as it is, and refuses a quantized one, whose float weights are gone. The page is
-# written by live/make-page.sh.
+# COMPUTE=float (make live's default) embeds a float checkpoint as it is, and refuses a
+# quantized one, whose float weights are gone. COMPUTE=int8 embeds the model with 8-bit
+# weights: a float checkpoint is quantized on the way (bin/quantize into a temporary
+# directory, removed at the end), a quantized one (bin/quantize's format 4) goes in as it is.
+# The page is written by live/make-page.sh.
 set -u
 say() { echo "make-live: $*" >&2; }
 [ $# = 4 ] || { say "usage: make-live.sh COMPUTE MODULE MODEL OUT"; exit 1; }
