@@ -131,6 +131,7 @@ START_TEST(test_defaults) {
     ck_assert_int_eq(cfg.train.epochs, 10);
     ck_assert_int_eq(cfg.train.max_steps, 0);
     ck_assert_double_eq(cfg.train.dropout, 0.0);
+    ck_assert_double_eq(cfg.train.word_dropout, 0.0);
     ck_assert_double_eq(cfg.train.label_smoothing, 0.0);
     ck_assert_uint_eq(cfg.train.seed, 1);
     ck_assert_int_eq(cfg.train.threads, 0);

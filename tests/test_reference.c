@@ -74,7 +74,7 @@ static void compare_grads(Verdict *v, const ParamTable *table, const real *engin
 /* One case: a model, a batch and the forward options. */
 typedef struct {
     ModelDims dims;
-    double dropout, label_smoothing;
+    double dropout, label_smoothing, word_dropout;
     int threads;
     uint64_t seed;
 } Case;
@@ -133,7 +133,7 @@ static Verdict run_case(const Case *c, ParamId perturb, long perturb_index) {
     /* the reference */
     Rng rng;
     rng_seed(&rng, c->seed, 7);
-    RefOptions ropt = {(real)c->dropout, (real)c->label_smoothing, &rng};
+    RefOptions ropt = {(real)c->dropout, (real)c->label_smoothing, &rng, (real)c->word_dropout};
     double ref_loss;
     ck_assert_msg(ref_forward(&ref, m.params, batch, &ropt, &ref_loss, &err) == 0, "%s", err.msg);
     /* the reference's gradients in a block of their own: the engine's are the model's */
@@ -145,7 +145,8 @@ static Verdict run_case(const Case *c, ParamId perturb, long perturb_index) {
     ActsPlan keep = {.logit_rows = ACTS_ALL_ROWS, .attention = ACTS_KEEP};
     ck_assert_msg(acts_init_plan(&acts, d, B, S, T, &keep, &err) == 0, "%s", err.msg);
     rng_seed(&rng, c->seed, 7);
-    ForwardOptions opt = {(real)c->dropout, (real)c->label_smoothing, &rng, 1};
+    ForwardOptions opt = {(real)c->dropout, (real)c->label_smoothing, &rng, 1,
+                          (real)c->word_dropout};
     double loss;
     ck_assert_msg(model_forward(&m, &acts, batch, &opt, &loss, &err) == 0, "%s", err.msg);
     compare(&v, "loss", &ref_loss, &loss, 1, NULL);
@@ -212,22 +213,26 @@ static Verdict run_case(const Case *c, ParamId perturb, long perturb_index) {
     return v;
 }
 
-/* Each score, uni- and bidirectional, smoothing and dropout on and off, 1 and 2 threads. */
+/* Each score, uni- and bidirectional, smoothing and dropout on and off, 1 and 2 threads; then
+ * word dropout (the extension) with and without element-wise dropout. */
 START_TEST(test_engine_matches_reference) {
     double worst_of_score[SCORE_COUNT] = {0};
     for (int score = 0; score < SCORE_COUNT; score++)
-        for (int variant = 0; variant < 16; variant++) {
+        for (int variant = 0; variant < 24; variant++) {
+            int plain = variant < 16;
             Case c = {.dims = case_dims(variant & 1, (AttentionScore)score),
-                      .label_smoothing = variant & 2 ? 0.1 : 0,
-                      .dropout = variant & 4 ? 0.3 : 0,
-                      .threads = variant & 8 ? 2 : 1,
-                      .seed = 100 + (uint64_t)variant + 16 * (uint64_t)score};
+                      .label_smoothing = plain && variant & 2 ? 0.1 : 0,
+                      .dropout = variant & (plain ? 4 : 2) ? 0.3 : 0,
+                      .word_dropout = plain ? 0 : 0.3,
+                      .threads = variant & (plain ? 8 : 4) ? 2 : 1,
+                      .seed = (plain ? 100 + 16 * (uint64_t)score : 1000 + 8 * (uint64_t)score) +
+                              (uint64_t)variant};
             Verdict v = run_case(&c, 0, -1);
             EXPECT_MSG(v.worst <= TOLERANCE,
-                       "score %s, %s, eps %g, dropout %g, %d threads: %s differs by %.3g "
-                       "(relative to its largest value)",
+                       "score %s, %s, eps %g, dropout %g, word dropout %g, %d threads: %s "
+                       "differs by %.3g (relative to its largest value)",
                        score_name(score), variant & 1 ? "bidirectional" : "unidirectional",
-                       c.label_smoothing, c.dropout, c.threads, v.name, v.worst);
+                       c.label_smoothing, c.dropout, c.word_dropout, c.threads, v.name, v.worst);
             worst_of_score[score] = fmax(worst_of_score[score], v.worst);
         }
     printf("reference: worst relative difference (%s build): additive %.2g, dot %.2g, general "

@@ -21,6 +21,8 @@ static void usage(FILE *out) {
             "                     (default additive; dot runs with D = K)\n"
             "  --smoothing EPS    label smoothing (default 0)\n"
             "  --dropout P        dropout, with masks replayed for every evaluation (default 0)\n"
+            "  --word-dropout P   word dropout (whole tokens' embeddings), replayed likewise\n"
+            "                     (default 0)\n"
             "  --seed N           seed of the model and batch (default 1)\n"
             "  --samples N        elements per tensor, 0 = all (default: all in double, 40 in "
             "float)\n"
@@ -33,7 +35,7 @@ static void usage(FILE *out) {
 typedef struct {
     bool unidirectional;
     const char *score;
-    double smoothing, dropout, tol;
+    double smoothing, dropout, word_dropout, tol;
     long samples, seed;
 } Options;
 
@@ -67,7 +69,8 @@ static int check_gradients(const Options *o, Model *model, TensorCheck *result, 
     Rng dropout_rng;
     ForwardOptions opt = {.dropout = (real)o->dropout,
                           .label_smoothing = (real)o->smoothing,
-                          .rng = o->dropout > 0 ? &dropout_rng : NULL};
+                          .rng = o->dropout > 0 || o->word_dropout > 0 ? &dropout_rng : NULL,
+                          .word_dropout = (real)o->word_dropout};
     FdCheckOptions fd = {
         .per_tensor = o->samples >= 0 ? (size_t)o->samples
                       : double_build  ? 0
@@ -86,10 +89,10 @@ done:
 /* A line per tensor: its worst element and whether it is within the tolerance. Returns the
  * number of tensors above it. */
 static int report(const Options *o, const Model *model, const TensorCheck *result) {
-    printf("gradcheck: %s build, %s encoder, %s attention, label smoothing %g, dropout %g, seed "
-           "%ld\n",
+    printf("gradcheck: %s build, %s encoder, %s attention, label smoothing %g, dropout %g, word "
+           "dropout %g, seed %ld\n",
            REAL_NAME, o->unidirectional ? "unidirectional" : "bidirectional",
-           score_name(model->dims.score), o->smoothing, o->dropout, o->seed);
+           score_name(model->dims.score), o->smoothing, o->dropout, o->word_dropout, o->seed);
     printf("%-14s %-10s %8s %12s %10s %14s %14s  %s\n", "tensor", "shape", "checked", "max rel err",
            "at", "analytic", "numeric", "");
     int failures = 0;
@@ -121,6 +124,7 @@ int main(int argc, char **argv) {
                                  OPT_TEXT("score", 0, &o.score),
                                  OPT_REAL("smoothing", &o.smoothing, 0, 0.99),
                                  OPT_REAL("dropout", &o.dropout, 0, 0.9),
+                                 OPT_REAL("word-dropout", &o.word_dropout, 0, 0.9),
                                  OPT_INT("seed", &o.seed, 0, 1e15),
                                  OPT_INT("samples", &o.samples, 0, 1e9),
                                  OPT_REAL("tol", &o.tol, 0, 1),

@@ -161,6 +161,10 @@ static const ConfigKey config_keys[] = {
      NULL},
     {"train", "dropout", KEY_REAL, "0", 0, 1, OPEN_MAX, offsetof(Config, train.dropout),
      "inverted-dropout probability on embeddings and readout; 0 = off", NULL},
+    {"train", "word_dropout", KEY_REAL, "0", 0, 1, OPEN_MAX, offsetof(Config, train.word_dropout),
+     "probability of dropping a whole source or target token's embedding (the kept ones scaled "
+     "by 1/(1-p)), independently of dropout; 0 = off",
+     NULL},
     {"train", "label_smoothing", KEY_REAL, "0", 0, 1, OPEN_MAX,
      offsetof(Config, train.label_smoothing), "label-smoothing epsilon of the loss; 0 = off", NULL},
     {"train", "ema", KEY_REAL, "0", 0, 1, OPEN_MAX, offsetof(Config, train.ema),

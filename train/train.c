@@ -755,7 +755,8 @@ static int train(Trainer *tr, Error *err) {
         p.expected_steps = ct->max_steps;
     ForwardOptions fwd = {.dropout = (real)ct->dropout,
                           .label_smoothing = (real)ct->label_smoothing,
-                          .rng = &tr->dropout_rng};
+                          .rng = &tr->dropout_rng,
+                          .word_dropout = (real)ct->word_dropout};
     tr->start_time = p.window_start = now();
     bool same;
     if (same_settings(tr, &same, err)) return -1;
