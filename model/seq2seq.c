@@ -826,7 +826,9 @@ static void find_untouched_rows(const Model *m, Acts *a, int n) {
     a->n_untouched = 0;
     add_untouched_rows(a, m->table.info[P_SRC_EMB].offset, d->src_vocab, d->emb, a->src_ids,
                        a->S * a->B);
-    add_untouched_rows(a, m->table.info[P_TGT_EMB].offset, d->tgt_vocab, d->emb, a->tgt_in, n);
+    /* tied, the output layer's gradient reaches every row of tgt_emb */
+    if (!m->table.tied)
+        add_untouched_rows(a, m->table.info[P_TGT_EMB].offset, d->tgt_vocab, d->emb, a->tgt_in, n);
 }
 
 int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOptions *opt,

@@ -587,8 +587,9 @@ static void decoder_step_backward(RefActs *a, const Weights *w, int b, int t, co
     /* z_t = W_out o'_t + b_out, o'_t = o_t * keep */
     for (int j = 0; j < O; j++) sc->o_drop[j] = o[j] * (drop ? o_keep[j] : 1);
     memset(sc->d_o, 0, sizeof(double) * O);
-    linear_backward(sc->d_o, grad_of(a, P_OUT_W), grad_of(a, P_OUT_B), sc->dz, sc->o_drop, w->out_w,
-                    V, O);
+    /* tied (spec: extensions), W_out is tgt_emb and its gradient adds to tgt_emb's */
+    double *d_out_w = grad_of(a, a->table.tied ? P_TGT_EMB : P_OUT_W);
+    linear_backward(sc->d_o, d_out_w, grad_of(a, P_OUT_B), sc->dz, sc->o_drop, w->out_w, V, O);
     /* o'_t = o_t * keep, o_t = tanh(W_o [s_t ; c_t ; u_t] + b_o) */
     for (int j = 0; j < O; j++) sc->d_o[j] *= (drop ? o_keep[j] : 1) * (1 - o[j] * o[j]);
     memset(sc->d_readout_in, 0, sizeof(double) * R);

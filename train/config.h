@@ -56,6 +56,7 @@ typedef struct {
     int att_size;         /* A: attention size */
     int readout_size;     /* O: readout layer size */
     AttentionScore score; /* e_ti: additive, dot, general or scaled_dot (dot needs D = K) */
+    bool tie_embeddings;  /* the output layer's W_out is tgt_emb (needs O = E) */
 } ConfigModel;
 
 typedef struct {
