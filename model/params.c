@@ -98,6 +98,11 @@ int dims_validate(const ModelDims *d, Error *err) {
                          d->dec_hidden, dims_enc_state(d), d->enc_hidden,
                          d->bidirectional ? "bidirectional: K = 2 x enc_hidden"
                                           : "unidirectional: K = enc_hidden");
+    if (d->tie_embeddings != 0 && d->tie_embeddings != 1)
+        return error_set(err, "invalid tie_embeddings flag %d", d->tie_embeddings);
+    if (d->tie_embeddings && d->readout != d->emb)
+        return error_set(err, "tie_embeddings needs readout_size (%d) = emb_size (%d)", d->readout,
+                         d->emb);
     ParamTable table;
     param_table_build(&table, d);
     for (int p = 0; p < PARAM_COUNT; p++)
@@ -192,7 +197,8 @@ static void param_shape(ParamId id, const ModelDims *d, int *ndim, int shape[2])
         break;
     }
     int absent = (!d->bidirectional && id >= P_ENC_BWD_W_IH && id <= P_ENC_BWD_B_HH) ||
-                 (id >= P_ATT_W_K && id <= P_ATT_W_A && !score_uses(d->score, id));
+                 (id >= P_ATT_W_K && id <= P_ATT_W_A && !score_uses(d->score, id)) ||
+                 (id == P_OUT_W && d->tie_embeddings);
     *ndim = absent ? 0 : cols ? 2 : 1;
     shape[0] = absent ? 0 : rows;
     shape[1] = absent ? 0 : cols ? cols : 1;
@@ -214,6 +220,7 @@ void param_table_build(ParamTable *table, const ModelDims *d) {
         offset += info->size;
     }
     table->total = offset;
+    table->tied = d->tie_embeddings != 0;
 }
 
 void weights_view(Weights *w, const ParamTable *table, real *block) {
@@ -222,14 +229,19 @@ void weights_view(Weights *w, const ParamTable *table, real *block) {
         real **slot = (real **)((char *)w + PARAM_NAMES[p].field);
         *slot = info->size ? block + info->offset : NULL;
     }
+    /* tied: the output layer reads tgt_emb, and its gradient accumulates into tgt_emb's */
+    if (table->tied) w->out_w = w->tgt_emb;
 }
 
 /* The bound of PyTorch's default uniform initialisation for each tensor (0: normal). */
 static double init_bound(ParamId id, const ParamTable *table) {
     const ParamInfo *info = table->info;
     switch (id) {
-    case P_SRC_EMB:
     case P_TGT_EMB:
+        /* tied, tgt_emb is also W_out: drawn as out.w would be, not N(0, 1), which would
+         * start the logits with a spread of about sqrt(O) */
+        return table->tied ? 1 / sqrt(info[P_OUT_W_O].shape[0]) : 0;
+    case P_SRC_EMB:
         return 0;
     case P_ENC_FWD_W_IH:
     case P_ENC_FWD_W_HH:
@@ -254,7 +266,7 @@ static double init_bound(ParamId id, const ParamTable *table) {
     case P_OUT_B_O:
         return 1 / sqrt(info[P_OUT_W_O].shape[1]);
     case P_OUT_B:
-        return 1 / sqrt(info[P_OUT_W].shape[1]);
+        return 1 / sqrt(info[P_OUT_W_O].shape[0]); /* out.w's columns, O, tied or not */
     default:
         return 1 / sqrt(info[id].shape[1]); /* a matrix: 1/sqrt(in) */
     }

@@ -47,6 +47,8 @@ typedef struct {
     int att;              /* A */
     int readout;          /* O */
     AttentionScore score; /* e_ti; 0 (additive) when left out of an initialiser */
+    int tie_embeddings;   /* 1: the output layer's W_out is tgt_emb (needs O = E), out.w
+                             absent (the spec's extension); 0 when left out */
 } ModelDims;
 
 /* K, the size of one encoder state h_i. */
@@ -55,7 +57,7 @@ int dims_enc_state(const ModelDims *d);
  * (A for additive and scaled_dot), or s_{t-1} and h_i or W_a h_i (D for dot and general). */
 int dims_att_features(const ModelDims *d);
 /* Rejects sizes that are non-positive or too large to index (each tensor < 2^31 elements), an
- * unknown score, and dot with D != K. */
+ * unknown score, dot with D != K, and tied embeddings with O != E. */
 int dims_validate(const ModelDims *d, Error *err);
 
 typedef enum {
@@ -100,6 +102,7 @@ typedef struct {
     ParamId order[PARAM_COUNT]; /* the ids in the order of their offsets: the spec's order,
                                    which for scaled_dot puts att.w_q before att.w_k */
     size_t total;               /* reals in the whole block */
+    int tied;                   /* out.w is absent and W_out is tgt_emb (weights_view) */
 } ParamTable;
 
 void param_table_build(ParamTable *table, const ModelDims *d);
@@ -132,7 +135,7 @@ typedef struct {
     GruWeights dec_gru;          /* in = E + K, N = D */
     real *out_w_o;               /* [O, D + K + E] */
     real *out_b_o;               /* [O] */
-    real *out_w;                 /* [Vt, O] */
+    real *out_w;                 /* [Vt, O]; tgt_emb itself when the table is tied */
     real *out_b;                 /* [Vt] */
 } Weights;
 

@@ -293,7 +293,7 @@ int decode_packs_build(QPacked *packs, const QuantWeights *qw, const ModelDims *
         {QP_RO_STATE, P_OUT_W_O, 0, D},
         {QP_RO_CTX, P_OUT_W_O, D, K},
         {QP_RO_EMB, P_OUT_W_O, D + K, E},
-        {QP_OUT, P_OUT_W, 0, O},
+        {QP_OUT, d->tie_embeddings ? P_TGT_EMB : P_OUT_W, 0, O}, /* tied: O = E */
         {QP_ENC_FWD_IH, P_ENC_FWD_W_IH, 0, E},
         {QP_ENC_FWD_HH, P_ENC_FWD_W_HH, 0, H},
         {QP_ENC_BWD_IH, P_ENC_BWD_W_IH, 0, E},

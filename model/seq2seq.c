@@ -104,6 +104,11 @@ int batch_validate(const Batch *b, const ModelDims *d, Error *err) {
     return 0;
 }
 
+/* The scales of x_i or u_t (x_keep, u_keep), NULL when neither dropout is on. */
+static const real *embedding_keep(const Acts *a, const real *keep) {
+    return a->dropout > 0 || a->word_dropout > 0 ? keep : NULL;
+}
+
 /* ---- phase timers ------------------------------------------------------------------- */
 
 const char *phase_name(Phase phase) {
@@ -448,7 +453,7 @@ static void encoder_forward(const Model *m, Acts *a, int B, int S) {
     int E = d->emb, H = d->enc_hidden, K = dims_enc_state(d), D = d->dec_hidden;
     int F = dims_att_features(d), dirs = d->bidirectional ? 2 : 1;
     const real *key_w = d->score == SCORE_GENERAL ? w->att_w_a : w->att_w_k;
-    embedding_forward(a->x, E, a->src_ids, a->dropout > 0 ? a->x_keep : NULL, w->src_emb, S * B, E);
+    embedding_forward(a->x, E, a->src_ids, embedding_keep(a, a->x_keep), w->src_emb, S * B, E);
     for (int dir = 0; dir < dirs; dir++)
         memset(state_slot(a->enc_state[dir], dir == 0 ? 0 : S, B, H), 0,
                sizeof(real) * (size_t)B * H);
@@ -557,8 +562,7 @@ static void encoder_backward(Model *m, Acts *a) {
         linear_backward(NULL, gg->w_hh, gg->b_hh, a->d_gh + (size_t)dir * S * B * 3 * H,
                         state_slot(a->enc_state[dir], dir, B, H), H, gw->w_hh, H, S * B, H, 3 * H);
     }
-    embedding_backward(g->src_emb, a->d_x, E, a->src_ids, a->dropout > 0 ? a->x_keep : NULL, S * B,
-                       E);
+    embedding_backward(g->src_emb, a->d_x, E, a->src_ids, embedding_keep(a, a->x_keep), S * B, E);
 }
 
 /* ---- decoder ------------------------------------------------------------------------ */
@@ -600,6 +604,16 @@ static void dropout_mask(real *keep, size_t n, real p, Rng *rng) {
     for (size_t i = 0; i < n; i++) keep[i] = rng_uniform(rng) < p ? 0 : scale;
 }
 
+/* Word dropout: scales each of the n rows of keep (width dim, filled with the element-wise
+ * scales or with 1) by 0 (the whole token dropped, probability p) or 1/(1-p), one draw a row. */
+static void word_dropout_mask(real *keep, size_t n, int dim, real p, Rng *rng) {
+    real scale = 1 / (1 - p);
+    for (size_t r = 0; r < n; r++) {
+        real word = rng_uniform(rng) < p ? 0 : scale;
+        for (int j = 0; j < dim; j++) keep[r * dim + j] *= word;
+    }
+}
+
 /* Copies the batch's ids into time-major order. */
 static void load_ids(Acts *a, const int *src, const int *src_len, int B, int S) {
     a->B = B, a->S = S;
@@ -614,7 +628,7 @@ int model_encode(const Model *m, Acts *a, const int *src, const int *src_len, in
     if (B > a->max_B || S > a->max_S)
         return error_set(err, "batch %d x %d exceeds the planned %d x %d", B, S, a->max_B,
                          a->max_S);
-    a->dropout = 0;
+    a->dropout = 0, a->word_dropout = 0;
     load_ids(a, src, src_len, B, S);
     if (m->quant)
         encoder_forward_int8(m, a, B, S);
@@ -812,7 +826,9 @@ static void find_untouched_rows(const Model *m, Acts *a, int n) {
     a->n_untouched = 0;
     add_untouched_rows(a, m->table.info[P_SRC_EMB].offset, d->src_vocab, d->emb, a->src_ids,
                        a->S * a->B);
-    add_untouched_rows(a, m->table.info[P_TGT_EMB].offset, d->tgt_vocab, d->emb, a->tgt_in, n);
+    /* tied, the output layer's gradient reaches every row of tgt_emb */
+    if (!m->table.tied)
+        add_untouched_rows(a, m->table.info[P_TGT_EMB].offset, d->tgt_vocab, d->emb, a->tgt_in, n);
 }
 
 int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOptions *opt,
@@ -825,8 +841,12 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
     if (B > a->max_B || S > a->max_S || T > a->max_T)
         return error_set(err, "batch %d x %d x %d exceeds the planned %d x %d x %d", B, S, T,
                          a->max_B, a->max_S, a->max_T);
-    if (opt->dropout > 0 && !opt->rng) return error_set(err, "dropout needs a random stream");
+    if ((opt->dropout > 0 || opt->word_dropout > 0) && !opt->rng)
+        return error_set(err, "dropout needs a random stream");
+    if (!(opt->word_dropout >= 0 && opt->word_dropout < 1))
+        return error_set(err, "word dropout %g is not in [0, 1)", (double)opt->word_dropout);
     a->dropout = opt->dropout;
+    a->word_dropout = opt->word_dropout;
     a->label_smoothing = opt->label_smoothing;
     load_ids(a, batch->src, batch->src_len, B, S);
     a->T = T;
@@ -846,11 +866,21 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
         dropout_mask(a->u_keep, (size_t)T * B * E, a->dropout, opt->rng);
         dropout_mask(a->o_keep, (size_t)T * B * O, a->dropout, opt->rng);
     }
+    /* word dropout draws after the element-wise masks, so that with it off the stream and
+     * the masks are what they were without it */
+    if (a->word_dropout > 0) {
+        if (a->dropout == 0) {
+            for (size_t i = 0; i < (size_t)S * B * E; i++) a->x_keep[i] = 1;
+            for (size_t i = 0; i < (size_t)T * B * E; i++) a->u_keep[i] = 1;
+        }
+        word_dropout_mask(a->x_keep, (size_t)S * B, E, a->word_dropout, opt->rng);
+        word_dropout_mask(a->u_keep, (size_t)T * B, E, a->word_dropout, opt->rng);
+    }
 
     a->phase_mark = omp_get_wtime();
     /* an int8 model (force-decoding, --explain) encodes as its search does, so the h_i shown
      * are the ones the search attended to */
-    if (m->quant && a->dropout == 0)
+    if (m->quant && a->dropout == 0 && a->word_dropout == 0)
         encoder_forward_int8(m, a, B, S);
     else
         encoder_forward(m, a, B, S);
@@ -861,7 +891,7 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
      * (one product a step: the rows of ended sentences are never read) */
     const GruWeights *dg = &w->dec_gru;
     real *u = a->readout_in + D + K;
-    embedding_forward(u, R, a->tgt_in, a->dropout > 0 ? a->u_keep : NULL, w->tgt_emb, T * B, E);
+    embedding_forward(u, R, a->tgt_in, embedding_keep(a, a->u_keep), w->tgt_emb, T * B, E);
     for (int t = 0; t < T; t++)
         if (a->running[t] > 0)
             linear_forward(a->dec_gi + (size_t)t * B * 3 * D, u + (size_t)t * B * R, R, dg->w_ih,
@@ -1048,7 +1078,7 @@ void model_backward(Model *m, Acts *a) {
     pack_rows(a->d_gh, 3 * D, 3 * D, a->out_row, n);
     pack_rows(a->d_readout_in + D + K, R, E, a->out_row, n);
     pack_rows(a->dec_state, D, D, a->out_row, n);
-    if (a->dropout > 0) pack_rows(a->u_keep, E, E, a->out_row, n);
+    if (embedding_keep(a, a->u_keep)) pack_rows(a->u_keep, E, E, a->out_row, n);
     for (int i = 0; i < n; i++) a->tgt_in[i] = a->tgt_in[a->out_row[i]];
     real *du = a->d_readout_in + D + K;
     const real *u = a->readout_in + D + K;
@@ -1065,7 +1095,7 @@ void model_backward(Model *m, Acts *a) {
     if (d->score == SCORE_ADDITIVE)
         for (int b = 0; b < B; b++)
             for (int j = 0; j < A; j++) g->att_v[j] += a->d_att_v[(size_t)b * A + j];
-    embedding_backward(g->tgt_emb, du, R, a->tgt_in, a->dropout > 0 ? a->u_keep : NULL, n, E);
+    embedding_backward(g->tgt_emb, du, R, a->tgt_in, embedding_keep(a, a->u_keep), n, E);
 
     phase_end(a, PHASE_DECODER_WEIGHTS);
     encoder_backward(m, a);

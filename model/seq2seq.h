@@ -48,7 +48,7 @@ typedef struct {
     /* int8 weights (quant.h) for decoding, NULL for a float model. When set, params holds
      * their dequantized values, so every float product computes with the same weights. */
     QuantWeights *quant;
-    bool grads_zero;                /* every gradient is known to be 0 (see model_zero_grad) */
+    bool grads_zero; /* every gradient is known to be 0 (see model_zero_grad) */
 } Model;
 
 /* Allocates parameters and gradients (zeroed; call params_init to initialise). */
@@ -79,6 +79,8 @@ typedef struct {
                              pass; 0 (training): the output layer's gradients are formed with
                              its forward pass. model_backward works after either; after a
                              forward_only pass it recomputes the logits first (slower). */
+    real word_dropout;    /* whole x_i and u_t zeroed with this probability, the kept ones
+                             scaled by 1/(1-p) (spec: word dropout); 0 turns it off */
 } ForwardOptions;
 
 /* The memory plan of Acts beyond the batch shape; {0} is the default (ACTS_AUTO). */
@@ -128,6 +130,7 @@ typedef struct {
     int B, S, T;             /* the shape of the last forward pass */
     int n_tokens;            /* N, the non-padding target tokens of the last forward pass */
     real dropout, label_smoothing;
+    real word_dropout; /* of the last forward pass: x_keep and u_keep hold its scales too */
     double phase_seconds[PHASE_COUNT]; /* time spent in each phase, summed over calls */
     double phase_mark;                 /* when the current phase began (omp_get_wtime) */
     /* ids, time-major */
@@ -143,7 +146,7 @@ typedef struct {
                      them; batches with the longest targets first skip the most */
     /* encoder */
     real *x;            /* [S*B, E] source embeddings (after dropout) */
-    real *x_keep;       /* [S*B, E] dropout scales */
+    real *x_keep;       /* [S*B, E] dropout scales (element-wise times word) */
     real *enc_gi[2];    /* [S*B, 3H] W_ih x + b_ih per direction; dgi in backward */
     real *enc_cache[2]; /* [S*B, 4H] GRU gates per direction */
     real *enc_state[2]; /* [(S+1)*B, H] states; see encoder_forward for the slot order */
@@ -166,7 +169,7 @@ typedef struct {
     real *context;      /* [T*B, K] c_t */
     real *readout_in;   /* [T*B, D+K+E] [s_t ; c_t ; u_t]; after the decoder steps, the rows of
                            out_row packed at the top (the readout computes only those) */
-    real *u_keep;       /* [T*B, E] dropout scales of u_t */
+    real *u_keep;       /* [T*B, E] dropout scales of u_t (element-wise times word) */
     real *readout;      /* [n_out, O] o_t (before dropout) of the rows of out_row, packed */
     real *readout_drop; /* [n_out, O] o_t after dropout (unused when off), packed */
     real *o_keep;       /* [T*B, O] dropout scales of o_t, packed like readout after it */

@@ -27,7 +27,9 @@ enum {
     FLAG_SUBWORDS = 4,
     FLAG_EMA = 8,      /* the training state ends with the parameter average */
     FLAG_SECONDS = 16, /* the training state holds the time trained */
-    FLAG_BATCHES = 32  /* the training state holds the batches' fingerprint */
+    FLAG_BATCHES = 32, /* the training state holds the batches' fingerprint */
+    FLAG_TIED = 64     /* tied embeddings (the spec's extension): out.w is tgt_emb, not stored.
+                          A build without the option refuses the file, naming the flag. */
 };
 /* A checkpoint larger than this is refused before reading (64 GiB). */
 static const uint64_t MAX_FILE = (uint64_t)64 << 30;
@@ -204,7 +206,8 @@ int checkpoint_save(const char *path, const NmtModel *nm, const TrainState *stat
     put(&w, sizes, sizeof sizes);
     put_u32(&w, (nm->lowercase ? FLAG_LOWERCASE : 0) | (state ? FLAG_TRAIN_STATE : 0) |
                     (nm->subwords ? FLAG_SUBWORDS : 0) | (state && state->ema ? FLAG_EMA : 0) |
-                    (state ? FLAG_SECONDS | FLAG_BATCHES : 0));
+                    (state ? FLAG_SECONDS | FLAG_BATCHES : 0) |
+                    (d->tie_embeddings ? FLAG_TIED : 0));
     put_u32(&w, (uint32_t)d->score); /* the reserved field of old files: 0 is additive */
     put_u64(&w, m->table.total);
     int rc = put_section(&w, &nm->src_vocab, NULL, err);
@@ -519,8 +522,13 @@ static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, b
         return error_set(err, "%s: an int8 checkpoint with a training state", path);
     if (width != 4 && width != 8) return error_set(err, "%s: invalid real size %u", path, width);
     if (flags & ~(uint32_t)(FLAG_LOWERCASE | FLAG_TRAIN_STATE | FLAG_SUBWORDS | FLAG_EMA |
-                            FLAG_SECONDS | FLAG_BATCHES))
-        return error_set(err, "%s: unknown flags %#x", path, flags);
+                            FLAG_SECONDS | FLAG_BATCHES | FLAG_TIED))
+        return error_set(err,
+                         "%s: unknown flags %#x (options this program does not have: a newer "
+                         "build's file?)",
+                         path,
+                         flags & ~(uint32_t)(FLAG_LOWERCASE | FLAG_TRAIN_STATE | FLAG_SUBWORDS |
+                                             FLAG_EMA | FLAG_SECONDS | FLAG_BATCHES | FLAG_TIED));
     if (serial_checksum(version) &&
         ((flags & FLAG_SUBWORDS) != 0) != (version == VERSION_SUBWORDS_SERIAL))
         return error_set(err, "%s: format version %u %s subwords, but the flags say %s", path,
@@ -545,7 +553,8 @@ static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, b
                       .dec_hidden = sizes[5],
                       .att = sizes[6],
                       .readout = sizes[7],
-                      .score = (AttentionScore)score};
+                      .score = (AttentionScore)score,
+                      .tie_embeddings = (flags & FLAG_TIED) != 0};
     if (sizes[4] != 0 && sizes[4] != 1)
         return error_set(err, "%s: invalid bidirectional flag %d", path, sizes[4]);
     if (dims_validate(&dims, err)) return error_prefix(err, "%s: ", path);

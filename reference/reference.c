@@ -211,6 +211,18 @@ static void dropout_draw(double *keep, int B, int L, int n, double p, Rng *rng) 
                 keep[((size_t)b * L + i) * n + j] = rng_uniform(rng) < p ? 0 : scale;
 }
 
+/* Word dropout (spec: extensions) drops whole tokens: one uniform number per position and
+ * sentence, drawn in the same position-major order after the element-wise masks, scaling the
+ * token's whole row of keep (1 where element-wise dropout is off) by 0 or 1 / (1 - p). */
+static void word_dropout_draw(double *keep, int B, int L, int n, double p, Rng *rng) {
+    double scale = 1 / (1 - p);
+    for (int i = 0; i < L; i++)
+        for (int b = 0; b < B; b++) {
+            double word = rng_uniform(rng) < p ? 0 : scale;
+            for (int j = 0; j < n; j++) keep[((size_t)b * L + i) * n + j] *= word;
+        }
+}
+
 /* ---- embeddings ----------------------------------------------------------------------- */
 
 /* x = emb[id] (* keep): a row of the table [V, E]. */
@@ -291,7 +303,7 @@ static void encoder_forward(RefActs *a, const Weights *w, int b) {
     for (int i = 0; i < L; i++) {
         size_t at = (size_t)b * S + i;
         embedding_forward(a->x + at * E, w->src_emb, a->src_ids[at],
-                          a->dropout > 0 ? a->x_keep + at * E : NULL, E);
+                          a->embedding_drop ? a->x_keep + at * E : NULL, E);
     }
     for (int dir = 0; dir < dirs; dir++) {
         const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
@@ -339,7 +351,7 @@ static void encoder_backward(RefActs *a, const Weights *w, int b, const Scratch 
     for (int i = 0; i < L; i++) {
         size_t at = (size_t)b * S + i;
         embedding_backward(grad_of(a, P_SRC_EMB), a->src_ids[at], sc->d_x + (size_t)i * E,
-                           a->dropout > 0 ? a->x_keep + at * E : NULL, E);
+                           a->embedding_drop ? a->x_keep + at * E : NULL, E);
     }
 }
 
@@ -511,7 +523,7 @@ static void decoder_step_forward(RefActs *a, const Weights *w, int b, int t, int
     double *gru_in = a->gru_in + row * (E + K), *r_in = a->readout_in + row * R;
     double *u = gru_in, *c = a->context + row * K, *o = a->readout + row * O;
     int drop = a->dropout > 0;
-    embedding_forward(u, w->tgt_emb, y_prev, drop ? a->u_keep + row * E : NULL, E);
+    embedding_forward(u, w->tgt_emb, y_prev, a->embedding_drop ? a->u_keep + row * E : NULL, E);
     attention_forward(a, w, b, t);
     memcpy(gru_in + E, c, sizeof(double) * K);
     gru_forward(s, a->dec_cache + row * 4 * D, gru_in, s_prev, &w->dec_gru, E + K, D);
@@ -575,8 +587,9 @@ static void decoder_step_backward(RefActs *a, const Weights *w, int b, int t, co
     /* z_t = W_out o'_t + b_out, o'_t = o_t * keep */
     for (int j = 0; j < O; j++) sc->o_drop[j] = o[j] * (drop ? o_keep[j] : 1);
     memset(sc->d_o, 0, sizeof(double) * O);
-    linear_backward(sc->d_o, grad_of(a, P_OUT_W), grad_of(a, P_OUT_B), sc->dz, sc->o_drop, w->out_w,
-                    V, O);
+    /* tied (spec: extensions), W_out is tgt_emb and its gradient adds to tgt_emb's */
+    double *d_out_w = grad_of(a, a->table.tied ? P_TGT_EMB : P_OUT_W);
+    linear_backward(sc->d_o, d_out_w, grad_of(a, P_OUT_B), sc->dz, sc->o_drop, w->out_w, V, O);
     /* o'_t = o_t * keep, o_t = tanh(W_o [s_t ; c_t ; u_t] + b_o) */
     for (int j = 0; j < O; j++) sc->d_o[j] *= (drop ? o_keep[j] : 1) * (1 - o[j] * o[j]);
     memset(sc->d_readout_in, 0, sizeof(double) * R);
@@ -596,8 +609,8 @@ static void decoder_step_backward(RefActs *a, const Weights *w, int b, int t, co
     for (int j = 0; j < E; j++) du[j] += sc->d_readout_in[D + K + j];
     attention_backward(a, w, b, t, dc, sc->carry, sc);
     /* u_t = tgt_emb[y_{t-1}] * keep */
-    embedding_backward(grad_of(a, P_TGT_EMB), a->tgt_in[row], du, drop ? a->u_keep + row * E : NULL,
-                       E);
+    embedding_backward(grad_of(a, P_TGT_EMB), a->tgt_in[row], du,
+                       a->embedding_drop ? a->u_keep + row * E : NULL, E);
 }
 
 /* ---- the whole model over a batch ----------------------------------------------------- */
@@ -633,11 +646,16 @@ int ref_forward(RefActs *a, const real *params, const Batch *batch, const RefOpt
                 double *loss, Error *err) {
     const ModelDims *d = &a->dims;
     if (check_batch(a, batch, err)) return -1;
-    if (opt->dropout > 0 && !opt->rng) return error_set(err, "dropout needs a random stream");
+    if ((opt->dropout > 0 || opt->word_dropout > 0) && !opt->rng)
+        return error_set(err, "dropout needs a random stream");
+    if (!(opt->word_dropout >= 0 && opt->word_dropout < 1))
+        return error_set(err, "word dropout %g is not in [0, 1)", (double)opt->word_dropout);
     int B = batch->B, S = batch->S, T = batch->T;
     int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, O = d->readout, V = d->tgt_vocab;
     a->B = B, a->S = S, a->T = T;
     a->dropout = opt->dropout, a->label_smoothing = opt->label_smoothing;
+    a->word_dropout = opt->word_dropout;
+    a->embedding_drop = a->dropout > 0 || a->word_dropout > 0;
     memcpy(a->src_ids, batch->src, sizeof(int) * (size_t)B * S);
     memcpy(a->tgt_in, batch->tgt_in, sizeof(int) * (size_t)B * T);
     memcpy(a->tgt_out, batch->tgt_out, sizeof(int) * (size_t)B * T);
@@ -652,6 +670,14 @@ int ref_forward(RefActs *a, const real *params, const Batch *batch, const RefOpt
         dropout_draw(a->x_keep, B, S, E, a->dropout, opt->rng);
         dropout_draw(a->u_keep, B, T, E, a->dropout, opt->rng);
         dropout_draw(a->o_keep, B, T, O, a->dropout, opt->rng);
+    }
+    if (a->word_dropout > 0) {
+        if (a->dropout == 0) {
+            for (size_t i = 0; i < (size_t)B * S * E; i++) a->x_keep[i] = 1;
+            for (size_t i = 0; i < (size_t)B * T * E; i++) a->u_keep[i] = 1;
+        }
+        word_dropout_draw(a->x_keep, B, S, E, a->word_dropout, opt->rng);
+        word_dropout_draw(a->u_keep, B, T, E, a->word_dropout, opt->rng);
     }
     Weights w = weights_of(a, params);
     double sum = 0;
@@ -753,6 +779,7 @@ int ref_greedy(RefActs *a, const real *params, const int *src, int src_len, int 
     Weights w = weights_of(a, params);
     int V = d->tgt_vocab;
     a->B = 1, a->S = src_len, a->T = max_len, a->dropout = 0;
+    a->word_dropout = 0, a->embedding_drop = 0;
     memcpy(a->src_ids, src, sizeof(int) * (size_t)src_len);
     a->src_len[0] = src_len;
     encoder_forward(a, &w, 0);

@@ -18,11 +18,13 @@
 #include "model/params.h"
 
 /* Forward options, as the engine's ForwardOptions: inverted dropout on x_i, u_t and o_t (0:
- * off; rng then unused) and the label-smoothing eps (0: plain cross-entropy). */
+ * off; rng then unused), the label-smoothing eps (0: plain cross-entropy) and word dropout
+ * on whole x_i and u_t (0: off). */
 typedef struct {
     real dropout;
     real label_smoothing;
     Rng *rng;
+    real word_dropout;
 } RefOptions;
 
 /* Everything one forward pass keeps for the backward pass, planned once for batches of up to
@@ -32,7 +34,8 @@ typedef struct {
     ParamTable table;
     int max_B, max_S, max_T;
     int B, S, T, n_tokens; /* the last forward pass's batch; N of the loss */
-    double dropout, label_smoothing;
+    double dropout, label_smoothing, word_dropout;
+    int embedding_drop; /* x_keep and u_keep hold scales (either dropout is on) */
     int *src_ids, *src_len, *tgt_in, *tgt_out, *tgt_len; /* copies of the batch */
     double *x, *x_keep;      /* [B, S, E] source embeddings (after dropout), dropout scales */
     double *enc_cache[2];    /* [B, S, 4H] GRU gates r, z, n and W_hn h + b_hn, per direction */

@@ -131,6 +131,7 @@ START_TEST(test_defaults) {
     ck_assert_int_eq(cfg.train.epochs, 10);
     ck_assert_int_eq(cfg.train.max_steps, 0);
     ck_assert_double_eq(cfg.train.dropout, 0.0);
+    ck_assert_double_eq(cfg.train.word_dropout, 0.0);
     ck_assert_double_eq(cfg.train.label_smoothing, 0.0);
     ck_assert_uint_eq(cfg.train.seed, 1);
     ck_assert_int_eq(cfg.train.threads, 0);
@@ -601,6 +602,33 @@ START_TEST(test_attention_score) {
 }
 END_TEST
 
+/* The extensions' keys: tie_embeddings needs readout_size = emb_size, and the error names both
+ * values; word_dropout is a probability below 1 (1 would drop every token). */
+START_TEST(test_extension_keys) {
+    Scratch scratch;
+    Config cfg;
+    Error err = {""};
+    const char *tied = REQUIRED_KEYS "[model]\ntie_embeddings = true\n";
+    ck_assert_int_eq(load_text(&scratch, tied, &cfg, &err), -1);
+    assert_mentions(err.msg, scratch.ini);
+    assert_mentions(err.msg,
+                    "model.tie_embeddings needs model.readout_size (128) = model.emb_size (64)");
+    ck_assert_ptr_null(strchr(err.msg, '\n'));
+    const char *const fix[] = {"model.readout_size=64"};
+    ck_assert_msg(load_bytes(&scratch, tied, strlen(tied), fix, 1, &cfg, &err) == 0, "%s", err.msg);
+    ck_assert(cfg.model.tie_embeddings);
+    expect_failure(REQUIRED_KEYS "[train]\nword_dropout = 1\n", 5,
+                   "[train] word_dropout = '1': out of range (expected a number in [0, 1))");
+    expect_failure(REQUIRED_KEYS "[train]\nword_dropout = -0.1\n", 5,
+                   "[train] word_dropout = '-0.1': out of range");
+    const char *const half[] = {"train.word_dropout=0.5"};
+    ck_assert_msg(load_bytes(&scratch, REQUIRED_KEYS, strlen(REQUIRED_KEYS), half, 1, &cfg, &err) ==
+                      0,
+                  "%s", err.msg);
+    ck_assert_double_eq(cfg.train.word_dropout, 0.5);
+}
+END_TEST
+
 START_TEST(test_overrides_win) {
     Scratch scratch;
     Config cfg;
@@ -792,6 +820,7 @@ Suite *config_suite(void) {
     tcase_add_test(valid, test_crlf_and_bom);
     tcase_add_test(valid, test_overrides_win);
     tcase_add_test(valid, test_attention_score);
+    tcase_add_test(valid, test_extension_keys);
     tcase_add_test(valid, test_print_reads_back);
     tcase_add_test(valid, test_ini_reader_events);
     suite_add_tcase(suite, valid);

@@ -495,6 +495,10 @@ static const struct {
 } HEADER_FORGERIES[] = {
     {AT_WIDTH, 3, "invalid real size 3"},
     {AT_FLAGS, 1u << 7, "unknown flags 0x80"},
+    /* an option of a newer build is named by its bit, apart from the ones this build knows */
+    {AT_FLAGS, 1u << 8 | 64 | 1, "unknown flags 0x100 (options this program does not have"},
+    /* tied (E = O = 4 here): out.w is then not stored, so the parameter count disagrees */
+    {AT_FLAGS, 64 | 1, "parameters stored, but the sizes need"},
     {AT_RESERVED, 9, "unknown attention score 9"},
     {AT_SIZES + 4 * 4, 2, "invalid bidirectional flag 2"},
     {AT_SIZES + 2 * 4, (uint32_t)-4, "emb_size = -4 is out of range"},
@@ -538,8 +542,8 @@ START_TEST(hostile_checkpoint_huge_sizes_are_not_allocated) {
     unsigned char *data = slurp_file(path, &size);
     int32_t sizes[8];
     memcpy(sizes, data + AT_SIZES, sizeof sizes);
-    ModelDims dims = {sizes[0], sizes[1], 1 << 24,  sizes[3],      sizes[4],
-                      sizes[5], sizes[6], sizes[7], SCORE_ADDITIVE};
+    ModelDims dims = {sizes[0], sizes[1], 1 << 24,  sizes[3],       sizes[4],
+                      sizes[5], sizes[6], sizes[7], SCORE_ADDITIVE, 0};
     ParamTable table;
     param_table_build(&table, &dims);
     ck_assert_uint_gt(table.total, (size_t)1 << 28); /* over a gigabyte of reals */
@@ -629,8 +633,8 @@ START_TEST(hostile_checkpoint_vocabulary_mismatch) {
     ModelDims dims;
     int32_t sizes[8];
     memcpy(sizes, data + AT_SIZES, sizeof sizes);
-    dims = (ModelDims){sizes[0] + 1, sizes[1], sizes[2], sizes[3],      sizes[4],
-                       sizes[5],     sizes[6], sizes[7], SCORE_ADDITIVE};
+    dims = (ModelDims){sizes[0] + 1, sizes[1], sizes[2], sizes[3],       sizes[4],
+                       sizes[5],     sizes[6], sizes[7], SCORE_ADDITIVE, 0};
     ParamTable table;
     param_table_build(&table, &dims);
     put_u32(data + AT_SIZES, (uint32_t)dims.src_vocab);
@@ -734,6 +738,7 @@ START_TEST(hostile_checkpoint_resume_size_mismatch) {
     } mismatches[] = {
         {"model.emb_size=8", "it has [model] emb_size = 4, the config 8"},
         {"model.bidirectional=false", "it has [model] bidirectional = 1, the config 0"},
+        {"model.tie_embeddings=true", "it has [model] tie_embeddings = 0, the config 1"},
         {"data.lowercase=false", "it has [data] lowercase = 1, the config 0"},
         {"data.src_vocab_size=5", "more than [data] src_vocab_size/tgt_vocab_size = 5/8000"},
     };
@@ -812,8 +817,8 @@ START_TEST(hostile_quantized_checkpoint_fields) {
     memcpy(data, good, size);
     int32_t sizes[8];
     memcpy(sizes, data + AT_SIZES, sizeof sizes);
-    ModelDims dims = {sizes[0], sizes[1], 1 << 24,  sizes[3],      sizes[4],
-                      sizes[5], sizes[6], sizes[7], SCORE_ADDITIVE};
+    ModelDims dims = {sizes[0], sizes[1], 1 << 24,  sizes[3],       sizes[4],
+                      sizes[5], sizes[6], sizes[7], SCORE_ADDITIVE, 0};
     ParamTable table;
     param_table_build(&table, &dims);
     put_u32(data + AT_SIZES + 2 * 4, 1u << 24);
@@ -824,8 +829,8 @@ START_TEST(hostile_quantized_checkpoint_fields) {
 
     /* one source token more than the vocabulary holds; a wrong reserved id */
     memcpy(data, good, size);
-    dims = (ModelDims){sizes[0] + 1, sizes[1], sizes[2], sizes[3],      sizes[4],
-                       sizes[5],     sizes[6], sizes[7], SCORE_ADDITIVE};
+    dims = (ModelDims){sizes[0] + 1, sizes[1], sizes[2], sizes[3],       sizes[4],
+                       sizes[5],     sizes[6], sizes[7], SCORE_ADDITIVE, 0};
     param_table_build(&table, &dims);
     put_u32(data + AT_SIZES, (uint32_t)dims.src_vocab);
     count = table.total;

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <omp.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -597,7 +598,43 @@ START_TEST(bad_batches_are_rejected) {
     double loss;
     ck_assert(model_forward(&f.model, &f.acts, &big, &(ForwardOptions){0}, &loss, &err) == -1);
     ck_assert(strstr(err.msg, "exceeds") != NULL);
+    /* word dropout is a probability below 1, and needs a random stream */
+    Rng rng;
+    rng_seed(&rng, 1, 2);
+    ForwardOptions all = {.rng = &rng, .word_dropout = 1};
+    ck_assert(model_forward(&f.model, &f.acts, &f.rb.batch, &all, &loss, &err) == -1);
+    ck_assert_msg(strstr(err.msg, "word dropout 1 is not in [0, 1)") != NULL, "%s", err.msg);
+    ForwardOptions no_stream = {.word_dropout = 0.5f};
+    ck_assert(model_forward(&f.model, &f.acts, &f.rb.batch, &no_stream, &loss, &err) == -1);
+    ck_assert_msg(strstr(err.msg, "needs a random stream") != NULL, "%s", err.msg);
     fixture_free(&f);
+}
+END_TEST
+
+/* Tied embeddings (the spec's extension): out.w absent, W_out and its gradient are tgt_emb's,
+ * and O != E is refused naming both values. */
+START_TEST(tied_table_has_no_out_w) {
+    ModelDims d = TINY, tied = TINY;
+    tied.readout = tied.emb, tied.tie_embeddings = 1;
+    Error err;
+    ParamTable plain_table, tied_table;
+    d.readout = d.emb;
+    param_table_build(&plain_table, &d);
+    param_table_build(&tied_table, &tied);
+    ck_assert_uint_eq(tied_table.info[P_OUT_W].size, 0);
+    ck_assert_uint_eq(plain_table.total - tied_table.total, (size_t)d.tgt_vocab * d.readout);
+    Model m;
+    ck_assert_msg(model_init(&m, &tied, &err) == 0, "%s", err.msg);
+    ck_assert_ptr_eq(m.w.out_w, m.w.tgt_emb);
+    ck_assert_ptr_eq(m.g.out_w, m.g.tgt_emb);
+    model_free(&m);
+    ModelDims wrong = TINY;
+    wrong.tie_embeddings = 1, wrong.readout = wrong.emb + 1;
+    ck_assert(dims_validate(&wrong, &err) == -1);
+    char expected[128];
+    snprintf(expected, sizeof expected, "tie_embeddings needs readout_size (%d) = emb_size (%d)",
+             wrong.readout, wrong.emb);
+    ck_assert_msg(strstr(err.msg, expected) != NULL, "%s", err.msg);
 }
 END_TEST
 
@@ -617,6 +654,7 @@ Suite *model_suite(void) {
     tcase_add_loop_test(tc, search_agrees_across_threads_batches_and_forcing, 0, SCORE_COUNT);
     tcase_add_test(tc, parameter_table_follows_the_score);
     tcase_add_test(tc, bad_batches_are_rejected);
+    tcase_add_test(tc, tied_table_has_no_out_w);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -224,8 +224,11 @@ static const char *const SENTENCES[][2] = {
 };
 enum { N_SENTENCES = sizeof SENTENCES / sizeof SENTENCES[0] };
 
-/* A random model over the sentences' words, with sizes of a few dozen. */
+/* A random model over the sentences' words, with sizes of a few dozen; score SCORE_COUNT
+ * stands for additive with tied embeddings (the spec's extension: out.w is tgt_emb, O = E). */
 static void random_model(NmtModel *nm, AttentionScore score, uint64_t seed) {
+    int tied = score == SCORE_COUNT;
+    if (tied) score = SCORE_ADDITIVE;
     TokenList src[N_SENTENCES], tgt[N_SENTENCES];
     Error err;
     memset(nm, 0, sizeof *nm);
@@ -244,8 +247,9 @@ static void random_model(NmtModel *nm, AttentionScore score, uint64_t seed) {
                       .bidirectional = 1,
                       .dec_hidden = score == SCORE_DOT ? 40 : 36,
                       .att = 28,
-                      .readout = 33,
-                      .score = score};
+                      .readout = tied ? 24 : 33,
+                      .score = score,
+                      .tie_embeddings = tied};
     ck_assert_msg(model_init(&nm->model, &dims, &err) == 0, "%s", err.msg);
     params_init(nm->model.params, &nm->model.table, seed);
 }
@@ -335,7 +339,7 @@ END_TEST
 
 /* Each hypothesis of an int8 search, force-decoded in float with the dequantized weights,
  * gets nearly the probabilities the search gave its tokens (they differ by the rounding of
- * activations to 8 bits), and its alignment rows sum to 1. */
+ * activations to 8 bits), and its alignment rows sum to 1; for each score, and tied. */
 START_TEST(quant_search_matches_dequantized_forward) {
     NmtModel nm;
     random_model(&nm, (AttentionScore)_i, 5 + _i);
@@ -394,10 +398,10 @@ static long file_size(const char *path) {
  * parameters and translates bit for bit the same; the file holds one byte per quantized
  * weight and 4 per row scale and per float parameter, nothing else grows; a float file
  * opened with compute int8 translates as its quantized file does, and an unknown compute type
- * is refused. */
+ * is refused. _i = 1: the same with tied embeddings, which come back tied, out.w absent. */
 START_TEST(quant_checkpoint_round_trip) {
     NmtModel nm, back;
-    random_model(&nm, SCORE_ADDITIVE, 3);
+    random_model(&nm, _i ? SCORE_COUNT : SCORE_ADDITIVE, 3);
     Error err;
     char dir[64], float_path[128], int8_path[128];
     temp_dir(dir, sizeof dir);
@@ -408,6 +412,8 @@ START_TEST(quant_checkpoint_round_trip) {
     ck_assert_msg(checkpoint_save(int8_path, &nm, NULL, &err) == 0, "%s", err.msg);
     ck_assert_msg(checkpoint_load(int8_path, &back, NULL, NULL, &err) == 0, "%s", err.msg);
     ck_assert_ptr_nonnull(back.model.quant);
+    ck_assert_int_eq(back.model.dims.tie_embeddings, _i);
+    ck_assert_int_eq(back.model.table.info[P_OUT_W].size == 0, _i);
     const ParamTable *table = &nm.model.table;
     size_t int8_bytes = 0, float_bytes = 0;
     for (int p = 0; p < PARAM_COUNT; p++) {
@@ -475,8 +481,8 @@ Suite *quant_suite(void) {
     TCase *models = tcase_create("int8 models");
     tcase_set_timeout(models, 60);
     tcase_add_loop_test(models, quant_encoder_matches_dequantized_float, 0, SCORE_COUNT);
-    tcase_add_loop_test(models, quant_search_matches_dequantized_forward, 0, SCORE_COUNT);
-    tcase_add_test(models, quant_checkpoint_round_trip);
+    tcase_add_loop_test(models, quant_search_matches_dequantized_forward, 0, SCORE_COUNT + 1);
+    tcase_add_loop_test(models, quant_checkpoint_round_trip, 0, 2);
     suite_add_tcase(s, models);
     return s;
 }

@@ -74,7 +74,7 @@ static void compare_grads(Verdict *v, const ParamTable *table, const real *engin
 /* One case: a model, a batch and the forward options. */
 typedef struct {
     ModelDims dims;
-    double dropout, label_smoothing;
+    double dropout, label_smoothing, word_dropout;
     int threads;
     uint64_t seed;
 } Case;
@@ -133,7 +133,7 @@ static Verdict run_case(const Case *c, ParamId perturb, long perturb_index) {
     /* the reference */
     Rng rng;
     rng_seed(&rng, c->seed, 7);
-    RefOptions ropt = {(real)c->dropout, (real)c->label_smoothing, &rng};
+    RefOptions ropt = {(real)c->dropout, (real)c->label_smoothing, &rng, (real)c->word_dropout};
     double ref_loss;
     ck_assert_msg(ref_forward(&ref, m.params, batch, &ropt, &ref_loss, &err) == 0, "%s", err.msg);
     /* the reference's gradients in a block of their own: the engine's are the model's */
@@ -145,7 +145,8 @@ static Verdict run_case(const Case *c, ParamId perturb, long perturb_index) {
     ActsPlan keep = {.logit_rows = ACTS_ALL_ROWS, .attention = ACTS_KEEP};
     ck_assert_msg(acts_init_plan(&acts, d, B, S, T, &keep, &err) == 0, "%s", err.msg);
     rng_seed(&rng, c->seed, 7);
-    ForwardOptions opt = {(real)c->dropout, (real)c->label_smoothing, &rng, 1};
+    ForwardOptions opt = {(real)c->dropout, (real)c->label_smoothing, &rng, 1,
+                          (real)c->word_dropout};
     double loss;
     ck_assert_msg(model_forward(&m, &acts, batch, &opt, &loss, &err) == 0, "%s", err.msg);
     compare(&v, "loss", &ref_loss, &loss, 1, NULL);
@@ -212,22 +213,36 @@ static Verdict run_case(const Case *c, ParamId perturb, long perturb_index) {
     return v;
 }
 
-/* Each score, uni- and bidirectional, smoothing and dropout on and off, 1 and 2 threads. */
+/* Each score, uni- and bidirectional, smoothing and dropout on and off, 1 and 2 threads; then
+ * the extensions: word dropout with and without element-wise dropout, and tied embeddings
+ * (O = E) with and without both dropouts. */
 START_TEST(test_engine_matches_reference) {
     double worst_of_score[SCORE_COUNT] = {0};
     for (int score = 0; score < SCORE_COUNT; score++)
-        for (int variant = 0; variant < 16; variant++) {
+        for (int variant = 0; variant < 32; variant++) {
+            /* 0-15: the spec's model; 16-23: word dropout; 24-31: tied, smoothed */
+            int plain = variant < 16, tied = variant >= 24;
             Case c = {.dims = case_dims(variant & 1, (AttentionScore)score),
-                      .label_smoothing = variant & 2 ? 0.1 : 0,
-                      .dropout = variant & 4 ? 0.3 : 0,
-                      .threads = variant & 8 ? 2 : 1,
-                      .seed = 100 + (uint64_t)variant + 16 * (uint64_t)score};
+                      .threads = variant & (plain ? 8 : 4) ? 2 : 1,
+                      .seed = 100 + 32 * (uint64_t)score + (uint64_t)variant};
+            if (plain) {
+                c.label_smoothing = variant & 2 ? 0.1 : 0;
+                c.dropout = variant & 4 ? 0.3 : 0;
+            } else {
+                c.dropout = variant & 2 ? 0.3 : 0;
+                c.word_dropout = !tied || variant & 2 ? 0.3 : 0;
+            }
+            if (tied) {
+                c.label_smoothing = 0.1;
+                c.dims.readout = c.dims.emb, c.dims.tie_embeddings = 1;
+            }
             Verdict v = run_case(&c, 0, -1);
             EXPECT_MSG(v.worst <= TOLERANCE,
-                       "score %s, %s, eps %g, dropout %g, %d threads: %s differs by %.3g "
-                       "(relative to its largest value)",
+                       "score %s, %s%s, eps %g, dropout %g, word dropout %g, %d threads: %s "
+                       "differs by %.3g (relative to its largest value)",
                        score_name(score), variant & 1 ? "bidirectional" : "unidirectional",
-                       c.label_smoothing, c.dropout, c.threads, v.name, v.worst);
+                       tied ? ", tied" : "", c.label_smoothing, c.dropout, c.word_dropout,
+                       c.threads, v.name, v.worst);
             worst_of_score[score] = fmax(worst_of_score[score], v.worst);
         }
     printf("reference: worst relative difference (%s build): additive %.2g, dot %.2g, general "
@@ -255,10 +270,14 @@ START_TEST(test_comparison_names_a_wrong_gradient) {
 END_TEST
 
 /* 20 Adam steps with clipping, dropout and smoothing: the double build's parameters stay
- * within ADAM_PARAMS, every step's loss within ADAM_LOSSES. */
+ * within ADAM_PARAMS, every step's loss within ADAM_LOSSES. Then (_i = 1) the same with the
+ * extensions: word dropout, and tied embeddings, where Adam must not skip the target
+ * embedding rows that only the output layer touched (the reference skips none). */
 START_TEST(test_adam_steps_match) {
     Error err;
     ModelDims d = case_dims(1, SCORE_ADDITIVE);
+    int extended = _i == 1;
+    if (extended) d.readout = d.emb, d.tie_embeddings = 1;
     Model m;
     Acts acts;
     RefActs ref;
@@ -283,8 +302,14 @@ START_TEST(test_adam_steps_match) {
         RandomBatch rb;
         ck_assert_msg(random_batch_make(&rb, &d, CASE_B, CASE_S, CASE_T, 40 + step, &err) == 0,
                       "%s", err.msg);
-        ForwardOptions opt = {.dropout = 0.2, .label_smoothing = 0.1, .rng = &engine_rng};
-        RefOptions ropt = {.dropout = 0.2, .label_smoothing = 0.1, .rng = &ref_rng};
+        ForwardOptions opt = {.dropout = 0.2,
+                              .label_smoothing = 0.1,
+                              .rng = &engine_rng,
+                              .word_dropout = extended ? 0.2 : 0};
+        RefOptions ropt = {.dropout = 0.2,
+                           .label_smoothing = 0.1,
+                           .rng = &ref_rng,
+                           .word_dropout = extended ? 0.2 : 0};
         double loss, ref_loss;
         ck_assert_msg(model_forward(&m, &acts, &rb.batch, &opt, &loss, &err) == 0, "%s", err.msg);
         model_backward(&m, &acts);
@@ -308,8 +333,9 @@ START_TEST(test_adam_steps_match) {
         diff = fmax(diff, fabs((double)m.params[i] - ref_params[i]));
         scale = fmax(scale, fabs((double)ref_params[i]));
     }
-    printf("reference: 20 Adam steps (%s build): losses within %.2g, parameters within %.2g\n",
-           REAL_NAME, worst_loss, diff / scale);
+    printf("reference: 20 Adam steps (%s build%s): losses within %.2g, parameters within "
+           "%.2g\n",
+           REAL_NAME, extended ? ", tied, word dropout" : "", worst_loss, diff / scale);
 #ifdef REAL_DOUBLE
     EXPECT_MSG(diff / scale <= ADAM_PARAMS, "parameters differ by %.3g after 20 steps",
                diff / scale);
@@ -427,7 +453,7 @@ Suite *reference_suite(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_engine_matches_reference);
     tcase_add_test(tc, test_comparison_names_a_wrong_gradient);
-    tcase_add_test(tc, test_adam_steps_match);
+    tcase_add_loop_test(tc, test_adam_steps_match, 0, 2);
     tcase_add_test(tc, test_greedy_translations_match);
     suite_add_tcase(s, tc);
     return s;

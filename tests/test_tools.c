@@ -251,6 +251,26 @@ START_TEST(gradref_records_the_score) {
                               wanted ? "missing" : "written");
             }
     }
+    /* tied embeddings (E = O = 8 in dot.ini): config.json says so, and out.w is not written */
+    snprintf(path, sizeof path, "%s/tied.ini", dir);
+    f = fopen(path, "w");
+    ck_assert(f);
+    fprintf(f,
+            "[data]\ntrain = %s/data/toy/train.tsv\ndev = %s/data/toy/dev.tsv\n[model]\n"
+            "emb_size = 8\nenc_hidden = 8\ndec_hidden = 16\natt_size = 8\nreadout_size = 8\n"
+            "tie_embeddings = true\n[train]\nbatch_size = 8\nepochs = 1\n",
+            root, root);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "../bin/gradref -c %s/tied.ini --pairs %s/pairs.tsv -o %s/tied", dir,
+             dir, dir);
+    ck_assert_msg(run(cmd, err_path) == 0, "%s", cmd);
+    snprintf(path, sizeof path, "%s/tied/config.json", dir);
+    read_text(path, json, sizeof json);
+    ck_assert_msg(strstr(json, "\"tie_embeddings\": true") != NULL, "%s", json);
+    snprintf(path, sizeof path, "%s/tied/grads/out.w.npy", dir);
+    ck_assert_msg(access(path, F_OK) != 0, "%s written", path);
+    snprintf(path, sizeof path, "%s/tied/grads/tgt_emb.npy", dir);
+    ck_assert_msg(access(path, F_OK) == 0, "%s missing", path);
     char msg[1024];
     snprintf(cmd, sizeof cmd,
              "../bin/gradref -c ../configs/tiny.ini --score luong --pairs %s/pairs.tsv -o %s/x",

@@ -33,7 +33,10 @@ typedef struct {
     char dir[64];
 } Setup;
 
+/* score SCORE_COUNT stands for additive with tied embeddings (readout_size = emb_size then) */
 static void setup_make_score(Setup *s, int bidirectional, AttentionScore score) {
+    bool tied = score == SCORE_COUNT;
+    if (tied) score = SCORE_ADDITIVE;
     Error err;
     ck_assert(corpus_read_string(PAIRS, strlen(PAIRS), "pairs", &s->corpus, &err) == 0);
     ck_assert(tokenized_corpus_make(&s->tokens, &s->corpus, "pairs", true, &err) == 0);
@@ -44,8 +47,9 @@ static void setup_make_score(Setup *s, int bidirectional, AttentionScore score) 
                               .bidirectional = bidirectional,
                               .dec_hidden = score == SCORE_DOT ? (bidirectional ? 16 : 8) : 10,
                               .att_size = 6,
-                              .readout_size = 12,
-                              .score = score};
+                              .readout_size = tied ? 8 : 12,
+                              .score = score,
+                              .tie_embeddings = tied};
     ck_assert_msg(nmt_model_from_config(&s->nm, &cfg, &s->tokens, 7, &err) == 0, "%s", err.msg);
     ck_assert(nmt_dataset(&s->ds, &s->nm, &s->tokens, &s->corpus, 0, &err) == 0);
     snprintf(s->dir, sizeof s->dir, "/tmp/nmt-test-XXXXXX");
@@ -66,7 +70,8 @@ static void setup_free(Setup *s) {
     corpus_free(&s->corpus);
 }
 
-/* Trains on all pairs as one batch for `steps` Adam steps; returns the losses. */
+/* Trains on all pairs as one batch for `steps` Adam steps; returns the losses. Word dropout
+ * too for a tied model (both extensions at once). */
 static void train_steps(NmtModel *nm, const Dataset *ds, Adam *adam, int steps, double *losses) {
     Error err;
     BatchBuffer bb;
@@ -79,7 +84,10 @@ static void train_steps(NmtModel *nm, const Dataset *ds, Adam *adam, int steps, 
     const Batch *batch = batch_fill(&bb, ds, idx, (int)ds->count);
     Rng rng;
     rng_seed(&rng, 3, 2);
-    ForwardOptions opt = {.dropout = 0.1f, .label_smoothing = 0.1f, .rng = &rng};
+    ForwardOptions opt = {.dropout = 0.1f,
+                          .label_smoothing = 0.1f,
+                          .rng = &rng,
+                          .word_dropout = nm->model.dims.tie_embeddings ? 0.1f : 0};
     for (int s = 0; s < steps; s++) {
         ck_assert(model_forward(&nm->model, &acts, batch, &opt, &losses[s], &err) == 0);
         model_zero_grad(&nm->model);
@@ -131,7 +139,8 @@ static void spit(const char *path, const unsigned char *data, long n) {
 }
 
 /* _i: the encoder (even: unidirectional) and the attention score (_i / 2), which the
- * checkpoint keeps in its formerly reserved field */
+ * checkpoint keeps in its formerly reserved field; _i / 2 = SCORE_COUNT: tied embeddings,
+ * trained with word dropout, which come back tied with out.w absent */
 START_TEST(checkpoint_round_trip) {
     Setup s;
     setup_make_score(&s, _i % 2, (AttentionScore)(_i / 2));
@@ -162,7 +171,9 @@ START_TEST(checkpoint_round_trip) {
     ck_assert_msg(checkpoint_load(path, &back, &state_back, &has_state, &err) == 0, "%s", err.msg);
     ck_assert(has_state);
     ck_assert(memcmp(&back.model.dims, &s.nm.model.dims, sizeof back.model.dims) == 0);
-    ck_assert_int_eq(back.model.dims.score, _i / 2);
+    ck_assert_int_eq(back.model.dims.score, _i / 2 == SCORE_COUNT ? SCORE_ADDITIVE : _i / 2);
+    ck_assert_int_eq(back.model.dims.tie_embeddings, _i / 2 == SCORE_COUNT);
+    ck_assert_int_eq(back.model.table.info[P_OUT_W].size == 0, _i / 2 == SCORE_COUNT);
     ck_assert(back.lowercase == s.nm.lowercase);
     ck_assert(memcmp(back.model.params, s.nm.model.params, sizeof(real) * s.nm.model.table.total) ==
               0);
@@ -593,7 +604,7 @@ Suite *train_suite(void) {
     TCase *tc = tcase_create("train");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, training_loss_falls_and_is_reproducible);
-    tcase_add_loop_test(tc, checkpoint_round_trip, 0, 2 * SCORE_COUNT);
+    tcase_add_loop_test(tc, checkpoint_round_trip, 0, 2 * SCORE_COUNT + 2);
     tcase_add_test(tc, checkpoint_damage_is_detected);
     tcase_add_test(tc, checksum_known_answers);
     tcase_add_test(tc, checkpoint_versions_1_and_2_still_load);

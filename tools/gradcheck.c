@@ -21,6 +21,9 @@ static void usage(FILE *out) {
             "                     (default additive; dot runs with D = K)\n"
             "  --smoothing EPS    label smoothing (default 0)\n"
             "  --dropout P        dropout, with masks replayed for every evaluation (default 0)\n"
+            "  --word-dropout P   word dropout (whole tokens' embeddings), replayed likewise\n"
+            "                     (default 0)\n"
+            "  --tie-embeddings   tie the output layer to tgt_emb (readout size O = E then)\n"
             "  --seed N           seed of the model and batch (default 1)\n"
             "  --samples N        elements per tensor, 0 = all (default: all in double, 40 in "
             "float)\n"
@@ -31,9 +34,9 @@ static void usage(FILE *out) {
 }
 
 typedef struct {
-    bool unidirectional;
+    bool unidirectional, tie_embeddings;
     const char *score;
-    double smoothing, dropout, tol;
+    double smoothing, dropout, word_dropout, tol;
     long samples, seed;
 } Options;
 
@@ -49,7 +52,9 @@ static int check_gradients(const Options *o, Model *model, TensorCheck *result, 
                       .bidirectional = !o->unidirectional,
                       .dec_hidden = 6,
                       .att = 3,
-                      .readout = 7};
+                      .readout = 7,
+                      .tie_embeddings = o->tie_embeddings};
+    if (o->tie_embeddings) dims.readout = dims.emb; /* tying needs O = E */
     if (o->score && score_from_name(o->score, &dims.score, err)) return -1;
     if (dims.score == SCORE_DOT) dims.dec_hidden = dims_enc_state(&dims); /* dot needs D = K */
     int B = 3, S = 5, T = 4;
@@ -67,7 +72,8 @@ static int check_gradients(const Options *o, Model *model, TensorCheck *result, 
     Rng dropout_rng;
     ForwardOptions opt = {.dropout = (real)o->dropout,
                           .label_smoothing = (real)o->smoothing,
-                          .rng = o->dropout > 0 ? &dropout_rng : NULL};
+                          .rng = o->dropout > 0 || o->word_dropout > 0 ? &dropout_rng : NULL,
+                          .word_dropout = (real)o->word_dropout};
     FdCheckOptions fd = {
         .per_tensor = o->samples >= 0 ? (size_t)o->samples
                       : double_build  ? 0
@@ -86,10 +92,11 @@ done:
 /* A line per tensor: its worst element and whether it is within the tolerance. Returns the
  * number of tensors above it. */
 static int report(const Options *o, const Model *model, const TensorCheck *result) {
-    printf("gradcheck: %s build, %s encoder, %s attention, label smoothing %g, dropout %g, seed "
-           "%ld\n",
+    printf("gradcheck: %s build, %s encoder, %s attention%s, label smoothing %g, dropout %g, "
+           "word dropout %g, seed %ld\n",
            REAL_NAME, o->unidirectional ? "unidirectional" : "bidirectional",
-           score_name(model->dims.score), o->smoothing, o->dropout, o->seed);
+           score_name(model->dims.score), o->tie_embeddings ? ", tied embeddings" : "",
+           o->smoothing, o->dropout, o->word_dropout, o->seed);
     printf("%-14s %-10s %8s %12s %10s %14s %14s  %s\n", "tensor", "shape", "checked", "max rel err",
            "at", "analytic", "numeric", "");
     int failures = 0;
@@ -118,9 +125,11 @@ static int report(const Options *o, const Model *model, const TensorCheck *resul
 int main(int argc, char **argv) {
     Options o = {.tol = sizeof(real) == sizeof(double) ? 1e-6 : 1e-2, .samples = -1, .seed = 1};
     const CliOption options[] = {OPT_FLAG("unidirectional", 0, &o.unidirectional),
+                                 OPT_FLAG("tie-embeddings", 0, &o.tie_embeddings),
                                  OPT_TEXT("score", 0, &o.score),
                                  OPT_REAL("smoothing", &o.smoothing, 0, 0.99),
                                  OPT_REAL("dropout", &o.dropout, 0, 0.9),
+                                 OPT_REAL("word-dropout", &o.word_dropout, 0, 0.9),
                                  OPT_INT("seed", &o.seed, 0, 1e15),
                                  OPT_INT("samples", &o.samples, 0, 1e9),
                                  OPT_REAL("tol", &o.tol, 0, 1),

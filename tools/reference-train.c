@@ -27,8 +27,7 @@
 #include "train/batching.h"
 #include "train/new_model.h"
 
-    static void
-    usage(FILE *out) {
+static void usage(FILE *out) {
     fprintf(out,
             "usage: reference-train CONFIG [--set section.key=value ...]\n"
             "Trains with the plain reference of the model spec (reference/reference.c): one\n"
@@ -222,7 +221,8 @@ static double budget_used(const Trainer *tr, double epoch_share) {
 static int train(Trainer *tr, Error *err) {
     const Config *cfg = tr->cfg;
     const ConfigTrain *ct = &cfg->train;
-    RefOptions opt = {(real)ct->dropout, (real)ct->label_smoothing, &tr->dropout_rng};
+    RefOptions opt = {(real)ct->dropout, (real)ct->label_smoothing, &tr->dropout_rng,
+                      (real)ct->word_dropout};
     double window_loss = 0;
     long window_tokens = 0;
     int stop = 0;

@@ -109,6 +109,11 @@ static const ConfigKey config_keys[] = {
     {"model", "score", KEY_ENUM, "additive", 0, 0, NO_RANGE, offsetof(Config, model.score),
      "attention score e_ti (see the model spec); dot needs dec_hidden = K",
      "additive|dot|general|scaled_dot"},
+    {"model", "tie_embeddings", KEY_BOOL, "false", 0, 0, NO_RANGE,
+     offsetof(Config, model.tie_embeddings),
+     "the output layer's weights are the target embeddings (no out.w); needs readout_size = "
+     "emb_size",
+     NULL},
 
     {"optim", "lr", KEY_REAL, "0.001", 0, 10, OPEN_MIN, offsetof(Config, optim.lr),
      "base learning rate of Adam", NULL},
@@ -161,6 +166,10 @@ static const ConfigKey config_keys[] = {
      NULL},
     {"train", "dropout", KEY_REAL, "0", 0, 1, OPEN_MAX, offsetof(Config, train.dropout),
      "inverted-dropout probability on embeddings and readout; 0 = off", NULL},
+    {"train", "word_dropout", KEY_REAL, "0", 0, 1, OPEN_MAX, offsetof(Config, train.word_dropout),
+     "probability of dropping a whole source or target token's embedding (the kept ones scaled "
+     "by 1/(1-p)), independently of dropout; 0 = off",
+     NULL},
     {"train", "label_smoothing", KEY_REAL, "0", 0, 1, OPEN_MAX,
      offsetof(Config, train.label_smoothing), "label-smoothing epsilon of the loss; 0 = off", NULL},
     {"train", "ema", KEY_REAL, "0", 0, 1, OPEN_MAX, offsetof(Config, train.ema),
@@ -548,6 +557,11 @@ int config_load(Config *cfg, const char *path, const char *const *overrides, int
                          path, model->dec_hidden, K, model->enc_hidden,
                          model->bidirectional ? "bidirectional: K = 2 x enc_hidden"
                                               : "unidirectional: K = enc_hidden");
+    if (model->tie_embeddings && model->readout_size != model->emb_size)
+        return error_set(err,
+                         "%s: model.tie_embeddings needs model.readout_size (%d) = "
+                         "model.emb_size (%d)",
+                         path, model->readout_size, model->emb_size);
     return 0;
 }
 

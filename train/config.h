@@ -56,6 +56,7 @@ typedef struct {
     int att_size;         /* A: attention size */
     int readout_size;     /* O: readout layer size */
     AttentionScore score; /* e_ti: additive, dot, general or scaled_dot (dot needs D = K) */
+    bool tie_embeddings;  /* the output layer's W_out is tgt_emb (needs O = E) */
 } ConfigModel;
 
 typedef struct {
@@ -81,6 +82,7 @@ typedef struct {
     int max_steps;          /* optimizer steps; 0 = no limit */
     double max_minutes;     /* wall time of the training loop; 0 = no limit */
     double dropout;         /* inverted-dropout probability; 0 = off */
+    double word_dropout;    /* probability of dropping a whole token's embedding; 0 = off */
     double label_smoothing; /* label-smoothing epsilon; 0 = off */
     double ema;             /* decay of the parameters' moving average; 0 = off */
     uint64_t seed;          /* seeds every random stream */

@@ -51,7 +51,8 @@ int nmt_model_from_config(NmtModel *nm, const Config *cfg, const TokenizedCorpus
                       .dec_hidden = cfg->model.dec_hidden,
                       .att = cfg->model.att_size,
                       .readout = cfg->model.readout_size,
-                      .score = cfg->model.score};
+                      .score = cfg->model.score,
+                      .tie_embeddings = cfg->model.tie_embeddings};
     ParamTable table;
     if (dims_validate(&dims, err)) {
         nmt_model_free(nm);
