@@ -423,8 +423,10 @@ START_TEST(quant_checkpoint_round_trip) {
             ck_assert(!memcmp(a->q, b->q, table->info[p].size));
             ck_assert(!memcmp(a->scale, b->scale, sizeof(float) * a->rows));
         }
-        int8_bytes += a->rows ? table->info[p].size + 4 * (size_t)a->rows : 4 * table->info[p].size;
-        float_bytes += 4 * table->info[p].size;
+        /* a quantized tensor as its scales (f32) and bytes, any other as the build's reals */
+        int8_bytes += a->rows ? table->info[p].size + 4 * (size_t)a->rows
+                              : sizeof(real) * table->info[p].size;
+        float_bytes += sizeof(real) * table->info[p].size;
     }
     ck_assert(!memcmp(nm.model.params, back.model.params, sizeof(real) * table->total));
     ck_assert_int_eq(file_size(int8_path) - file_size(float_path),
