@@ -230,6 +230,8 @@ $(BUILD)/fuzz/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
 
+# The two checkpoint targets share their driver and their use of a model.
+bin/fuzz_checkpoint bin/fuzz_quantized: tests/fuzz/checkpoint_bytes.c
 bin/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 	@mkdir -p bin
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $^ -o $@ -lm

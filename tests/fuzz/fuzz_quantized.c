@@ -10,37 +10,8 @@
  * (tests/fuzz/corpus/quantized/) are the checkpoint seeds written by bin/quantize. Build and
  * run with `make fuzz`.
  */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "model/search.h"
-#include "nmt/text.h"
-
-/* Translates a fixed sentence with the loaded model, as bin/translate would. */
-static void translate(const NmtModel *nm) {
-    int *ids, n, unknown;
-    Error err;
-    if (encode_source(nm, "i love cats", &ids, &n, &unknown, &err) != 0) abort();
-    for (int beam = 1; beam <= 2; beam++) {
-        Searcher searcher;
-        if (search_init(&searcher, &nm->model.dims, 1, n, beam, 12, &err) != 0) continue;
-        SearchOptions opt = {.beam = beam, .nbest = beam, .max_len = 12, .len_norm = 1};
-        Translation tr;
-        const int *src[1] = {ids};
-        if (search_translate(&searcher, &nm->model, src, &n, 1, &opt, &tr, &err) == 0) {
-            for (int h = 0; h < tr.count; h++) {
-                char *text = decode_target(nm, tr.hyps[h].tokens, tr.hyps[h].len, &err);
-                if (!text) abort();
-                free(text);
-            }
-            translation_free(&tr);
-        }
-        search_free(&searcher);
-    }
-    free(ids);
-}
+#include "nmt/checkpoint.h"
+#include "tests/fuzz/checkpoint_bytes.h"
 
 static void load(const uint8_t *data, size_t size, bool use_model) {
     NmtModel nm;
@@ -49,23 +20,14 @@ static void load(const uint8_t *data, size_t size, bool use_model) {
         /* keep each input fast; a float model becomes an int8 one as --compute int8 makes it */
         if (use_model && nm.model.table.total <= 200000 &&
             nmt_model_set_compute(&nm, COMPUTE_INT8, &err) == 0)
-            translate(&nm);
+            translate_one_sentence(&nm);
         nmt_model_free(&nm);
-    } else if (memchr(err.msg, '\n', strnlen(err.msg, sizeof err.msg))) {
-        fprintf(stderr, "error is not one line: %s\n", err.msg);
-        abort();
+    } else {
+        check_one_line(&err);
     }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    load(data, size, false);
-    if (size < 8) return 0;
-    uint8_t *forged = malloc(size);
-    if (!forged) return 0;
-    memcpy(forged, data, size);
-    uint64_t sum = checkpoint_checksum(forged, size - 8);
-    memcpy(forged + size - 8, &sum, 8);
-    load(forged, size, true);
-    free(forged);
+    load_as_is_and_forged(data, size, load);
     return 0;
 }
