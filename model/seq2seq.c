@@ -650,7 +650,8 @@ static void encoder_backward(Model *m, Acts *a) {
 /* The arrays of one decoder step for B rows. */
 typedef struct {
     real *s_prev, *s;     /* [B, D] s_{t-1} and s_t */
-    real *gi, *cache;     /* [B, 3D] W_ih [u_t ; c_t] + b_ih (holding the u_t part on entry),
+    real *gi, *cache;     /* [B, 3D] W_ih [u_t ; c_t] + b_ih (holding the u_t part on entry;
+                             layer-normalised: g_ih * LN(W_ih [u_t ; c_t]) + b_ih),
                              [B, 4D] GRU gates */
     real *query;          /* [B, F] W_q s_{t-1} (additive, scaled_dot); d loss / d query in
                              backward, which dot and general use for d loss / d s_{t-1} */
@@ -726,7 +727,8 @@ int model_encode(const Model *m, Acts *a, const int *src, const int *src_len, in
 }
 
 /* s_t from s_{t-1} for B rows: query, attention, the c_t part of the GRU input, GRU. st->gi
- * must hold W_ih[:, :E] u_t + b_ih on entry. keys [B,S,F], enc_h [B,S,K], src_len [B];
+ * must hold W_ih[:, :E] u_t + b_ih on entry (layer-normalised: W_ih[:, :E] u_t, b_ih coming
+ * after the normalisation). keys [B,S,F], enc_h [B,S,K], src_len [B];
  * scratch [B, 3D]. (Search computes the same step in another order: see search.h.) */
 static void decoder_step_forward(const Model *m, const DecoderStep *st, const real *keys,
                                  const real *enc_h, const int *src_len, real *scratch, int B,
