@@ -30,6 +30,14 @@ enum { GRU_CACHE_WIDTH = 4 };
 void gru_step_forward(real *h_out, real *cache, real *scratch, const real *gi, const real *h_prev,
                       const real *w_hh, const real *b_hh, const int *len, int pos, int B, int N);
 
+/* The layer-normalised cell's step (the spec's extension `model.layer_norm`): as
+ * gru_step_forward with W_hh h + b_hh replaced by g_hh * LN(W_hh h) + b_hh, LN over each row's
+ * 3N entries (layernorm.h). gi must be the normalised input part g_ih * LN(W_ih x) + b_ih.
+ * xhat [B,3N] and rstd [B] keep the normalisation of W_hh h for the backward pass; g_hh [3N]. */
+void gru_step_forward_ln(real *h_out, real *cache, real *xhat, real *rstd, real *scratch,
+                         const real *gi, const real *h_prev, const real *w_hh, const real *g_hh,
+                         const real *b_hh, const int *len, int pos, int B, int N);
+
 /* The same step with gh = W_hh h_prev [B,3N] (without b_hh) already computed: the gates and
  * the new state, for callers that share out the product among threads themselves. */
 void gru_gates_forward(real *h_out, real *cache, const real *gi, const real *gh, const real *h_prev,
@@ -44,5 +52,13 @@ void gru_gates_units(real *h_out, real *cache, const real *gi, const real *gh, c
  * + b_hh) [B,3N] and dh_prev = d loss / d h [B,N] (all three written, not accumulated). */
 void gru_step_backward(real *dh_prev, real *dgi, real *dgh, const real *dh, const real *cache,
                        const real *h_prev, const real *w_hh, const int *len, int pos, int B, int N);
+
+/* gru_step_backward of the layer-normalised cell: dgi = d loss / d gi and dgh = d loss / d
+ * (g_hh * LN(W_hh h) + b_hh) [B,3N] written as there; d loss / d (W_hh h) goes into scratch
+ * [B,3N] (written) on its way into dh_prev. xhat, rstd: gru_step_forward_ln's. */
+void gru_step_backward_ln(real *dh_prev, real *dgi, real *dgh, real *scratch, const real *dh,
+                          const real *cache, const real *xhat, const real *rstd, const real *h_prev,
+                          const real *w_hh, const real *g_hh, const int *len, int pos, int B,
+                          int N);
 
 #endif

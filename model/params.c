@@ -20,10 +20,14 @@ static const struct {
     [P_ENC_FWD_W_HH] = {"enc.fwd.w_hh", offsetof(Weights, enc_fwd.w_hh)},
     [P_ENC_FWD_B_IH] = {"enc.fwd.b_ih", offsetof(Weights, enc_fwd.b_ih)},
     [P_ENC_FWD_B_HH] = {"enc.fwd.b_hh", offsetof(Weights, enc_fwd.b_hh)},
+    [P_ENC_FWD_G_IH] = {"enc.fwd.g_ih", offsetof(Weights, enc_fwd.g_ih)},
+    [P_ENC_FWD_G_HH] = {"enc.fwd.g_hh", offsetof(Weights, enc_fwd.g_hh)},
     [P_ENC_BWD_W_IH] = {"enc.bwd.w_ih", offsetof(Weights, enc_bwd.w_ih)},
     [P_ENC_BWD_W_HH] = {"enc.bwd.w_hh", offsetof(Weights, enc_bwd.w_hh)},
     [P_ENC_BWD_B_IH] = {"enc.bwd.b_ih", offsetof(Weights, enc_bwd.b_ih)},
     [P_ENC_BWD_B_HH] = {"enc.bwd.b_hh", offsetof(Weights, enc_bwd.b_hh)},
+    [P_ENC_BWD_G_IH] = {"enc.bwd.g_ih", offsetof(Weights, enc_bwd.g_ih)},
+    [P_ENC_BWD_G_HH] = {"enc.bwd.g_hh", offsetof(Weights, enc_bwd.g_hh)},
     [P_DEC_INIT_W] = {"dec.init.w", offsetof(Weights, init_w)},
     [P_DEC_INIT_B] = {"dec.init.b", offsetof(Weights, init_b)},
     [P_ATT_W_K] = {"att.w_k", offsetof(Weights, att_w_k)},
@@ -35,6 +39,8 @@ static const struct {
     [P_DEC_GRU_W_HH] = {"dec.gru.w_hh", offsetof(Weights, dec_gru.w_hh)},
     [P_DEC_GRU_B_IH] = {"dec.gru.b_ih", offsetof(Weights, dec_gru.b_ih)},
     [P_DEC_GRU_B_HH] = {"dec.gru.b_hh", offsetof(Weights, dec_gru.b_hh)},
+    [P_DEC_GRU_G_IH] = {"dec.gru.g_ih", offsetof(Weights, dec_gru.g_ih)},
+    [P_DEC_GRU_G_HH] = {"dec.gru.g_hh", offsetof(Weights, dec_gru.g_hh)},
     [P_OUT_W_O] = {"out.w_o", offsetof(Weights, out_w_o)},
     [P_OUT_B_O] = {"out.b_o", offsetof(Weights, out_b_o)},
     [P_OUT_W] = {"out.w", offsetof(Weights, out_w)},
@@ -100,6 +106,8 @@ int dims_validate(const ModelDims *d, Error *err) {
                                           : "unidirectional: K = enc_hidden");
     if (d->tie_embeddings != 0 && d->tie_embeddings != 1)
         return error_set(err, "invalid tie_embeddings flag %d", d->tie_embeddings);
+    if (d->layer_norm != 0 && d->layer_norm != 1)
+        return error_set(err, "invalid layer_norm flag %d", d->layer_norm);
     if (d->tie_embeddings && d->readout != d->emb)
         return error_set(err, "tie_embeddings needs readout_size (%d) = emb_size (%d)", d->readout,
                          d->emb);
@@ -126,6 +134,11 @@ static int score_uses(AttentionScore score, ParamId id) {
     }
 }
 
+int param_is_gain(ParamId id) {
+    return id == P_ENC_FWD_G_IH || id == P_ENC_FWD_G_HH || id == P_ENC_BWD_G_IH ||
+           id == P_ENC_BWD_G_HH || id == P_DEC_GRU_G_IH || id == P_DEC_GRU_G_HH;
+}
+
 /* The spec's shape table. */
 static void param_shape(ParamId id, const ModelDims *d, int *ndim, int shape[2]) {
     int E = d->emb, H = d->enc_hidden, K = dims_enc_state(d), D = d->dec_hidden, A = d->att,
@@ -148,8 +161,12 @@ static void param_shape(ParamId id, const ModelDims *d, int *ndim, int shape[2])
         break;
     case P_ENC_FWD_B_IH:
     case P_ENC_FWD_B_HH:
+    case P_ENC_FWD_G_IH:
+    case P_ENC_FWD_G_HH:
     case P_ENC_BWD_B_IH:
     case P_ENC_BWD_B_HH:
+    case P_ENC_BWD_G_IH:
+    case P_ENC_BWD_G_HH:
         rows = 3 * H;
         break;
     case P_DEC_INIT_W:
@@ -179,6 +196,8 @@ static void param_shape(ParamId id, const ModelDims *d, int *ndim, int shape[2])
         break;
     case P_DEC_GRU_B_IH:
     case P_DEC_GRU_B_HH:
+    case P_DEC_GRU_G_IH:
+    case P_DEC_GRU_G_HH:
         rows = 3 * D;
         break;
     case P_OUT_W_O:
@@ -196,9 +215,9 @@ static void param_shape(ParamId id, const ModelDims *d, int *ndim, int shape[2])
     case PARAM_COUNT:
         break;
     }
-    int absent = (!d->bidirectional && id >= P_ENC_BWD_W_IH && id <= P_ENC_BWD_B_HH) ||
+    int absent = (!d->bidirectional && id >= P_ENC_BWD_W_IH && id <= P_ENC_BWD_G_HH) ||
                  (id >= P_ATT_W_K && id <= P_ATT_W_A && !score_uses(d->score, id)) ||
-                 (id == P_OUT_W && d->tie_embeddings);
+                 (id == P_OUT_W && d->tie_embeddings) || (param_is_gain(id) && !d->layer_norm);
     *ndim = absent ? 0 : cols ? 2 : 1;
     shape[0] = absent ? 0 : rows;
     shape[1] = absent ? 0 : cols ? cols : 1;
@@ -221,6 +240,7 @@ void param_table_build(ParamTable *table, const ModelDims *d) {
     }
     table->total = offset;
     table->tied = d->tie_embeddings != 0;
+    table->layer_norm = d->layer_norm != 0;
 }
 
 void weights_view(Weights *w, const ParamTable *table, real *block) {
@@ -278,8 +298,12 @@ void params_init(real *block, const ParamTable *table, uint64_t seed) {
     for (int n = 0; n < PARAM_COUNT; n++) {
         ParamId p = table->order[n];
         const ParamInfo *info = &table->info[p];
-        double bound = init_bound(p, table);
         real *x = block + info->offset;
+        if (param_is_gain(p)) { /* 1, drawing nothing: the other tensors come out as without */
+            for (size_t i = 0; i < info->size; i++) x[i] = 1;
+            continue;
+        }
+        double bound = init_bound(p, table);
         for (size_t i = 0; i < info->size; i++)
             x[i] = (real)(bound == 0 ? rng_normal(&rng) : bound * (2 * rng_uniform(&rng) - 1));
     }

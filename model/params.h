@@ -6,7 +6,8 @@
  * and .npy dumps iterate over: parameters, gradients and each Adam moment are one contiguous
  * block of `total` reals laid out in table order. A unidirectional model has no `enc.bwd.*`
  * tensors: their entries stay in the table with size 0 and are skipped everywhere; so do the
- * att.* tensors that the chosen attention score does not use.
+ * att.* tensors that the chosen attention score does not use, and the GRUs' gains without
+ * layer_norm.
  *
  * Letters as in the spec: Vs, Vt vocabularies, E embedding, H encoder hidden per direction,
  * K = 2H (bidirectional) or H encoder state, D decoder hidden, A attention, O readout.
@@ -49,6 +50,9 @@ typedef struct {
     AttentionScore score; /* e_ti; 0 (additive) when left out of an initialiser */
     int tie_embeddings;   /* 1: the output layer's W_out is tgt_emb (needs O = E), out.w
                              absent (the spec's extension); 0 when left out */
+    int layer_norm;       /* 1: every GRU normalises its input and recurrent pre-activations
+                             (the spec's extension), with the gains g_ih, g_hh; 0 when left
+                             out */
 } ModelDims;
 
 /* K, the size of one encoder state h_i. */
@@ -57,7 +61,7 @@ int dims_enc_state(const ModelDims *d);
  * (A for additive and scaled_dot), or s_{t-1} and h_i or W_a h_i (D for dot and general). */
 int dims_att_features(const ModelDims *d);
 /* Rejects sizes that are non-positive or too large to index (each tensor < 2^31 elements), an
- * unknown score, dot with D != K, and tied embeddings with O != E. */
+ * unknown score, dot with D != K, tied embeddings with O != E, and flags other than 0 and 1. */
 int dims_validate(const ModelDims *d, Error *err);
 
 typedef enum {
@@ -67,10 +71,14 @@ typedef enum {
     P_ENC_FWD_W_HH,
     P_ENC_FWD_B_IH,
     P_ENC_FWD_B_HH,
+    P_ENC_FWD_G_IH,
+    P_ENC_FWD_G_HH,
     P_ENC_BWD_W_IH,
     P_ENC_BWD_W_HH,
     P_ENC_BWD_B_IH,
     P_ENC_BWD_B_HH,
+    P_ENC_BWD_G_IH,
+    P_ENC_BWD_G_HH,
     P_DEC_INIT_W,
     P_DEC_INIT_B,
     P_ATT_W_K,
@@ -82,6 +90,8 @@ typedef enum {
     P_DEC_GRU_W_HH,
     P_DEC_GRU_B_IH,
     P_DEC_GRU_B_HH,
+    P_DEC_GRU_G_IH,
+    P_DEC_GRU_G_HH,
     P_OUT_W_O,
     P_OUT_B_O,
     P_OUT_W,
@@ -103,9 +113,12 @@ typedef struct {
                                    which for scaled_dot puts att.w_q before att.w_k */
     size_t total;               /* reals in the whole block */
     int tied;                   /* out.w is absent and W_out is tgt_emb (weights_view) */
+    int layer_norm;             /* the GRUs' gains g_ih, g_hh are present */
 } ParamTable;
 
 void param_table_build(ParamTable *table, const ModelDims *d);
+/* Whether p is one of the layer-normalised GRUs' gains (g_ih, g_hh of any GRU). */
+int param_is_gain(ParamId p);
 
 /* A run [begin, end) of the flat parameter block (and of the gradients, which mirror it). */
 typedef struct {
@@ -117,6 +130,8 @@ typedef struct {
     real *w_hh; /* [3N, N] */
     real *b_ih; /* [3N] */
     real *b_hh; /* [3N] */
+    real *g_ih; /* [3N] the gains of the normalised W_ih x (layer_norm only) */
+    real *g_hh; /* [3N] and of the normalised W_hh h */
 } GruWeights;
 
 /* Named views into a block laid out by the table: the same struct serves the parameters and
@@ -145,8 +160,9 @@ void weights_view(Weights *w, const ParamTable *table, real *block);
  * (so a user can mirror it): embeddings ~ N(0, 1); GRU weights and biases ~ U(-1/sqrt(N),
  * 1/sqrt(N)) with N the GRU's hidden size; every other matrix and its bias ~ U(-1/sqrt(in),
  * 1/sqrt(in)) with `in` the matrix's number of columns (att.b and att.v use those of att.w_k
- * and of a [1, A] matrix). Tensors are drawn in table order (table->order) from one stream, so
- * the same seed gives bit-identical parameters. */
+ * and of a [1, A] matrix); the layer-normalised GRUs' gains are 1 and draw nothing, so every
+ * other tensor is drawn as without them. Tensors are drawn in table order (table->order) from one
+ * stream, so the same seed gives bit-identical parameters. */
 void params_init(real *block, const ParamTable *table, uint64_t seed);
 
 #endif

@@ -14,6 +14,7 @@
 #include "fastmath.h"
 #include "gemm.h"
 #include "gru.h"
+#include "layernorm.h"
 #include "layers.h"
 #include "loss.h"
 #include "qgemm.h"
@@ -301,7 +302,8 @@ static void dot_energy_parts(const Decode *dc, int i0, int i1, int lo, int hi) {
 }
 
 /* Everything of step t that needs only s_{t-1} and u_t: this thread's share of the output
- * features of gh = W_hh s_{t-1} and gi = W_ih[:, :E] u_t + b_ih (a contiguous share: a
+ * features of gh = W_hh s_{t-1} and gi = W_ih[:, :E] u_t + b_ih (without b_ih when the GRU is
+ * layer-normalised; a contiguous share: a
  * product of a few rows streams its weights fastest in one long run); for its sentences (see
  * sentence_share), its attention features of query = W_q s_{t-1} and of the energies (their part of
  * e_ti, see attention_energy_part and dot_energy_parts). */
@@ -314,18 +316,19 @@ static void step_inputs(const Decode *dc) {
     const ThreadPart *mine = &dc->part[omp_get_thread_num()];
     const QuantWeights *q = dc->quant;
     int qw = dc->qwidth;
+    /* layer-normalised, b_ih comes after the normalisation (normalise_rows) */
+    const real *b_ih = d->layer_norm ? NULL : w->dec_gru.b_ih;
     feature_share(3 * D, &lo, &hi);
     if (q) {
         quantize_rows(s->s, D, R, D, mine->xq_a, qw, mine->xs_a);
         quantize_rows(s->u, E, R, E, mine->xq_b, qw, mine->xs_b);
         qlinear_packed(s->gh, 3 * D, mine->xq_a, qw, mine->xs_a, &q->packs[QP_DEC_HH], NULL, R, lo,
                        hi, 0);
-        qlinear_packed(s->gi, 3 * D, mine->xq_b, qw, mine->xs_b, &q->packs[QP_DEC_IH_EMB],
-                       w->dec_gru.b_ih, R, lo, hi, 0);
+        qlinear_packed(s->gi, 3 * D, mine->xq_b, qw, mine->xs_b, &q->packs[QP_DEC_IH_EMB], b_ih, R,
+                       lo, hi, 0);
     } else {
         linear_columns(s->gh, 3 * D, s->s, D, w->dec_gru.w_hh, D, NULL, R, D, lo, hi, 0);
-        linear_columns(s->gi, 3 * D, s->u, E, w->dec_gru.w_ih, E + K, w->dec_gru.b_ih, R, E, lo, hi,
-                       0);
+        linear_columns(s->gi, 3 * D, s->u, E, w->dec_gru.w_ih, E + K, b_ih, R, E, lo, hi, 0);
     }
     sentence_share(dc, dims_att_features(d), &i0, &i1, &lo, &hi);
     if (i0 == i1) return;
@@ -350,12 +353,31 @@ static void step_inputs(const Decode *dc) {
     }
 }
 
+/* The layer-normalised GRU (spec: extensions), once gi holds the whole W_ih [u_t ; c_t] and gh
+ * the whole W_hh s_{t-1}: gi = g_ih * LN(gi) + b_ih and gh = g_hh * LN(gh) (b_hh is the
+ * gates'), for this thread's share of the live rows. A row's statistics need all of its
+ * columns, which the threads that share out the units wrote: the caller meets the others
+ * before and after. */
+static void normalise_rows(const Decode *dc) {
+    const GruWeights *gw = &dc->m->w.dec_gru;
+    Searcher *s = dc->s;
+    int D = dc->m->dims.dec_hidden, r0, r1;
+    share_range(dc->R, 1, omp_get_thread_num(), dc->threads, &r0, &r1);
+    for (int r = r0; r < r1; r++) {
+        if (dc->done[r / dc->beam]) continue;
+        real *gi = s->gi + (size_t)r * 3 * D, *gh = s->gh + (size_t)r * 3 * D;
+        layernorm_forward(gi, 3 * D, NULL, NULL, gi, 3 * D, gw->g_ih, gw->b_ih, 1, 3 * D);
+        layernorm_forward(gh, 3 * D, NULL, NULL, gh, 3 * D, gw->g_hh, NULL, 1, 3 * D);
+    }
+}
+
 /* For this thread's sentences, its share of the hidden units of s_t: alpha_t from the
  * energies' parts (by features, every thread forms all of alpha_t for itself, so that no thread
  * waits for another); the context's part of the GRU input on its units' columns,
- * gi += sum_i alpha_ti ctx_gi_i (c_t itself is never formed); the gates. The first thread of
- * each sentence records alpha_t and e_t. */
-static void step_gates(const Decode *dc, int t) {
+ * gi += sum_i alpha_ti ctx_gi_i (c_t itself is never formed); the gates (layer-normalised: after
+ * every thread's part of gi is in, and the rows are normalised). The first thread of each
+ * sentence records alpha_t and e_t. */
+static void step_gates(Decode *dc, int t) {
     const ModelDims *d = &dc->m->dims;
     Searcher *s = dc->s;
     int D = d->dec_hidden, R = dc->R, S = dc->S, beam = dc->beam, me = omp_get_thread_num();
@@ -384,6 +406,15 @@ static void step_gates(const Decode *dc, int t) {
             gemm(AS_STORED, AS_STORED, beam, c1[g] - c0[g], S, alpha + (size_t)base * S, S,
                  s->ctx_gi + (size_t)i * S * 3 * D + c0[g], 3 * D, 1,
                  s->gi + (size_t)base * 3 * D + c0[g], 3 * D);
+    }
+    if (d->layer_norm) {
+        spin_barrier_wait(&dc->barrier);
+        normalise_rows(dc);
+        spin_barrier_wait(&dc->barrier);
+    }
+    for (int i = i0; i < i1; i++) {
+        if (dc->done[i]) continue;
+        int base = i * beam;
         gru_gates_units(s->s_next + (size_t)base * D, s->cache + (size_t)base * 4 * D,
                         s->gi + (size_t)base * 3 * D, s->gh + (size_t)base * 3 * D,
                         s->s + (size_t)base * D, dc->m->w.dec_gru.b_hh, beam, D, lo, hi);

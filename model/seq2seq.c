@@ -15,6 +15,7 @@
 #include "attention.h"
 #include "gemm.h"
 #include "gru.h"
+#include "layernorm.h"
 #include "layers.h"
 #include "loss.h"
 #include "qgemm.h"
@@ -155,6 +156,9 @@ static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
     /* only the additive score has a hidden layer */
     size_t hidden_steps = d->score != SCORE_ADDITIVE ? 0 : a->keep_attention ? T : 1;
     size_t L = a->logit_rows;
+    /* the layer-normalised GRUs' caches: none without the option */
+    size_t ln = d->layer_norm ? 1 : 0, ln_enc = ln * S * B, ln_dec = ln * T * B;
+    size_t ln_bwd = d->bidirectional ? ln_enc : 0;
     const Slab kept[] = {
         {&a->x, S * B * E},
         {&a->x_keep, S * B * E},
@@ -183,6 +187,18 @@ static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
         {&a->lse, T * B},
         {&a->d_readout, T * B * O},
         {&a->scratch, 2 * B * 3 * N}, /* one half per encoder direction */
+        {&a->enc_norm[0].xhat_i, ln_enc * 3 * H},
+        {&a->enc_norm[0].xhat_h, ln_enc * 3 * H},
+        {&a->enc_norm[0].rstd_i, ln_enc},
+        {&a->enc_norm[0].rstd_h, ln_enc},
+        {&a->enc_norm[1].xhat_i, ln_bwd * 3 * H},
+        {&a->enc_norm[1].xhat_h, ln_bwd * 3 * H},
+        {&a->enc_norm[1].rstd_i, ln_bwd},
+        {&a->enc_norm[1].rstd_h, ln_bwd},
+        {&a->dec_norm.xhat_i, ln_dec * 3 * D},
+        {&a->dec_norm.xhat_h, ln_dec * 3 * D},
+        {&a->dec_norm.rstd_i, ln_dec},
+        {&a->dec_norm.rstd_h, ln_dec},
     };
     /* Two groups that are never live at the same time share one region: the output layer's
      * chunk buffers, used by the output layer (in model_forward, or at the start of
@@ -385,6 +401,16 @@ static void encoder_states_out(Acts *a, real *states, int dir, int b0, int nb, i
     }
 }
 
+/* The layer-normalised GRU's input part (spec: extensions), in place on `rows` rows of gi
+ * [.., 3N] from row `row` on: W_ih x becomes g_ih * LN(W_ih x) + b_ih, its normalisation kept
+ * in the cache's rows. */
+static void normalise_input(real *gi, GruNormCache *nc, const GruWeights *gw, size_t row, int rows,
+                            int N) {
+    real *g = gi + row * 3 * N;
+    layernorm_forward(g, 3 * N, nc->xhat_i + row * 3 * N, nc->rstd_i + row, g, 3 * N, gw->g_ih,
+                      gw->b_ih, rows, 3 * N);
+}
+
 /* An int8 model's encoder (model/quant.h): encoder_forward with the products of the input
  * projections, the recurrences and the keys on int8 weights, each input quantized by rows
  * once (W_hh's rows by the thread that owns them, every step). */
@@ -409,8 +435,8 @@ static void encoder_forward_int8(const Model *m, Acts *a, int B, int S) {
             const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
             share_rows(3 * H, part, parts, &lo, &n);
             qlinear_packed(a->enc_gi[dir], 3 * H, a->enc_xq, room, a->enc_xs,
-                           &packs[dir == 0 ? QP_ENC_FWD_IH : QP_ENC_BWD_IH], gw->b_ih, S * B, lo,
-                           lo + n, 0);
+                           &packs[dir == 0 ? QP_ENC_FWD_IH : QP_ENC_BWD_IH],
+                           d->layer_norm ? NULL : gw->b_ih, S * B, lo, lo + n, 0);
         }
 #pragma omp barrier
         for (int dir = dir0; dir < dir1 && nb > 0; dir++) {
@@ -427,6 +453,12 @@ static void encoder_forward_int8(const Model *m, Acts *a, int B, int S) {
                 qlinear_packed(gh, 3 * H, xq, room, xs,
                                &packs[dir == 0 ? QP_ENC_FWD_HH : QP_ENC_BWD_HH], NULL, nb, 0, 3 * H,
                                0);
+                if (d->layer_norm) { /* the products are int8, the normalisation float */
+                    GruNormCache *nc = &a->enc_norm[dir];
+                    normalise_input(a->enc_gi[dir], nc, gw, row, nb, H);
+                    layernorm_forward(gh, 3 * H, nc->xhat_h + row * 3 * H, nc->rstd_h + row, gh,
+                                      3 * H, gw->g_hh, NULL, nb, 3 * H);
+                }
                 gru_gates_forward(state_slot(states, to, B, H) + (size_t)b0 * H,
                                   a->enc_cache[dir] + row * 4 * H, a->enc_gi[dir] + row * 3 * H, gh,
                                   h_prev, gw->b_hh, a->src_len + b0, i, nb, H);
@@ -465,8 +497,8 @@ static void encoder_forward(const Model *m, Acts *a, int B, int S) {
         for (int dir = dir0; dir < dir1; dir++) { /* gi = W_ih x_i + b_ih, all positions */
             const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
             share_rows(3 * H, part, parts, &lo, &n);
-            linear_columns(a->enc_gi[dir], 3 * H, a->x, E, gw->w_ih, E, gw->b_ih, S * B, E, lo,
-                           lo + n, 0);
+            linear_columns(a->enc_gi[dir], 3 * H, a->x, E, gw->w_ih, E,
+                           d->layer_norm ? NULL : gw->b_ih, S * B, E, lo, lo + n, 0);
         }
 #pragma omp barrier
         for (int dir = dir0; dir < dir1 && nb > 0; dir++) {
@@ -476,11 +508,20 @@ static void encoder_forward(const Model *m, Acts *a, int B, int S) {
                 int i = dir == 0 ? step : S - 1 - step;
                 int from = dir == 0 ? i : i + 1, to = dir == 0 ? i + 1 : i;
                 size_t row = (size_t)i * B + b0; /* row (i, b0) of [S*B, ...] */
-                gru_step_forward(state_slot(states, to, B, H) + (size_t)b0 * H,
-                                 a->enc_cache[dir] + row * 4 * H, scratch + (size_t)b0 * 3 * H,
-                                 a->enc_gi[dir] + row * 3 * H,
-                                 state_slot(states, from, B, H) + (size_t)b0 * H, gw->w_hh,
-                                 gw->b_hh, a->src_len + b0, i, nb, H);
+                real *h_out = state_slot(states, to, B, H) + (size_t)b0 * H;
+                const real *h_prev = state_slot(states, from, B, H) + (size_t)b0 * H;
+                if (d->layer_norm) {
+                    GruNormCache *nc = &a->enc_norm[dir];
+                    normalise_input(a->enc_gi[dir], nc, gw, row, nb, H);
+                    gru_step_forward_ln(h_out, a->enc_cache[dir] + row * 4 * H,
+                                        nc->xhat_h + row * 3 * H, nc->rstd_h + row,
+                                        scratch + (size_t)b0 * 3 * H, a->enc_gi[dir] + row * 3 * H,
+                                        h_prev, gw->w_hh, gw->g_hh, gw->b_hh, a->src_len + b0, i,
+                                        nb, H);
+                } else
+                    gru_step_forward(h_out, a->enc_cache[dir] + row * 4 * H,
+                                     scratch + (size_t)b0 * 3 * H, a->enc_gi[dir] + row * 3 * H,
+                                     h_prev, gw->w_hh, gw->b_hh, a->src_len + b0, i, nb, H);
             }
             encoder_states_out(a, states, dir, b0, nb, S, B, H, K);
         }
@@ -493,6 +534,34 @@ static void encoder_forward(const Model *m, Acts *a, int B, int S) {
         linear_columns(a->dec_state, D, a->h_last, K, w->init_w, K, w->init_b, B, K, lo, lo + n, 0);
         for (int b = 0; b < B && n > 0; b++) tanh_forward(a->dec_state + (size_t)b * D + lo, n);
     }
+}
+
+/* One normalisation's backward over all rows of a layer-normalised GRU: dg += sum dy xhat and
+ * db += sum dy, the threads sharing out the columns (each column's rows in order: the same
+ * bits for any thread count), then dy becomes d (the raw product) in place, the threads
+ * sharing out the rows. */
+static void norm_backward_rows(real *dy, real *dg, real *db, const real *xhat, const real *rstd,
+                               const real *g, int rows, int n) {
+#pragma omp parallel if (worth_parallel((double)rows * n, 65536))
+    {
+        int lo, hi, r0, nr;
+        share_range(n, 16, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        layernorm_param_grads(dg, db, dy, xhat, rows, n, lo, hi);
+#pragma omp barrier
+        share_rows(rows, omp_get_thread_num(), omp_get_num_threads(), &r0, &nr);
+        layernorm_backward(dy + (size_t)r0 * n, NULL, NULL, dy + (size_t)r0 * n,
+                           xhat + (size_t)r0 * n, rstd + r0, g, nr, n);
+    }
+}
+
+/* The layer-normalised GRU's normalisations after its time loop (spec: extensions): given
+ * dgi = d loss / d (g_ih * LN(W_ih x) + b_ih) and dgh = d loss / d (g_hh * LN(W_hh h) + b_hh)
+ * of `rows` rows, adds the gains' and biases' gradients into gg and turns dgi and dgh in place
+ * into d (W_ih x) and d (W_hh h), the inputs of the weight gradients' products. */
+static void gru_norm_backward(real *dgi, real *dgh, GruWeights *gg, const GruNormCache *nc,
+                              const GruWeights *gw, int rows, int N) {
+    norm_backward_rows(dgi, gg->g_ih, gg->b_ih, nc->xhat_i, nc->rstd_i, gw->g_ih, rows, 3 * N);
+    norm_backward_rows(dgh, gg->g_hh, gg->b_hh, nc->xhat_h, nc->rstd_h, gw->g_hh, rows, 3 * N);
 }
 
 static void encoder_backward(Model *m, Acts *a) {
@@ -545,10 +614,18 @@ static void encoder_backward(Model *m, Acts *a) {
                         d_state[(size_t)b * H + j] =
                             carry[(size_t)b * H + j] +
                             a->d_enc_h[((size_t)(b0 + b) * S + i) * K + dir * H + j];
-                gru_step_backward(carry, dgi + row * 3 * H, dgh + row * 3 * H, d_state,
-                                  a->enc_cache[dir] + row * 4 * H,
-                                  state_slot(states, from, B, H) + (size_t)b0 * H, gw->w_hh,
-                                  a->src_len + b0, i, nb, H);
+                const real *h_prev = state_slot(states, from, B, H) + (size_t)b0 * H;
+                const GruNormCache *nc = &a->enc_norm[dir];
+                if (d->layer_norm)
+                    gru_step_backward_ln(carry, dgi + row * 3 * H, dgh + row * 3 * H,
+                                         a->scratch + ((size_t)dir * B + b0) * 3 * H, d_state,
+                                         a->enc_cache[dir] + row * 4 * H, nc->xhat_h + row * 3 * H,
+                                         nc->rstd_h + row, h_prev, gw->w_hh, gw->g_hh,
+                                         a->src_len + b0, i, nb, H);
+                else
+                    gru_step_backward(carry, dgi + row * 3 * H, dgh + row * 3 * H, d_state,
+                                      a->enc_cache[dir] + row * 4 * H, h_prev, gw->w_hh,
+                                      a->src_len + b0, i, nb, H);
             }
         }
     }
@@ -557,9 +634,12 @@ static void encoder_backward(Model *m, Acts *a) {
     for (int dir = 0; dir < dirs; dir++) {
         const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
         GruWeights *gg = dir == 0 ? &g->enc_fwd : &g->enc_bwd;
-        linear_backward(a->d_x, gg->w_ih, gg->b_ih, a->enc_gi[dir], a->x, E, gw->w_ih, E, S * B, E,
-                        3 * H);
-        linear_backward(NULL, gg->w_hh, gg->b_hh, a->d_gh + (size_t)dir * S * B * 3 * H,
+        real *dgh = a->d_gh + (size_t)dir * S * B * 3 * H;
+        int ln = d->layer_norm;
+        if (ln) gru_norm_backward(a->enc_gi[dir], dgh, gg, &a->enc_norm[dir], gw, S * B, H);
+        linear_backward(a->d_x, gg->w_ih, ln ? NULL : gg->b_ih, a->enc_gi[dir], a->x, E, gw->w_ih,
+                        E, S * B, E, 3 * H);
+        linear_backward(NULL, gg->w_hh, ln ? NULL : gg->b_hh, dgh,
                         state_slot(a->enc_state[dir], dir, B, H), H, gw->w_hh, H, S * B, H, 3 * H);
     }
     embedding_backward(g->src_emb, a->d_x, E, a->src_ids, embedding_keep(a, a->x_keep), S * B, E);
@@ -570,7 +650,8 @@ static void encoder_backward(Model *m, Acts *a) {
 /* The arrays of one decoder step for B rows. */
 typedef struct {
     real *s_prev, *s;     /* [B, D] s_{t-1} and s_t */
-    real *gi, *cache;     /* [B, 3D] W_ih [u_t ; c_t] + b_ih (holding the u_t part on entry),
+    real *gi, *cache;     /* [B, 3D] W_ih [u_t ; c_t] + b_ih (holding the u_t part on entry;
+                             layer-normalised: g_ih * LN(W_ih [u_t ; c_t]) + b_ih),
                              [B, 4D] GRU gates */
     real *query;          /* [B, F] W_q s_{t-1} (additive, scaled_dot); d loss / d query in
                              backward, which dot and general use for d loss / d s_{t-1} */
@@ -578,6 +659,7 @@ typedef struct {
                              scratch in training */
     real *alpha, *energy; /* [B, S] alignment weights and scores */
     real *context;        /* [B, K] c_t */
+    GruNormCache norm;    /* the layer-normalised GRU's rows (layer_norm only, else NULLs) */
 } DecoderStep;
 
 /* The arrays of decoder step t (1..T) from batch row b0 on: the one accessor both passes use
@@ -585,6 +667,12 @@ typedef struct {
 static DecoderStep decoder_step(const Acts *a, const ModelDims *d, int t, int b0) {
     size_t B = a->B, S = a->S, r = (size_t)(t - 1) * B + b0;
     size_t D = d->dec_hidden, A = d->att, K = dims_enc_state(d), F = dims_att_features(d);
+    GruNormCache norm = {0};
+    if (d->layer_norm)
+        norm = (GruNormCache){.xhat_i = a->dec_norm.xhat_i + r * 3 * D,
+                              .xhat_h = a->dec_norm.xhat_h + r * 3 * D,
+                              .rstd_i = a->dec_norm.rstd_i + r,
+                              .rstd_h = a->dec_norm.rstd_h + r};
     return (DecoderStep){
         .s_prev = a->dec_state + r * D,
         .s = a->dec_state + (r + B) * D,
@@ -595,6 +683,7 @@ static DecoderStep decoder_step(const Acts *a, const ModelDims *d, int t, int b0
         .alpha = a->alpha + r * S,
         .energy = a->energy + r * S,
         .context = a->context + r * K,
+        .norm = norm,
     };
 }
 
@@ -638,7 +727,8 @@ int model_encode(const Model *m, Acts *a, const int *src, const int *src_len, in
 }
 
 /* s_t from s_{t-1} for B rows: query, attention, the c_t part of the GRU input, GRU. st->gi
- * must hold W_ih[:, :E] u_t + b_ih on entry. keys [B,S,F], enc_h [B,S,K], src_len [B];
+ * must hold W_ih[:, :E] u_t + b_ih on entry (layer-normalised: W_ih[:, :E] u_t, b_ih coming
+ * after the normalisation). keys [B,S,F], enc_h [B,S,K], src_len [B];
  * scratch [B, 3D]. (Search computes the same step in another order: see search.h.) */
 static void decoder_step_forward(const Model *m, const DecoderStep *st, const real *keys,
                                  const real *enc_h, const int *src_len, real *scratch, int B,
@@ -669,8 +759,16 @@ static void decoder_step_forward(const Model *m, const DecoderStep *st, const re
     /* s_t = GRU([u_t ; c_t], s_{t-1}): add the c_t part of the input projection */
     gemm(AS_STORED, TRANSPOSE, B, 3 * D, K, st->context, K, w->dec_gru.w_ih + E, E + K, 1, st->gi,
          3 * D);
-    gru_step_forward(st->s, st->cache, scratch, st->gi, st->s_prev, w->dec_gru.w_hh,
-                     w->dec_gru.b_hh, NULL, 0, B, D);
+    if (!d->layer_norm) {
+        gru_step_forward(st->s, st->cache, scratch, st->gi, st->s_prev, w->dec_gru.w_hh,
+                         w->dec_gru.b_hh, NULL, 0, B, D);
+        return;
+    }
+    /* layer-normalised: the whole W_ih [u_t ; c_t] is in gi now, so it can be normalised */
+    GruNormCache norm = st->norm;
+    normalise_input(st->gi, &norm, &w->dec_gru, 0, B, D);
+    gru_step_forward_ln(st->s, st->cache, norm.xhat_h, norm.rstd_h, scratch, st->gi, st->s_prev,
+                        w->dec_gru.w_hh, w->dec_gru.g_hh, w->dec_gru.b_hh, NULL, 0, B, D);
 }
 
 /* Rows [running, B) have ended before step t (see Acts.running). Their step-t arrays are
@@ -895,7 +993,7 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
     for (int t = 0; t < T; t++)
         if (a->running[t] > 0)
             linear_forward(a->dec_gi + (size_t)t * B * 3 * D, u + (size_t)t * B * R, R, dg->w_ih,
-                           E + K, dg->b_ih, a->running[t], E, 3 * D);
+                           E + K, d->layer_norm ? NULL : dg->b_ih, a->running[t], E, 3 * D);
 
 #pragma omp parallel
     for (int t = 1; t <= T; t++) {
@@ -994,11 +1092,23 @@ static void decoder_step_backward(Model *m, Acts *a, int t, int b0, int nb) {
     for (int b = 0; b < nb; b++)
         for (int j = 0; j < D; j++)
             d_state[(size_t)b * D + j] = carry[(size_t)b * D + j] + d_row[(size_t)b * R + j];
-    gru_step_backward(carry, dgi, dgh, d_state, st.cache, st.s_prev, dg->w_hh, NULL, 0, nb, D);
-    /* c_t feeds the readout and the GRU input: dc = d_readout[c] + dgi W_ih[:, E:] */
+    const real *d_input = dgi; /* d loss / d (W_ih [u_t ; c_t]) */
+    if (d->layer_norm) {
+        /* the normalisations' input gradients into scratch; dgi and dgh stay the normalised
+         * gi's and gh's for the gains' gradients after the time loop */
+        real *scratch = a->scratch + (size_t)b0 * 3 * D;
+        gru_step_backward_ln(carry, dgi, dgh, scratch, d_state, st.cache, st.norm.xhat_h,
+                             st.norm.rstd_h, st.s_prev, dg->w_hh, dg->g_hh, NULL, 0, nb, D);
+        /* forward was gi = g_ih * LN(W_ih [u_t ; c_t]) + b_ih */
+        layernorm_backward(scratch, NULL, NULL, dgi, st.norm.xhat_i, st.norm.rstd_i, dg->g_ih, nb,
+                           3 * D);
+        d_input = scratch;
+    } else
+        gru_step_backward(carry, dgi, dgh, d_state, st.cache, st.s_prev, dg->w_hh, NULL, 0, nb, D);
+    /* c_t feeds the readout and the GRU input: dc = d_readout[c] + d_input W_ih[:, E:] */
     for (int b = 0; b < nb; b++)
         memcpy(d_context + (size_t)b * K, d_row + (size_t)b * R + D, sizeof(real) * (size_t)K);
-    gemm(AS_STORED, AS_STORED, nb, K, 3 * D, dgi, 3 * D, dg->w_ih + E, E + K, 1, d_context, K);
+    gemm(AS_STORED, AS_STORED, nb, K, 3 * D, d_input, 3 * D, dg->w_ih + E, E + K, 1, d_context, K);
     if (d->score != SCORE_ADDITIVE) {
         attention_step_backward(m, a, &st, carry, d_context, b0, nb);
         return;
@@ -1076,16 +1186,27 @@ void model_backward(Model *m, Acts *a) {
      * nothing reads after this. (readout_in's rows were packed by the forward pass.) */
     pack_rows(a->dec_gi, 3 * D, 3 * D, a->out_row, n);
     pack_rows(a->d_gh, 3 * D, 3 * D, a->out_row, n);
+    int ln = d->layer_norm;
+    if (ln) {
+        GruNormCache *nc = &a->dec_norm;
+        pack_rows(nc->xhat_i, 3 * D, 3 * D, a->out_row, n);
+        pack_rows(nc->xhat_h, 3 * D, 3 * D, a->out_row, n);
+        pack_rows(nc->rstd_i, 1, 1, a->out_row, n);
+        pack_rows(nc->rstd_h, 1, 1, a->out_row, n);
+        gru_norm_backward(a->dec_gi, a->d_gh, gg, nc, dg, n, D);
+    }
     pack_rows(a->d_readout_in + D + K, R, E, a->out_row, n);
     pack_rows(a->dec_state, D, D, a->out_row, n);
     if (embedding_keep(a, a->u_keep)) pack_rows(a->u_keep, E, E, a->out_row, n);
     for (int i = 0; i < n; i++) a->tgt_in[i] = a->tgt_in[a->out_row[i]];
     real *du = a->d_readout_in + D + K;
     const real *u = a->readout_in + D + K;
-    linear_backward(du, gg->w_ih, gg->b_ih, a->dec_gi, u, R, dg->w_ih, E + K, n, E, 3 * D);
+    linear_backward(du, gg->w_ih, ln ? NULL : gg->b_ih, a->dec_gi, u, R, dg->w_ih, E + K, n, E,
+                    3 * D);
     linear_backward(NULL, gg->w_ih + E, NULL, a->dec_gi, a->readout_in + D, R, dg->w_ih + E, E + K,
                     n, K, 3 * D);
-    linear_backward(NULL, gg->w_hh, gg->b_hh, a->d_gh, a->dec_state, D, dg->w_hh, D, n, D, 3 * D);
+    linear_backward(NULL, gg->w_hh, ln ? NULL : gg->b_hh, a->d_gh, a->dec_state, D, dg->w_hh, D, n,
+                    D, 3 * D);
     if (d->score == SCORE_ADDITIVE || d->score == SCORE_SCALED_DOT) {
         pack_rows(a->query, F, A, a->out_row, n);
         linear_backward(NULL, g->att_w_q, NULL, a->query, a->dec_state, D, w->att_w_q, D, n, D, A);

@@ -119,6 +119,13 @@ typedef enum {
 } Phase;
 const char *phase_name(Phase phase);
 
+/* A layer-normalised GRU's normalisations (the spec's extension `model.layer_norm`) for the
+ * rows of its gi, kept for the backward pass: empty arrays without the option. */
+typedef struct {
+    real *xhat_i, *xhat_h; /* [rows, 3N] LN(W_ih x) and LN(W_hh h) */
+    real *rstd_i, *rstd_h; /* [rows] their 1 / sqrt(var + eps) */
+} GruNormCache;
+
 /* Activations of one forward pass, kept for the backward pass, plus backward scratch.
  * Shapes are given for the current batch (B, S, T <= the planned maximum). */
 typedef struct {
@@ -145,37 +152,41 @@ typedef struct {
                      ended (its target is padding from there), so the decoder steps skip
                      them; batches with the longest targets first skip the most */
     /* encoder */
-    real *x;            /* [S*B, E] source embeddings (after dropout) */
-    real *x_keep;       /* [S*B, E] dropout scales (element-wise times word) */
-    real *enc_gi[2];    /* [S*B, 3H] W_ih x + b_ih per direction; dgi in backward */
-    real *enc_cache[2]; /* [S*B, 4H] GRU gates per direction */
-    real *enc_state[2]; /* [(S+1)*B, H] states; see encoder_forward for the slot order */
-    real *enc_h;        /* [B*S, K] h_i = [f_i ; g_i], zero at padding */
-    real *keys;         /* [B*S, F] W_k h_i + b (additive), W_a h_i (general), W_k h_i
-                           (scaled_dot); unused by dot, whose keys are enc_h. F is
-                           dims_att_features: A, or D for dot and general */
-    real *h_last;       /* [B, K] */
+    real *x;                  /* [S*B, E] source embeddings (after dropout) */
+    real *x_keep;             /* [S*B, E] dropout scales (element-wise times word) */
+    real *enc_gi[2];          /* [S*B, 3H] W_ih x + b_ih per direction (layer_norm: g_ih *
+                                 LN(W_ih x) + b_ih); dgi in backward, then d (W_ih x) */
+    GruNormCache enc_norm[2]; /* rows [S*B] per direction (layer_norm only) */
+    real *enc_cache[2];       /* [S*B, 4H] GRU gates per direction */
+    real *enc_state[2];       /* [(S+1)*B, H] states; see encoder_forward for the slot order */
+    real *enc_h;              /* [B*S, K] h_i = [f_i ; g_i], zero at padding */
+    real *keys;               /* [B*S, F] W_k h_i + b (additive), W_a h_i (general), W_k h_i
+                                 (scaled_dot); unused by dot, whose keys are enc_h. F is
+                                 dims_att_features: A, or D for dot and general */
+    real *h_last;             /* [B, K] */
     /* decoder; step t = 1..T uses row block t-1 */
-    real *dec_state;    /* [(T+1)*B, D] s_0 .. s_T */
-    real *dec_gi;       /* [T*B, 3D] W_ih [u_t ; c_t] + b_ih; dgi in backward */
-    real *dec_cache;    /* [T*B, 4D] */
-    real *query;        /* [T*B, F] W_q s_{t-1} (additive, scaled_dot); dquery in backward
-                           (for dot and general: d loss / d s_{t-1} through attention) */
-    real *att_hidden;   /* [B, S, A] tanh(W_q s_{t-1} + k_i) of the step being computed;
-                           [T, B, S, A], every step's, with keep_attention; additive only
-                           (the other scores have no hidden layer: empty) */
-    real *alpha;        /* [T, B, S] alignment weights */
-    real *energy;       /* [T, B, S] scores e_ti (-inf at padding); d e_ti in backward */
-    real *context;      /* [T*B, K] c_t */
-    real *readout_in;   /* [T*B, D+K+E] [s_t ; c_t ; u_t]; after the decoder steps, the rows of
-                           out_row packed at the top (the readout computes only those) */
-    real *u_keep;       /* [T*B, E] dropout scales of u_t (element-wise times word) */
-    real *readout;      /* [n_out, O] o_t (before dropout) of the rows of out_row, packed */
-    real *readout_drop; /* [n_out, O] o_t after dropout (unused when off), packed */
-    real *o_keep;       /* [T*B, O] dropout scales of o_t, packed like readout after it */
-    real *lse;          /* [T*B] log-sum-exp of each packed row */
-    real *d_readout;    /* [n_out, O] d loss / d o_t (after dropout), packed, formed with the
-                           logits */
+    real *dec_state;       /* [(T+1)*B, D] s_0 .. s_T */
+    real *dec_gi;          /* [T*B, 3D] W_ih [u_t ; c_t] + b_ih (layer_norm: g_ih * LN(W_ih
+                              [u_t ; c_t]) + b_ih); dgi in backward, then d (W_ih [u_t ; c_t]) */
+    GruNormCache dec_norm; /* rows [T*B] (layer_norm only) */
+    real *dec_cache;       /* [T*B, 4D] */
+    real *query;           /* [T*B, F] W_q s_{t-1} (additive, scaled_dot); dquery in backward
+                              (for dot and general: d loss / d s_{t-1} through attention) */
+    real *att_hidden;      /* [B, S, A] tanh(W_q s_{t-1} + k_i) of the step being computed;
+                              [T, B, S, A], every step's, with keep_attention; additive only
+                              (the other scores have no hidden layer: empty) */
+    real *alpha;           /* [T, B, S] alignment weights */
+    real *energy;          /* [T, B, S] scores e_ti (-inf at padding); d e_ti in backward */
+    real *context;         /* [T*B, K] c_t */
+    real *readout_in;      /* [T*B, D+K+E] [s_t ; c_t ; u_t]; after the decoder steps, the rows of
+                              out_row packed at the top (the readout computes only those) */
+    real *u_keep;          /* [T*B, E] dropout scales of u_t (element-wise times word) */
+    real *readout;         /* [n_out, O] o_t (before dropout) of the rows of out_row, packed */
+    real *readout_drop;    /* [n_out, O] o_t after dropout (unused when off), packed */
+    real *o_keep;          /* [T*B, O] dropout scales of o_t, packed like readout after it */
+    real *lse;             /* [T*B] log-sum-exp of each packed row */
+    real *d_readout;       /* [n_out, O] d loss / d o_t (after dropout), packed, formed with the
+                              logits */
     /* the output layer's chunk buffers: they share their memory with the backward scratch
      * below, so they hold their values from the forward pass until model_backward starts */
     real *logits;     /* [logit_rows, Vt] z_t of a chunk of packed rows, then its d loss / d z_t;
@@ -194,14 +205,16 @@ typedef struct {
     real *d_att_v;      /* [B, A] d loss / d v of each sentence, summed in order at the end */
     real *d_x;          /* [S*B, E] */
     real *d_gh;         /* d (W_hh h + b_hh) of every step: [T*B, 3D] in the decoder,
-                           [2, S*B, 3H] in the encoder (one slab per direction) */
+                           [2, S*B, 3H] in the encoder (one slab per direction); layer_norm:
+                           d (g_hh * LN(W_hh h) + b_hh), then d (W_hh h) */
     real *d_h_last;     /* [B, K] */
     real *carry;        /* [2, B, max(H,D)] gradient flowing to the previous state (one
                            per encoder direction; the decoder uses the first) */
     real *d_state;      /* [2, B, max(H,D)] gradient of the current state, likewise */
     real *d_context;    /* [B, K] */
-    real *scratch;      /* [2, B, 3*max(H,D)] the forward recurrences' GRU scratch, one per
-                           encoder direction (not shared) */
+    real *scratch;      /* [2, B, 3*max(H,D)] the recurrences' GRU scratch, one per encoder
+                           direction (not shared); the layer-normalised GRUs' backward
+                           steps use it too */
     int8_t *enc_xq;     /* [max(S*B, 2*B), enc_xq_room] an int8 model's encoder inputs,
                            quantized by rows (model_encode only) */
     float *enc_xs;      /* [max(S*B, 2*B)] their scales */

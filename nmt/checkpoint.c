@@ -25,11 +25,13 @@ enum {
     FLAG_LOWERCASE = 1,
     FLAG_TRAIN_STATE = 2,
     FLAG_SUBWORDS = 4,
-    FLAG_EMA = 8,      /* the training state ends with the parameter average */
-    FLAG_SECONDS = 16, /* the training state holds the time trained */
-    FLAG_BATCHES = 32, /* the training state holds the batches' fingerprint */
-    FLAG_TIED = 64     /* tied embeddings (the spec's extension): out.w is tgt_emb, not stored.
-                          A build without the option refuses the file, naming the flag. */
+    FLAG_EMA = 8,         /* the training state ends with the parameter average */
+    FLAG_SECONDS = 16,    /* the training state holds the time trained */
+    FLAG_BATCHES = 32,    /* the training state holds the batches' fingerprint */
+    FLAG_TIED = 64,       /* tied embeddings (the spec's extension): out.w is tgt_emb, not stored.
+                             A build without the option refuses the file, naming the flag. */
+    FLAG_LAYER_NORM = 128 /* layer-normalised GRUs (the spec's extension): the gains g_ih, g_hh
+                             are stored after each GRU's b_hh. Refused likewise by older builds. */
 };
 /* A checkpoint larger than this is refused before reading (64 GiB). */
 static const uint64_t MAX_FILE = (uint64_t)64 << 30;
@@ -207,7 +209,7 @@ int checkpoint_save(const char *path, const NmtModel *nm, const TrainState *stat
     put_u32(&w, (nm->lowercase ? FLAG_LOWERCASE : 0) | (state ? FLAG_TRAIN_STATE : 0) |
                     (nm->subwords ? FLAG_SUBWORDS : 0) | (state && state->ema ? FLAG_EMA : 0) |
                     (state ? FLAG_SECONDS | FLAG_BATCHES : 0) |
-                    (d->tie_embeddings ? FLAG_TIED : 0));
+                    (d->tie_embeddings ? FLAG_TIED : 0) | (d->layer_norm ? FLAG_LAYER_NORM : 0));
     put_u32(&w, (uint32_t)d->score); /* the reserved field of old files: 0 is additive */
     put_u64(&w, m->table.total);
     int rc = put_section(&w, &nm->src_vocab, NULL, err);
@@ -522,13 +524,14 @@ static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, b
         return error_set(err, "%s: an int8 checkpoint with a training state", path);
     if (width != 4 && width != 8) return error_set(err, "%s: invalid real size %u", path, width);
     if (flags & ~(uint32_t)(FLAG_LOWERCASE | FLAG_TRAIN_STATE | FLAG_SUBWORDS | FLAG_EMA |
-                            FLAG_SECONDS | FLAG_BATCHES | FLAG_TIED))
+                            FLAG_SECONDS | FLAG_BATCHES | FLAG_TIED | FLAG_LAYER_NORM))
         return error_set(err,
                          "%s: unknown flags %#x (options this program does not have: a newer "
                          "build's file?)",
                          path,
                          flags & ~(uint32_t)(FLAG_LOWERCASE | FLAG_TRAIN_STATE | FLAG_SUBWORDS |
-                                             FLAG_EMA | FLAG_SECONDS | FLAG_BATCHES | FLAG_TIED));
+                                             FLAG_EMA | FLAG_SECONDS | FLAG_BATCHES | FLAG_TIED |
+                                             FLAG_LAYER_NORM));
     if (serial_checksum(version) &&
         ((flags & FLAG_SUBWORDS) != 0) != (version == VERSION_SUBWORDS_SERIAL))
         return error_set(err, "%s: format version %u %s subwords, but the flags say %s", path,
@@ -554,7 +557,8 @@ static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, b
                       .att = sizes[6],
                       .readout = sizes[7],
                       .score = (AttentionScore)score,
-                      .tie_embeddings = (flags & FLAG_TIED) != 0};
+                      .tie_embeddings = (flags & FLAG_TIED) != 0,
+                      .layer_norm = (flags & FLAG_LAYER_NORM) != 0};
     if (sizes[4] != 0 && sizes[4] != 1)
         return error_set(err, "%s: invalid bidirectional flag %d", path, sizes[4]);
     if (dims_validate(&dims, err)) return error_prefix(err, "%s: ", path);

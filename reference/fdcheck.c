@@ -60,6 +60,17 @@ int fd_check_model(Model *m, Acts *a, const Batch *batch, const ForwardOptions *
     return 0;
 }
 
+void params_spread_gains(real *params, const ParamTable *table, uint64_t seed) {
+    Rng rng;
+    rng_seed(&rng, seed, 11);
+    for (int p = 0; p < PARAM_COUNT; p++) {
+        const ParamInfo *info = &table->info[p];
+        if (!param_is_gain((ParamId)p)) continue;
+        for (size_t i = 0; i < info->size; i++)
+            params[info->offset + i] = (real)(0.5 + rng_uniform(&rng));
+    }
+}
+
 int random_batch_make(RandomBatch *rb, const ModelDims *dims, int B, int S, int T, uint64_t seed,
                       Error *err) {
     memset(rb, 0, sizeof *rb);

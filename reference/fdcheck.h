@@ -51,6 +51,11 @@ typedef struct {
     int *ids; /* one block behind the batch's arrays */
 } RandomBatch;
 
+/* Spreads the layer-normalised GRUs' gains (params_init sets them to 1) over U(0.5, 1.5), from
+ * its own stream of the seed: a check of gains that are all 1 could not see a gain applied to
+ * the wrong rows or part. Nothing to do without layer_norm. */
+void params_spread_gains(real *params, const ParamTable *table, uint64_t seed);
+
 int random_batch_make(RandomBatch *rb, const ModelDims *dims, int B, int S, int T, uint64_t seed,
                       Error *err);
 void random_batch_free(RandomBatch *rb);

@@ -63,10 +63,12 @@ static int write_config(const char *out, const ModelDims *d, Error *err) {
     fprintf(f.file,
             "{\"E\": %d, \"H\": %d, \"K\": %d, \"D\": %d, \"A\": %d, \"O\": %d, \"Vs\": %d, "
             "\"Vt\": %d, \"bidirectional\": %s, \"score\": \"%s\", \"label_smoothing\": 0, "
-            "\"dropout\": 0, \"word_dropout\": 0, \"tie_embeddings\": %s, \"dtype\": \"%s\"}\n",
+            "\"dropout\": 0, \"word_dropout\": 0, \"tie_embeddings\": %s, \"layer_norm\": %s, "
+            "\"dtype\": \"%s\"}\n",
             d->emb, d->enc_hidden, dims_enc_state(d), d->dec_hidden, d->att, d->readout,
             d->src_vocab, d->tgt_vocab, d->bidirectional ? "true" : "false", score_name(d->score),
-            d->tie_embeddings ? "true" : "false", sizeof(real) == 8 ? "float64" : "float32");
+            d->tie_embeddings ? "true" : "false", d->layer_norm ? "true" : "false",
+            sizeof(real) == 8 ? "float64" : "float32");
     return output_file_commit(&f, err);
 }
 

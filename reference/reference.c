@@ -64,9 +64,10 @@ static double sigmoid(double x) {
 
 /* ---- the parameters ------------------------------------------------------------------- */
 
-/* The gradients of one GRU's four tensors, in the double gradient block. */
+/* The gradients of one GRU's tensors, in the double gradient block (the gains' are used only
+ * by a layer-normalised GRU). */
 typedef struct {
-    double *w_ih, *w_hh, *b_ih, *b_hh;
+    double *w_ih, *w_hh, *b_ih, *b_hh, *g_ih, *g_hh;
 } GruGrads;
 
 /* d loss / d tensor p, a view of the double gradient block laid out like the parameters. */
@@ -74,11 +75,11 @@ static double *grad_of(const RefActs *a, ParamId p) {
     return a->grads + a->table.info[p].offset;
 }
 
-/* The four tensors of a GRU whose w_ih is `first` (the table lists them in the order w_ih,
- * w_hh, b_ih, b_hh). */
+/* The tensors of a GRU whose w_ih is `first` (the table lists them in the order w_ih, w_hh,
+ * b_ih, b_hh, g_ih, g_hh). */
 static GruGrads gru_grads(const RefActs *a, ParamId first) {
-    return (GruGrads){grad_of(a, first), grad_of(a, first + 1), grad_of(a, first + 2),
-                      grad_of(a, first + 3)};
+    return (GruGrads){grad_of(a, first),     grad_of(a, first + 1), grad_of(a, first + 2),
+                      grad_of(a, first + 3), grad_of(a, first + 4), grad_of(a, first + 5)};
 }
 
 /* Named views of the parameter block (model/params.h); nothing here writes through them but
@@ -99,7 +100,14 @@ typedef struct {
     double *dz, *d_o, *o_drop, *d_readout_in; /* [Vt], [O], [O], [D+K+E] */
     double *d_gru_in, *d_query, *d_alpha;     /* [E+K], [A], [S] */
     double *hidden, *zeros;                   /* [S, A] attention's hidden layer, [max(H, D)] */
+    double *pre, *d_pre; /* [6 max(H, D)] a GRU step's gi and gh, and their gradients */
 } Scratch;
+
+/* A GRU step's cache (gru_forward): r, z, n and hn [4N], then for a layer-normalised GRU the
+ * normalisations of W_ih x and W_hh h (xhat [3N] and rstd each). */
+static int gru_cache_width(const ModelDims *d, int N) {
+    return 4 * N + (d->layer_norm ? 2 * (3 * N + 1) : 0);
+}
 
 /* Lays every array out from base (NULL only counts) and returns how many doubles they take. */
 static size_t layout(RefActs *a, Scratch *sc, double *base) {
@@ -113,15 +121,15 @@ static size_t layout(RefActs *a, Scratch *sc, double *base) {
     } arrays[] = {
         {&a->x, B * S * E},
         {&a->x_keep, B * S * E},
-        {&a->enc_cache[0], B * S * 4 * H},
-        {&a->enc_cache[1], B * S * 4 * H},
+        {&a->enc_cache[0], B * S * gru_cache_width(d, (int)H)},
+        {&a->enc_cache[1], B * S * gru_cache_width(d, (int)H)},
         {&a->enc_state[0], B * S * H},
         {&a->enc_state[1], B * S * H},
         {&a->enc_h, B * S * K},
         {&a->keys, B * S * F},
         {&a->h_last, B * K},
         {&a->s, B * (T + 1) * D},
-        {&a->dec_cache, B * T * 4 * D},
+        {&a->dec_cache, B * T * gru_cache_width(d, (int)D)},
         {&a->query, B * T * A},
         {&a->alpha, B * T * S},
         {&a->energy, B * T * S},
@@ -150,6 +158,8 @@ static size_t layout(RefActs *a, Scratch *sc, double *base) {
         {&sc->d_alpha, S},
         {&sc->hidden, S * A},
         {&sc->zeros, N},
+        {&sc->pre, 6 * N},
+        {&sc->d_pre, 6 * N},
     };
     size_t at = 0;
     for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; k++) {
@@ -235,6 +245,41 @@ static void embedding_backward(double *d_emb, int id, const double *dx, const do
     for (int j = 0; j < E; j++) d_emb[(size_t)id * E + j] += dx[j] * (keep ? keep[j] : 1);
 }
 
+/* ---- layer normalisation (spec: extensions, model.layer_norm) ------------------------- */
+/*
+ *   LN(a) = (a - mean(a)) / sqrt(var(a) + 1e-5)     mean and biased variance over the n entries
+ *   y = g * LN(a) + b
+ * norm keeps xhat = LN(a) [n] and then rstd = 1 / sqrt(var(a) + 1e-5).
+ */
+static void layernorm_forward(double *y, double *norm, const double *a, const real *g,
+                              const real *b, int n) {
+    double mean = 0, var = 0;
+    for (int k = 0; k < n; k++) mean += a[k] / n;
+    for (int k = 0; k < n; k++) var += (a[k] - mean) * (a[k] - mean) / n;
+    double rstd = 1 / sqrt(var + 1e-5);
+    for (int k = 0; k < n; k++) {
+        norm[k] = (a[k] - mean) * rstd;
+        y[k] = g[k] * norm[k] + b[k];
+    }
+    norm[n] = rstd;
+}
+
+/* forward was y = g * xhat + b, xhat = (a - mean(a)) * rstd, so with dxhat = dy * g:
+ *   da = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))     (written)
+ *   dg += dy * xhat,  db += dy */
+static void layernorm_backward(double *da, double *dg, double *db, const double *dy,
+                               const double *norm, const real *g, int n) {
+    const double *xhat = norm;
+    double rstd = norm[n], mean_d = 0, mean_dx = 0;
+    for (int k = 0; k < n; k++) {
+        mean_d += dy[k] * g[k] / n;
+        mean_dx += dy[k] * g[k] * xhat[k] / n;
+        dg[k] += dy[k] * xhat[k];
+        db[k] += dy[k];
+    }
+    for (int k = 0; k < n; k++) da[k] = rstd * (dy[k] * g[k] - mean_d - xhat[k] * mean_dx);
+}
+
 /* ---- GRU cell ------------------------------------------------------------------------- */
 /*
  *   r  = sigmoid(W_ir x + b_ir + W_hr h + b_hr)
@@ -242,48 +287,66 @@ static void embedding_backward(double *d_emb, int id, const double *dx, const do
  *   n  = tanh(W_in x + b_in + r * (W_hn h + b_hn))
  *   h' = (1 - z) * n + z * h
  * Rows 0..N-1 of w_ih [3N, in] and w_hh [3N, N] are r's, N..2N-1 z's, 2N..3N-1 n's.
- * cache [4N] keeps r, z, n and hn = W_hn h + b_hn for the backward pass.
+ * Layer-normalised (spec: extensions; the gains g_ih, g_hh are present), W_ih x + b_ih becomes
+ * gi = g_ih * LN(W_ih x) + b_ih and W_hh h + b_hh becomes gh = g_hh * LN(W_hh h) + b_hh, each
+ * LN over all 3N rows.
+ * cache [gru_cache_width] keeps r, z, n and hn = W_hn h + b_hn (the n rows of gh), then, when
+ * normalised, the normalisations of W_ih x and of W_hh h (layernorm_forward's norm each).
  */
-static void gru_forward(double *h_new, double *cache, const double *x, const double *h,
+/* pre [6N] is scratch for the pre-activations gi and gh. */
+static void gru_forward(double *h_new, double *cache, double *pre, const double *x, const double *h,
                         const GruWeights *w, int in, int N) {
     double *r = cache, *z = cache + N, *n = cache + 2 * N, *hn = cache + 3 * N;
+    double *gi = pre, *gh = pre + 3 * N;
+    for (int k = 0; k < 3 * N; k++) {
+        gi[k] = dot(w->w_ih + (size_t)k * in, x, in);
+        gh[k] = dot(w->w_hh + (size_t)k * N, h, N);
+    }
+    if (w->g_ih) {
+        layernorm_forward(gi, cache + 4 * N, gi, w->g_ih, w->b_ih, 3 * N);
+        layernorm_forward(gh, cache + 7 * N + 1, gh, w->g_hh, w->b_hh, 3 * N);
+    } else {
+        for (int k = 0; k < 3 * N; k++) gi[k] += w->b_ih[k], gh[k] += w->b_hh[k];
+    }
     for (int j = 0; j < N; j++) {
-        const real *wi_r = w->w_ih + (size_t)j * in, *wh_r = w->w_hh + (size_t)j * N;
-        const real *wi_z = wi_r + (size_t)N * in, *wh_z = wh_r + (size_t)N * N;
-        const real *wi_n = wi_z + (size_t)N * in, *wh_n = wh_z + (size_t)N * N;
-        r[j] = sigmoid(dot(wi_r, x, in) + w->b_ih[j] + dot(wh_r, h, N) + w->b_hh[j]);
-        z[j] = sigmoid(dot(wi_z, x, in) + w->b_ih[N + j] + dot(wh_z, h, N) + w->b_hh[N + j]);
-        hn[j] = dot(wh_n, h, N) + w->b_hh[2 * N + j];
-        n[j] = tanh(dot(wi_n, x, in) + w->b_ih[2 * N + j] + r[j] * hn[j]);
+        r[j] = sigmoid(gi[j] + gh[j]);
+        z[j] = sigmoid(gi[N + j] + gh[N + j]);
+        hn[j] = gh[2 * N + j];
+        n[j] = tanh(gi[2 * N + j] + r[j] * hn[j]);
         h_new[j] = (1 - z[j]) * n[j] + z[j] * h[j];
     }
 }
 
 /* Given dh = d loss / d h', adds d loss / d x into dx, d loss / d h into dh_prev and the
- * weights' gradients into g. */
-static void gru_backward(double *dx, double *dh_prev, const GruGrads *g, const double *dh,
-                         const double *cache, const double *x, const double *h, const GruWeights *w,
-                         int in, int N) {
+ * weights' gradients into g. d_pre [6N] is scratch. */
+static void gru_backward(double *dx, double *dh_prev, const GruGrads *g, double *d_pre,
+                         const double *dh, const double *cache, const double *x, const double *h,
+                         const GruWeights *w, int in, int N) {
     const double *r = cache, *z = cache + N, *n = cache + 2 * N, *hn = cache + 3 * N;
+    double *d_gi = d_pre, *d_gh = d_pre + 3 * N;
     for (int j = 0; j < N; j++) {
         /* h' = (1 - z) * n + z * h */
         double dn = dh[j] * (1 - z[j]), dz = dh[j] * (h[j] - n[j]);
         dh_prev[j] += dh[j] * z[j];
-        /* n = tanh(a_n), a_n = W_in x + b_in + r * hn */
+        /* n = tanh(a_n), a_n = gi_n + r * hn */
         double da_n = dn * (1 - n[j] * n[j]);
         double dr = da_n * hn[j], d_hn = da_n * r[j];
-        /* r = sigmoid(a_r), z = sigmoid(a_z): sigmoid' = s (1 - s) */
+        /* r = sigmoid(a_r), z = sigmoid(a_z): sigmoid' = s (1 - s); a = gi + gh */
         double da_r = dr * r[j] * (1 - r[j]), da_z = dz * z[j] * (1 - z[j]);
-        /* each pre-activation is a row of W_ih x + b_ih and one of W_hh h + b_hh */
-        const int rows[3] = {j, N + j, 2 * N + j};
-        const double d_in[3] = {da_r, da_z, da_n}, d_hid[3] = {da_r, da_z, d_hn};
-        for (int k = 0; k < 3; k++) {
-            linear_backward(dx, g->w_ih + (size_t)rows[k] * in, g->b_ih + rows[k], &d_in[k], x,
-                            w->w_ih + (size_t)rows[k] * in, 1, in);
-            linear_backward(dh_prev, g->w_hh + (size_t)rows[k] * N, g->b_hh + rows[k], &d_hid[k], h,
-                            w->w_hh + (size_t)rows[k] * N, 1, N);
-        }
+        d_gi[j] = da_r, d_gi[N + j] = da_z, d_gi[2 * N + j] = da_n;
+        d_gh[j] = da_r, d_gh[N + j] = da_z, d_gh[2 * N + j] = d_hn;
     }
+    double *db_ih = g->b_ih, *db_hh = g->b_hh;
+    if (w->g_ih) {
+        /* gi = g_ih * LN(W_ih x) + b_ih, gh = g_hh * LN(W_hh h) + b_hh: d_gi and d_gh become
+         * d (W_ih x) and d (W_hh h) */
+        layernorm_backward(d_gi, g->g_ih, g->b_ih, d_gi, cache + 4 * N, w->g_ih, 3 * N);
+        layernorm_backward(d_gh, g->g_hh, g->b_hh, d_gh, cache + 7 * N + 1, w->g_hh, 3 * N);
+        db_ih = db_hh = NULL;
+    }
+    /* W_ih x (+ b_ih) and W_hh h (+ b_hh) */
+    linear_backward(dx, g->w_ih, db_ih, d_gi, x, w->w_ih, 3 * N, in);
+    linear_backward(dh_prev, g->w_hh, db_hh, d_gh, h, w->w_hh, 3 * N, N);
 }
 
 /* ---- encoder -------------------------------------------------------------------------- */
@@ -299,7 +362,8 @@ static void encoder_forward(RefActs *a, const Weights *w, int b) {
     const ModelDims *d = &a->dims;
     int S = a->S, L = a->src_len[b], E = d->emb, H = d->enc_hidden, K = dims_enc_state(d);
     int dirs = d->bidirectional ? 2 : 1;
-    double *zeros = scratch_of(a).zeros;
+    Scratch sc = scratch_of(a);
+    int cw = gru_cache_width(d, H);
     for (int i = 0; i < L; i++) {
         size_t at = (size_t)b * S + i;
         embedding_forward(a->x + at * E, w->src_emb, a->src_ids[at],
@@ -310,9 +374,9 @@ static void encoder_forward(RefActs *a, const Weights *w, int b) {
         for (int step = 0; step < L; step++) {
             int i = dir == 0 ? step : L - 1 - step, prev = dir == 0 ? i - 1 : i + 1;
             size_t at = (size_t)b * S + i;
-            const double *h = step == 0 ? zeros : a->enc_state[dir] + ((size_t)b * S + prev) * H;
-            gru_forward(a->enc_state[dir] + at * H, a->enc_cache[dir] + at * 4 * H, a->x + at * E,
-                        h, gw, E, H);
+            const double *h = step == 0 ? sc.zeros : a->enc_state[dir] + ((size_t)b * S + prev) * H;
+            gru_forward(a->enc_state[dir] + at * H, a->enc_cache[dir] + at * cw, sc.pre,
+                        a->x + at * E, h, gw, E, H);
             memcpy(a->enc_h + at * K + dir * H, a->enc_state[dir] + at * H, sizeof(double) * H);
         }
         /* f_{L-1} (the forward GRU's last state) or g_0 (the backward GRU's) */
@@ -343,8 +407,9 @@ static void encoder_backward(RefActs *a, const Weights *w, int b, const Scratch 
             const double *h =
                 step == 0 ? sc->zeros : a->enc_state[dir] + ((size_t)b * S + prev) * H;
             memset(sc->carry, 0, sizeof(double) * H);
-            gru_backward(sc->d_x + (size_t)i * E, sc->carry, &gg, sc->d_state,
-                         a->enc_cache[dir] + at * 4 * H, a->x + at * E, h, gw, E, H);
+            gru_backward(sc->d_x + (size_t)i * E, sc->carry, &gg, sc->d_pre, sc->d_state,
+                         a->enc_cache[dir] + at * gru_cache_width(d, H), a->x + at * E, h, gw, E,
+                         H);
         }
     }
     /* x_i = src_emb[src_i] * keep */
@@ -526,7 +591,8 @@ static void decoder_step_forward(RefActs *a, const Weights *w, int b, int t, int
     embedding_forward(u, w->tgt_emb, y_prev, a->embedding_drop ? a->u_keep + row * E : NULL, E);
     attention_forward(a, w, b, t);
     memcpy(gru_in + E, c, sizeof(double) * K);
-    gru_forward(s, a->dec_cache + row * 4 * D, gru_in, s_prev, &w->dec_gru, E + K, D);
+    gru_forward(s, a->dec_cache + row * gru_cache_width(d, D), scratch_of(a).pre, gru_in, s_prev,
+                &w->dec_gru, E + K, D);
     memcpy(r_in, s, sizeof(double) * D);
     memcpy(r_in + D, c, sizeof(double) * K);
     memcpy(r_in + D + K, u, sizeof(double) * E);
@@ -601,8 +667,9 @@ static void decoder_step_backward(RefActs *a, const Weights *w, int b, int t, co
     GruGrads dec_grads = gru_grads(a, P_DEC_GRU_W_IH);
     memset(sc->d_gru_in, 0, sizeof(double) * (E + K));
     memset(sc->carry, 0, sizeof(double) * D);
-    gru_backward(sc->d_gru_in, sc->carry, &dec_grads, sc->d_state, a->dec_cache + row * 4 * D,
-                 a->gru_in + row * (E + K), s_prev, &w->dec_gru, E + K, D);
+    gru_backward(sc->d_gru_in, sc->carry, &dec_grads, sc->d_pre, sc->d_state,
+                 a->dec_cache + row * gru_cache_width(d, D), a->gru_in + row * (E + K), s_prev,
+                 &w->dec_gru, E + K, D);
     /* c_t feeds the readout and the GRU; u_t likewise */
     double *dc = sc->d_gru_in + E, *du = sc->d_gru_in;
     for (int j = 0; j < K; j++) dc[j] += sc->d_readout_in[D + j];

@@ -38,13 +38,14 @@ typedef struct {
     int embedding_drop; /* x_keep and u_keep hold scales (either dropout is on) */
     int *src_ids, *src_len, *tgt_in, *tgt_out, *tgt_len; /* copies of the batch */
     double *x, *x_keep;      /* [B, S, E] source embeddings (after dropout), dropout scales */
-    double *enc_cache[2];    /* [B, S, 4H] GRU gates r, z, n and W_hn h + b_hn, per direction */
+    double *enc_cache[2];    /* [B, S, 4H] GRU gates r, z, n and W_hn h + b_hn, per direction
+                                (layer_norm: then the normalisations, [B, S, 10H + 2]) */
     double *enc_state[2];    /* [B, S, H] f_i and g_i */
     double *enc_h;           /* [B, S, K] h_i, zero at padding */
     double *keys;            /* [B, S, F] W_k h_i + b, W_a h_i or W_k h_i (not for dot) */
     double *h_last;          /* [B, K] */
     double *s;               /* [B, T+1, D] s_0 .. s_T */
-    double *dec_cache;       /* [B, T, 4D] */
+    double *dec_cache;       /* [B, T, 4D] (layer_norm: [B, T, 10D + 2]) */
     double *query;           /* [B, T, A] W_q s_{t-1} (additive, scaled_dot) */
     double *alpha, *energy;  /* [B, T, S] alignment weights (0 at padding), scores */
     double *context;         /* [B, T, K] c_t */

@@ -603,7 +603,8 @@ START_TEST(test_attention_score) {
 END_TEST
 
 /* The extensions' keys: tie_embeddings needs readout_size = emb_size, and the error names both
- * values; word_dropout is a probability below 1 (1 would drop every token). */
+ * values; word_dropout is a probability below 1 (1 would drop every token); layer_norm is a
+ * yes/no value, off unless set. */
 START_TEST(test_extension_keys) {
     Scratch scratch;
     Config cfg;
@@ -626,6 +627,14 @@ START_TEST(test_extension_keys) {
                       0,
                   "%s", err.msg);
     ck_assert_double_eq(cfg.train.word_dropout, 0.5);
+    ck_assert(!cfg.model.layer_norm);
+    const char *const normalised[] = {"model.layer_norm=true"};
+    ck_assert_msg(
+        load_bytes(&scratch, REQUIRED_KEYS, strlen(REQUIRED_KEYS), normalised, 1, &cfg, &err) == 0,
+        "%s", err.msg);
+    ck_assert(cfg.model.layer_norm);
+    expect_failure(REQUIRED_KEYS "[model]\nlayer_norm = 2\n", 5,
+                   "[model] layer_norm = '2': not a yes/no value");
 }
 END_TEST
 

@@ -127,8 +127,8 @@ static void forge_checkpoint(const Scratch *s, Forgery change) {
     unsigned char *data = slurp_file(path, &size);
     int32_t sizes[8];
     memcpy(sizes, data + 16, sizeof sizes);
-    ModelDims dims = {sizes[0], sizes[1], sizes[2], sizes[3],       sizes[4],
-                      sizes[5], sizes[6], sizes[7], SCORE_ADDITIVE, 0};
+    ModelDims dims = {sizes[0], sizes[1], sizes[2],       sizes[3], sizes[4], sizes[5],
+                      sizes[6], sizes[7], SCORE_ADDITIVE, 0,        0};
     ParamTable table;
     param_table_build(&table, &dims);
     size_t params = 64;

@@ -494,9 +494,11 @@ static const struct {
     const char *fragment;
 } HEADER_FORGERIES[] = {
     {AT_WIDTH, 3, "invalid real size 3"},
-    {AT_FLAGS, 1u << 7, "unknown flags 0x80"},
+    {AT_FLAGS, 1u << 8, "unknown flags 0x100"},
     /* an option of a newer build is named by its bit, apart from the ones this build knows */
-    {AT_FLAGS, 1u << 8 | 64 | 1, "unknown flags 0x100 (options this program does not have"},
+    {AT_FLAGS, 1u << 9 | 128 | 64 | 1, "unknown flags 0x200 (options this program does not have"},
+    /* layer-normalised: the gains are then expected, so the parameter count disagrees */
+    {AT_FLAGS, 128 | 1, "parameters stored, but the sizes need"},
     /* tied (E = O = 4 here): out.w is then not stored, so the parameter count disagrees */
     {AT_FLAGS, 64 | 1, "parameters stored, but the sizes need"},
     {AT_RESERVED, 9, "unknown attention score 9"},
@@ -542,8 +544,8 @@ START_TEST(hostile_checkpoint_huge_sizes_are_not_allocated) {
     unsigned char *data = slurp_file(path, &size);
     int32_t sizes[8];
     memcpy(sizes, data + AT_SIZES, sizeof sizes);
-    ModelDims dims = {sizes[0], sizes[1], 1 << 24,  sizes[3],       sizes[4],
-                      sizes[5], sizes[6], sizes[7], SCORE_ADDITIVE, 0};
+    ModelDims dims = {sizes[0], sizes[1], 1 << 24,        sizes[3], sizes[4], sizes[5],
+                      sizes[6], sizes[7], SCORE_ADDITIVE, 0,        0};
     ParamTable table;
     param_table_build(&table, &dims);
     ck_assert_uint_gt(table.total, (size_t)1 << 28); /* over a gigabyte of reals */
@@ -638,8 +640,8 @@ START_TEST(hostile_checkpoint_vocabulary_mismatch) {
     ModelDims dims;
     int32_t sizes[8];
     memcpy(sizes, data + AT_SIZES, sizeof sizes);
-    dims = (ModelDims){sizes[0] + 1, sizes[1], sizes[2], sizes[3],       sizes[4],
-                       sizes[5],     sizes[6], sizes[7], SCORE_ADDITIVE, 0};
+    dims = (ModelDims){sizes[0] + 1, sizes[1], sizes[2],       sizes[3], sizes[4], sizes[5],
+                       sizes[6],     sizes[7], SCORE_ADDITIVE, 0,        0};
     ParamTable table;
     param_table_build(&table, &dims);
     put_u32(data + AT_SIZES, (uint32_t)dims.src_vocab);
@@ -822,8 +824,8 @@ START_TEST(hostile_quantized_checkpoint_fields) {
     memcpy(data, good, size);
     int32_t sizes[8];
     memcpy(sizes, data + AT_SIZES, sizeof sizes);
-    ModelDims dims = {sizes[0], sizes[1], 1 << 24,  sizes[3],       sizes[4],
-                      sizes[5], sizes[6], sizes[7], SCORE_ADDITIVE, 0};
+    ModelDims dims = {sizes[0], sizes[1], 1 << 24,        sizes[3], sizes[4], sizes[5],
+                      sizes[6], sizes[7], SCORE_ADDITIVE, 0,        0};
     ParamTable table;
     param_table_build(&table, &dims);
     put_u32(data + AT_SIZES + 2 * 4, 1u << 24);
@@ -834,8 +836,8 @@ START_TEST(hostile_quantized_checkpoint_fields) {
 
     /* one source token more than the vocabulary holds; a wrong reserved id */
     memcpy(data, good, size);
-    dims = (ModelDims){sizes[0] + 1, sizes[1], sizes[2], sizes[3],       sizes[4],
-                       sizes[5],     sizes[6], sizes[7], SCORE_ADDITIVE, 0};
+    dims = (ModelDims){sizes[0] + 1, sizes[1], sizes[2],       sizes[3], sizes[4], sizes[5],
+                       sizes[6],     sizes[7], SCORE_ADDITIVE, 0,        0};
     param_table_build(&table, &dims);
     put_u32(data + AT_SIZES, (uint32_t)dims.src_vocab);
     count = table.total;

@@ -76,20 +76,27 @@ static ModelDims with_score(ModelDims dims, AttentionScore score) {
 
 START_TEST(gradients_match_finite_differences) {
     /* every tensor, sampled (the double build's bin/gradcheck checks every element), with each
-     * attention score */
-    for (int run = 0; run < 2 * SCORE_COUNT; run++) {
+     * attention score, then with layer-normalised GRUs (bidirectional, additive; CI's
+     * bin/gradcheck --layer-norm checks every score and element) */
+    for (int run = 0; run <= 2 * SCORE_COUNT; run++) {
         ModelDims dims = TINY;
-        dims.bidirectional = run % 2;
-        dims = with_score(dims, (AttentionScore)(run / 2));
+        dims.layer_norm = run == 2 * SCORE_COUNT;
+        dims.bidirectional = run % 2 || dims.layer_norm;
+        dims = with_score(dims, (AttentionScore)(run / 2 % SCORE_COUNT));
         Fixture f;
         /* the output layer in chunks of 5 of the 12 rows; attention recomputed */
         fixture_make_plan(&f, &dims, 3, 5, 4, 1,
                           &(ActsPlan){.logit_rows = 5, .attention = ACTS_RECOMPUTE});
+        params_spread_gains(f.model.params, &f.model.table, 1);
         Rng rng;
         ForwardOptions opt = {.dropout = 0.2f, .label_smoothing = 0.1f, .rng = &rng};
         int double_build = sizeof(real) == 8;
+        /* in float, a smaller step for the normalised GRUs, whose loss curves more in W_ih
+         * (the difference's truncation error, not the gradient, passes 1e-2 otherwise) */
         FdCheckOptions fd = {.per_tensor = 12,
-                             .step = double_build ? 1e-3 : 3e-2,
+                             .step = double_build      ? 1e-3
+                                     : dims.layer_norm ? 2e-2
+                                                       : 3e-2,
                              .floor = double_build ? 1e-6 : 1e-3,
                              .dropout_seed = 5};
         TensorCheck result[PARAM_COUNT];
@@ -408,9 +415,11 @@ END_TEST
  * thread counts, but never more, and are bit-identical for the same thread count. */
 START_TEST(thread_count_changes_results_only_by_round_off) {
     ModelDims dims = SPLIT;
+    dims.layer_norm = _i; /* 1: layer-normalised GRUs, whose gains' gradients sum over rows */
     enum { B = 16, S = 12, T = 10 };
     Fixture f;
     fixture_make(&f, &dims, B, S, T, 8);
+    params_spread_gains(f.model.params, &f.model.table, 8);
     size_t P = f.model.table.total;
     int saved = omp_get_max_threads();
     real *grads[3];
@@ -447,13 +456,16 @@ END_TEST
  * hypotheses must not depend on the thread count or on which sentences are decoded together,
  * and a hypothesis' log-probability must be the one teacher forcing gives its tokens. */
 START_TEST(search_agrees_across_threads_batches_and_forcing) {
-    ModelDims dims = with_score(SPLIT, (AttentionScore)_i); /* every score */
+    /* every score; _i = SCORE_COUNT: additive with layer-normalised GRUs */
+    ModelDims dims = with_score(SPLIT, (AttentionScore)(_i % SCORE_COUNT));
+    dims.layer_norm = _i == SCORE_COUNT;
     enum { N = 4, S = 12, BEAM = 3, L = 15 };
     Model m;
     Searcher searcher;
     Error err;
     ck_assert_msg(model_init(&m, &dims, &err) == 0, "%s", err.msg);
     params_init(m.params, &m.table, 21);
+    params_spread_gains(m.params, &m.table, 21);
     ck_assert_msg(search_init(&searcher, &dims, N, S, BEAM, L, &err) == 0, "%s", err.msg);
     int ids[N][S], lens[N];
     const int *src[N];
@@ -638,6 +650,66 @@ START_TEST(tied_table_has_no_out_w) {
 }
 END_TEST
 
+/* Layer-normalised GRUs (the spec's extension): without the option the table is the spec's
+ * (no gain, the same total); with it each GRU's g_ih, g_hh [3N] follow its b_hh (enc.bwd's only
+ * when bidirectional), start at 1, and every other tensor is drawn as without them. */
+START_TEST(layer_norm_table_adds_the_gains) {
+    for (int bidirectional = 0; bidirectional < 2; bidirectional++) {
+        ModelDims plain = TINY, normalised = TINY;
+        plain.bidirectional = normalised.bidirectional = bidirectional;
+        normalised.layer_norm = 1;
+        int H = TINY.enc_hidden, D = TINY.dec_hidden, E = TINY.emb, K = dims_enc_state(&plain);
+        ParamTable a, b;
+        param_table_build(&a, &plain);
+        param_table_build(&b, &normalised);
+        /* the spec's table, tensor by tensor */
+        size_t enc = (size_t)3 * H * (E + H + 2),
+               spec = (size_t)(TINY.src_vocab + TINY.tgt_vocab) * E +
+                      enc * (bidirectional ? 2 : 1) + (size_t)D * (K + 1) +
+                      (size_t)TINY.att * (K + D + 2) + (size_t)3 * D * (E + K + D + 2) +
+                      (size_t)TINY.readout * (D + K + E + 1) +
+                      (size_t)TINY.tgt_vocab * (TINY.readout + 1);
+        ck_assert_uint_eq(a.total, spec);
+        size_t gains = (size_t)2 * 3 * H * (bidirectional ? 2 : 1) + (size_t)2 * 3 * D;
+        ck_assert_uint_eq(b.total - a.total, gains);
+        const ParamId b_hh[3] = {P_ENC_FWD_B_HH, P_ENC_BWD_B_HH, P_DEC_GRU_B_HH};
+        for (int k = 0; k < 3; k++) {
+            ParamId p = b_hh[k];
+            ck_assert_uint_eq(a.info[p + 1].size, 0);
+            ck_assert_uint_eq(a.info[p + 2].size, 0);
+            if (!b.info[p].size) continue; /* unidirectional: no enc.bwd.* at all */
+            int N = k == 2 ? D : H;
+            ck_assert_uint_eq(b.info[p + 1].size, (size_t)3 * N);
+            ck_assert_uint_eq(b.info[p + 1].offset, b.info[p].offset + b.info[p].size);
+            ck_assert_uint_eq(b.info[p + 2].offset, b.info[p + 1].offset + (size_t)3 * N);
+        }
+        ck_assert_uint_eq(b.info[P_ENC_BWD_G_IH].size, bidirectional ? (size_t)3 * H : 0);
+        ck_assert_str_eq(b.info[P_DEC_GRU_G_HH].name, "dec.gru.g_hh");
+        real *pa = malloc(sizeof(real) * a.total), *pb = malloc(sizeof(real) * b.total);
+        ck_assert(pa && pb);
+        params_init(pa, &a, 17);
+        params_init(pb, &b, 17);
+        for (int p = 0; p < PARAM_COUNT; p++) {
+            const ParamInfo *ia = &a.info[p], *ib = &b.info[p];
+            if (param_is_gain((ParamId)p)) {
+                for (size_t i = 0; i < ib->size; i++) ck_assert(pb[ib->offset + i] == 1);
+                continue;
+            }
+            ck_assert_uint_eq(ia->size, ib->size);
+            ck_assert_msg(!memcmp(pa + ia->offset, pb + ib->offset, sizeof(real) * ia->size),
+                          "%s drawn differently", ia->name);
+        }
+        free(pa);
+        free(pb);
+    }
+    ModelDims bad = TINY;
+    bad.layer_norm = 2;
+    Error err;
+    ck_assert(dims_validate(&bad, &err) == -1);
+    ck_assert_msg(strstr(err.msg, "invalid layer_norm flag 2") != NULL, "%s", err.msg);
+}
+END_TEST
+
 Suite *model_suite(void) {
     Suite *s = suite_create("model");
     TCase *tc = tcase_create("model");
@@ -650,11 +722,12 @@ Suite *model_suite(void) {
     tcase_add_test(tc, attention_rows_sum_to_one_and_skip_padding);
     tcase_add_test(tc, phase_timers_share_out_a_step);
     tcase_add_test(tc, initialisation_is_seeded);
-    tcase_add_test(tc, thread_count_changes_results_only_by_round_off);
-    tcase_add_loop_test(tc, search_agrees_across_threads_batches_and_forcing, 0, SCORE_COUNT);
+    tcase_add_loop_test(tc, thread_count_changes_results_only_by_round_off, 0, 2);
+    tcase_add_loop_test(tc, search_agrees_across_threads_batches_and_forcing, 0, SCORE_COUNT + 1);
     tcase_add_test(tc, parameter_table_follows_the_score);
     tcase_add_test(tc, bad_batches_are_rejected);
     tcase_add_test(tc, tied_table_has_no_out_w);
+    tcase_add_test(tc, layer_norm_table_adds_the_gains);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -24,6 +24,7 @@
 #include "nmt/checkpoint.h"
 #include "nmt/nmt.h"
 #include "nmt/text.h"
+#include "reference/fdcheck.h"
 #include "suites.h"
 
 static const char *const KERNELS[] = {"generic", "avx2", "avx512vnni"};
@@ -225,10 +226,11 @@ static const char *const SENTENCES[][2] = {
 enum { N_SENTENCES = sizeof SENTENCES / sizeof SENTENCES[0] };
 
 /* A random model over the sentences' words, with sizes of a few dozen; score SCORE_COUNT
- * stands for additive with tied embeddings (the spec's extension: out.w is tgt_emb, O = E). */
+ * stands for additive with tied embeddings (the spec's extension: out.w is tgt_emb, O = E),
+ * SCORE_COUNT + 1 for additive with layer-normalised GRUs (gains spread around 1). */
 static void random_model(NmtModel *nm, AttentionScore score, uint64_t seed) {
-    int tied = score == SCORE_COUNT;
-    if (tied) score = SCORE_ADDITIVE;
+    int tied = score == SCORE_COUNT, normalised = score == SCORE_COUNT + 1;
+    if (tied || normalised) score = SCORE_ADDITIVE;
     TokenList src[N_SENTENCES], tgt[N_SENTENCES];
     Error err;
     memset(nm, 0, sizeof *nm);
@@ -249,9 +251,11 @@ static void random_model(NmtModel *nm, AttentionScore score, uint64_t seed) {
                       .att = 28,
                       .readout = tied ? 24 : 33,
                       .score = score,
-                      .tie_embeddings = tied};
+                      .tie_embeddings = tied,
+                      .layer_norm = normalised};
     ck_assert_msg(model_init(&nm->model, &dims, &err) == 0, "%s", err.msg);
     params_init(nm->model.params, &nm->model.table, seed);
+    params_spread_gains(nm->model.params, &nm->model.table, seed);
 }
 
 /* Searches every sentence with the model (beam, n-best = beam). */
@@ -273,7 +277,8 @@ static void search_sentences(const NmtModel *nm, int beam, Translation *out) {
 
 /* The int8 encoder (model_encode of an int8 model) gives nearly the states, keys and s_0 of
  * the float encoder on the dequantized weights (they differ by the rounding of its inputs to
- * 8 bits), for every attention score, bit for bit the same with 1 and 2 threads. */
+ * 8 bits), for every attention score (and tied, and layer-normalised), bit for bit the same
+ * with 1 and 2 threads. */
 START_TEST(quant_encoder_matches_dequantized_float) {
     NmtModel nm;
     random_model(&nm, (AttentionScore)_i, 21 + _i);
@@ -339,7 +344,8 @@ END_TEST
 
 /* Each hypothesis of an int8 search, force-decoded in float with the dequantized weights,
  * gets nearly the probabilities the search gave its tokens (they differ by the rounding of
- * activations to 8 bits), and its alignment rows sum to 1; for each score, and tied. */
+ * activations to 8 bits), and its alignment rows sum to 1; for each score, tied, and
+ * layer-normalised. */
 START_TEST(quant_search_matches_dequantized_forward) {
     NmtModel nm;
     random_model(&nm, (AttentionScore)_i, 5 + _i);
@@ -398,10 +404,11 @@ static long file_size(const char *path) {
  * parameters and translates bit for bit the same; the file holds one byte per quantized
  * weight and 4 per row scale and per float parameter, nothing else grows; a float file
  * opened with compute int8 translates as its quantized file does, and an unknown compute type
- * is refused. _i = 1: the same with tied embeddings, which come back tied, out.w absent. */
+ * is refused. _i = 1: the same with tied embeddings, which come back tied, out.w absent;
+ * _i = 2: layer-normalised GRUs, whose float gains come back with them. */
 START_TEST(quant_checkpoint_round_trip) {
     NmtModel nm, back;
-    random_model(&nm, _i ? SCORE_COUNT : SCORE_ADDITIVE, 3);
+    random_model(&nm, _i ? (AttentionScore)(SCORE_COUNT + _i - 1) : SCORE_ADDITIVE, 3);
     Error err;
     char dir[64], float_path[128], int8_path[128];
     temp_dir(dir, sizeof dir);
@@ -412,8 +419,9 @@ START_TEST(quant_checkpoint_round_trip) {
     ck_assert_msg(checkpoint_save(int8_path, &nm, NULL, &err) == 0, "%s", err.msg);
     ck_assert_msg(checkpoint_load(int8_path, &back, NULL, NULL, &err) == 0, "%s", err.msg);
     ck_assert_ptr_nonnull(back.model.quant);
-    ck_assert_int_eq(back.model.dims.tie_embeddings, _i);
-    ck_assert_int_eq(back.model.table.info[P_OUT_W].size == 0, _i);
+    ck_assert_int_eq(back.model.dims.tie_embeddings, _i == 1);
+    ck_assert_int_eq(back.model.table.info[P_OUT_W].size == 0, _i == 1);
+    ck_assert_int_eq(back.model.dims.layer_norm, _i == 2);
     const ParamTable *table = &nm.model.table;
     size_t int8_bytes = 0, float_bytes = 0;
     for (int p = 0; p < PARAM_COUNT; p++) {
@@ -482,9 +490,9 @@ Suite *quant_suite(void) {
     suite_add_tcase(s, tc);
     TCase *models = tcase_create("int8 models");
     tcase_set_timeout(models, 60);
-    tcase_add_loop_test(models, quant_encoder_matches_dequantized_float, 0, SCORE_COUNT);
-    tcase_add_loop_test(models, quant_search_matches_dequantized_forward, 0, SCORE_COUNT + 1);
-    tcase_add_loop_test(models, quant_checkpoint_round_trip, 0, 2);
+    tcase_add_loop_test(models, quant_encoder_matches_dequantized_float, 0, SCORE_COUNT + 2);
+    tcase_add_loop_test(models, quant_search_matches_dequantized_forward, 0, SCORE_COUNT + 2);
+    tcase_add_loop_test(models, quant_checkpoint_round_trip, 0, 3);
     suite_add_tcase(s, models);
     return s;
 }

@@ -123,6 +123,7 @@ static Verdict run_case(const Case *c, ParamId perturb, long perturb_index) {
      * engine's round-off is a larger share of what remains than the tolerance allows */
     params_init(m.params, &m.table, c->seed);
     for (size_t i = 0; i < m.table.total; i++) m.params[i] *= 2;
+    params_spread_gains(m.params, &m.table, c->seed); /* layer_norm: gains of 0.5 .. 1.5 */
     const Batch *batch = &rb.batch;
     int B = batch->B, S = batch->S, T = batch->T;
     int K = dims_enc_state(d), D = d->dec_hidden, V = d->tgt_vocab;
@@ -214,16 +215,19 @@ static Verdict run_case(const Case *c, ParamId perturb, long perturb_index) {
 }
 
 /* Each score, uni- and bidirectional, smoothing and dropout on and off, 1 and 2 threads; then
- * the extensions: word dropout with and without element-wise dropout, and tied embeddings
- * (O = E) with and without both dropouts. */
+ * the extensions: word dropout with and without element-wise dropout, tied embeddings (O = E)
+ * with and without both dropouts, and layer-normalised GRUs with and without dropout and
+ * smoothing. */
 START_TEST(test_engine_matches_reference) {
     double worst_of_score[SCORE_COUNT] = {0};
     for (int score = 0; score < SCORE_COUNT; score++)
-        for (int variant = 0; variant < 32; variant++) {
-            /* 0-15: the spec's model; 16-23: word dropout; 24-31: tied, smoothed */
-            int plain = variant < 16, tied = variant >= 24;
+        for (int variant = 0; variant < 40; variant++) {
+            /* 0-15: the spec's model; 16-23: word dropout; 24-31: tied, smoothed; 32-39:
+             * layer-normalised */
+            int normalised = variant >= 32;
+            int plain = variant < 16 || normalised, tied = variant >= 24 && !normalised;
             Case c = {.dims = case_dims(variant & 1, (AttentionScore)score),
-                      .threads = variant & (plain ? 8 : 4) ? 2 : 1,
+                      .threads = variant & (plain && !normalised ? 8 : 4) ? 2 : 1,
                       .seed = 100 + 32 * (uint64_t)score + (uint64_t)variant};
             if (plain) {
                 c.label_smoothing = variant & 2 ? 0.1 : 0;
@@ -236,13 +240,14 @@ START_TEST(test_engine_matches_reference) {
                 c.label_smoothing = 0.1;
                 c.dims.readout = c.dims.emb, c.dims.tie_embeddings = 1;
             }
+            c.dims.layer_norm = normalised;
             Verdict v = run_case(&c, 0, -1);
             EXPECT_MSG(v.worst <= TOLERANCE,
-                       "score %s, %s%s, eps %g, dropout %g, word dropout %g, %d threads: %s "
+                       "score %s, %s%s%s, eps %g, dropout %g, word dropout %g, %d threads: %s "
                        "differs by %.3g (relative to its largest value)",
                        score_name(score), variant & 1 ? "bidirectional" : "unidirectional",
-                       tied ? ", tied" : "", c.label_smoothing, c.dropout, c.word_dropout,
-                       c.threads, v.name, v.worst);
+                       tied ? ", tied" : "", normalised ? ", layer-normalised" : "",
+                       c.label_smoothing, c.dropout, c.word_dropout, c.threads, v.name, v.worst);
             worst_of_score[score] = fmax(worst_of_score[score], v.worst);
         }
     printf("reference: worst relative difference (%s build): additive %.2g, dot %.2g, general "
@@ -272,12 +277,14 @@ END_TEST
 /* 20 Adam steps with clipping, dropout and smoothing: the double build's parameters stay
  * within ADAM_PARAMS, every step's loss within ADAM_LOSSES. Then (_i = 1) the same with the
  * extensions: word dropout, and tied embeddings, where Adam must not skip the target
- * embedding rows that only the output layer touched (the reference skips none). */
+ * embedding rows that only the output layer touched (the reference skips none); and (_i = 2)
+ * layer-normalised GRUs, whose gains move too. */
 START_TEST(test_adam_steps_match) {
     Error err;
     ModelDims d = case_dims(1, SCORE_ADDITIVE);
     int extended = _i == 1;
     if (extended) d.readout = d.emb, d.tie_embeddings = 1;
+    d.layer_norm = _i == 2;
     Model m;
     Acts acts;
     RefActs ref;
@@ -335,7 +342,11 @@ START_TEST(test_adam_steps_match) {
     }
     printf("reference: 20 Adam steps (%s build%s): losses within %.2g, parameters within "
            "%.2g\n",
-           REAL_NAME, extended ? ", tied, word dropout" : "", worst_loss, diff / scale);
+           REAL_NAME,
+           extended  ? ", tied, word dropout"
+           : _i == 2 ? ", layer-normalised"
+                     : "",
+           worst_loss, diff / scale);
 #ifdef REAL_DOUBLE
     EXPECT_MSG(diff / scale <= ADAM_PARAMS, "parameters differ by %.3g after 20 steps",
                diff / scale);
@@ -453,7 +464,7 @@ Suite *reference_suite(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_engine_matches_reference);
     tcase_add_test(tc, test_comparison_names_a_wrong_gradient);
-    tcase_add_loop_test(tc, test_adam_steps_match, 0, 2);
+    tcase_add_loop_test(tc, test_adam_steps_match, 0, 3);
     tcase_add_test(tc, test_greedy_translations_match);
     suite_add_tcase(s, tc);
     return s;

@@ -203,8 +203,37 @@ START_TEST(gradref_writes_the_spec_layout) {
 }
 END_TEST
 
+/* Writes DIR/NAME: tiny.ini's sizes with dec_hidden = 2 x enc_hidden (as dot needs) and
+ * E = O = 8 (as tying needs), the toy corpus under ROOT, and `extra` in its [model] section. */
+static void write_dump_config(const char *dir, const char *name, const char *root,
+                              const char *extra) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert(f);
+    fprintf(f,
+            "[data]\ntrain = %s/data/toy/train.tsv\ndev = %s/data/toy/dev.tsv\n[model]\n"
+            "emb_size = 8\nenc_hidden = 8\ndec_hidden = 16\natt_size = 8\nreadout_size = 8\n%s"
+            "[train]\nbatch_size = 8\nepochs = 1\n",
+            root, root, extra);
+    fclose(f);
+}
+
+/* Runs gradref with DIR/NAME.ini on DIR/pairs.tsv into DIR/NAME and reads its config.json. */
+static void dump_with(const char *dir, const char *name, const char *err_path, char *json,
+                      size_t size) {
+    char cmd[1024], path[256];
+    snprintf(cmd, sizeof cmd, "../bin/gradref -c %s/%s.ini --pairs %s/pairs.tsv -o %s/%s", dir,
+             name, dir, dir, name);
+    ck_assert_msg(run(cmd, err_path) == 0, "%s", cmd);
+    snprintf(path, sizeof path, "%s/%s/config.json", dir, name);
+    read_text(path, json, size);
+}
+
 /* A dump for every attention score: config.json names it, and params/ and grads/ hold exactly
- * that score's att.* tensors; --score is checked like the config key. */
+ * that score's att.* tensors; --score is checked like the config key. Then the extensions:
+ * tied embeddings (no out.w) and layer-normalised GRUs (every gain), each named in
+ * config.json. */
 START_TEST(gradref_records_the_score) {
     char dir[64], path[256], cmd[1024], err_path[128], json[512], root[4096];
     make_temp_dir(dir, sizeof dir);
@@ -216,15 +245,7 @@ START_TEST(gradref_records_the_score) {
     /* dot needs D = K: tiny.ini's sizes with dec_hidden = 2 x enc_hidden */
     ck_assert(getcwd(root, sizeof root - 4) != NULL); /* tests/: the repository is its parent */
     strcat(root, "/..");
-    snprintf(path, sizeof path, "%s/dot.ini", dir);
-    f = fopen(path, "w");
-    ck_assert(f);
-    fprintf(f,
-            "[data]\ntrain = %s/data/toy/train.tsv\ndev = %s/data/toy/dev.tsv\n[model]\n"
-            "emb_size = 8\nenc_hidden = 8\ndec_hidden = 16\natt_size = 8\nreadout_size = 8\n"
-            "[train]\nbatch_size = 8\nepochs = 1\n",
-            root, root);
-    fclose(f);
+    write_dump_config(dir, "dot.ini", root, "");
     snprintf(err_path, sizeof err_path, "%s/stderr", dir);
     static const char *const names[] = {"att.w_k", "att.w_q", "att.b", "att.v", "att.w_a"};
     static const struct {
@@ -251,26 +272,25 @@ START_TEST(gradref_records_the_score) {
                               wanted ? "missing" : "written");
             }
     }
-    /* tied embeddings (E = O = 8 in dot.ini): config.json says so, and out.w is not written */
-    snprintf(path, sizeof path, "%s/tied.ini", dir);
-    f = fopen(path, "w");
-    ck_assert(f);
-    fprintf(f,
-            "[data]\ntrain = %s/data/toy/train.tsv\ndev = %s/data/toy/dev.tsv\n[model]\n"
-            "emb_size = 8\nenc_hidden = 8\ndec_hidden = 16\natt_size = 8\nreadout_size = 8\n"
-            "tie_embeddings = true\n[train]\nbatch_size = 8\nepochs = 1\n",
-            root, root);
-    fclose(f);
-    snprintf(cmd, sizeof cmd, "../bin/gradref -c %s/tied.ini --pairs %s/pairs.tsv -o %s/tied", dir,
-             dir, dir);
-    ck_assert_msg(run(cmd, err_path) == 0, "%s", cmd);
-    snprintf(path, sizeof path, "%s/tied/config.json", dir);
-    read_text(path, json, sizeof json);
+    /* tied embeddings: config.json says so, and out.w is not written */
+    write_dump_config(dir, "tied.ini", root, "tie_embeddings = true\n");
+    dump_with(dir, "tied", err_path, json, sizeof json);
     ck_assert_msg(strstr(json, "\"tie_embeddings\": true") != NULL, "%s", json);
     snprintf(path, sizeof path, "%s/tied/grads/out.w.npy", dir);
     ck_assert_msg(access(path, F_OK) != 0, "%s written", path);
     snprintf(path, sizeof path, "%s/tied/grads/tgt_emb.npy", dir);
     ck_assert_msg(access(path, F_OK) == 0, "%s missing", path);
+    ck_assert_msg(strstr(json, "\"layer_norm\": false") != NULL, "%s", json);
+    /* layer-normalised GRUs: config.json says so, and every GRU's gains are written */
+    write_dump_config(dir, "ln.ini", root, "layer_norm = true\n");
+    dump_with(dir, "ln", err_path, json, sizeof json);
+    ck_assert_msg(strstr(json, "\"layer_norm\": true") != NULL, "%s", json);
+    const char *const gains[] = {"enc.fwd.g_ih", "enc.fwd.g_hh", "enc.bwd.g_ih",
+                                 "enc.bwd.g_hh", "dec.gru.g_ih", "dec.gru.g_hh"};
+    for (int k = 0; k < 6; k++) {
+        snprintf(path, sizeof path, "%s/ln/grads/%s.npy", dir, gains[k]);
+        ck_assert_msg(access(path, F_OK) == 0, "%s missing", path);
+    }
     char msg[1024];
     snprintf(cmd, sizeof cmd,
              "../bin/gradref -c ../configs/tiny.ini --score luong --pairs %s/pairs.tsv -o %s/x",

@@ -33,10 +33,11 @@ typedef struct {
     char dir[64];
 } Setup;
 
-/* score SCORE_COUNT stands for additive with tied embeddings (readout_size = emb_size then) */
+/* score SCORE_COUNT stands for additive with tied embeddings (readout_size = emb_size then),
+ * SCORE_COUNT + 1 for additive with layer-normalised GRUs */
 static void setup_make_score(Setup *s, int bidirectional, AttentionScore score) {
-    bool tied = score == SCORE_COUNT;
-    if (tied) score = SCORE_ADDITIVE;
+    bool tied = score == SCORE_COUNT, normalised = score == SCORE_COUNT + 1;
+    if (tied || normalised) score = SCORE_ADDITIVE;
     Error err;
     ck_assert(corpus_read_string(PAIRS, strlen(PAIRS), "pairs", &s->corpus, &err) == 0);
     ck_assert(tokenized_corpus_make(&s->tokens, &s->corpus, "pairs", true, &err) == 0);
@@ -49,7 +50,8 @@ static void setup_make_score(Setup *s, int bidirectional, AttentionScore score) 
                               .att_size = 6,
                               .readout_size = tied ? 8 : 12,
                               .score = score,
-                              .tie_embeddings = tied};
+                              .tie_embeddings = tied,
+                              .layer_norm = normalised};
     ck_assert_msg(nmt_model_from_config(&s->nm, &cfg, &s->tokens, 7, &err) == 0, "%s", err.msg);
     ck_assert(nmt_dataset(&s->ds, &s->nm, &s->tokens, &s->corpus, 0, &err) == 0);
     snprintf(s->dir, sizeof s->dir, "/tmp/nmt-test-XXXXXX");
@@ -140,7 +142,8 @@ static void spit(const char *path, const unsigned char *data, long n) {
 
 /* _i: the encoder (even: unidirectional) and the attention score (_i / 2), which the
  * checkpoint keeps in its formerly reserved field; _i / 2 = SCORE_COUNT: tied embeddings,
- * trained with word dropout, which come back tied with out.w absent */
+ * trained with word dropout, which come back tied with out.w absent; _i / 2 = SCORE_COUNT + 1:
+ * layer-normalised GRUs, which come back normalised with their trained gains */
 START_TEST(checkpoint_round_trip) {
     Setup s;
     setup_make_score(&s, _i % 2, (AttentionScore)(_i / 2));
@@ -171,9 +174,17 @@ START_TEST(checkpoint_round_trip) {
     ck_assert_msg(checkpoint_load(path, &back, &state_back, &has_state, &err) == 0, "%s", err.msg);
     ck_assert(has_state);
     ck_assert(memcmp(&back.model.dims, &s.nm.model.dims, sizeof back.model.dims) == 0);
-    ck_assert_int_eq(back.model.dims.score, _i / 2 == SCORE_COUNT ? SCORE_ADDITIVE : _i / 2);
+    ck_assert_int_eq(back.model.dims.score, _i / 2 >= SCORE_COUNT ? SCORE_ADDITIVE : _i / 2);
     ck_assert_int_eq(back.model.dims.tie_embeddings, _i / 2 == SCORE_COUNT);
     ck_assert_int_eq(back.model.table.info[P_OUT_W].size == 0, _i / 2 == SCORE_COUNT);
+    bool normalised = _i / 2 == SCORE_COUNT + 1;
+    ck_assert_int_eq(back.model.dims.layer_norm, normalised);
+    ck_assert_int_eq(back.model.table.info[P_DEC_GRU_G_HH].size, normalised ? 3 * 10 : 0);
+    if (normalised) { /* trained away from their initial 1, and back as they were */
+        const ParamInfo *gain = &back.model.table.info[P_ENC_FWD_G_IH];
+        ck_assert(back.model.params[gain->offset] != 1);
+        ck_assert(back.model.params[gain->offset] == s.nm.model.params[gain->offset]);
+    }
     ck_assert(back.lowercase == s.nm.lowercase);
     ck_assert(memcmp(back.model.params, s.nm.model.params, sizeof(real) * s.nm.model.table.total) ==
               0);
@@ -604,7 +615,7 @@ Suite *train_suite(void) {
     TCase *tc = tcase_create("train");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, training_loss_falls_and_is_reproducible);
-    tcase_add_loop_test(tc, checkpoint_round_trip, 0, 2 * SCORE_COUNT + 2);
+    tcase_add_loop_test(tc, checkpoint_round_trip, 0, 2 * SCORE_COUNT + 4);
     tcase_add_test(tc, checkpoint_damage_is_detected);
     tcase_add_test(tc, checksum_known_answers);
     tcase_add_test(tc, checkpoint_versions_1_and_2_still_load);

@@ -24,6 +24,7 @@ static void usage(FILE *out) {
             "  --word-dropout P   word dropout (whole tokens' embeddings), replayed likewise\n"
             "                     (default 0)\n"
             "  --tie-embeddings   tie the output layer to tgt_emb (readout size O = E then)\n"
+            "  --layer-norm       layer-normalised GRUs (gains spread over 0.5 .. 1.5)\n"
             "  --seed N           seed of the model and batch (default 1)\n"
             "  --samples N        elements per tensor, 0 = all (default: all in double, 40 in "
             "float)\n"
@@ -34,7 +35,7 @@ static void usage(FILE *out) {
 }
 
 typedef struct {
-    bool unidirectional, tie_embeddings;
+    bool unidirectional, tie_embeddings, layer_norm;
     const char *score;
     double smoothing, dropout, word_dropout, tol;
     long samples, seed;
@@ -53,7 +54,8 @@ static int check_gradients(const Options *o, Model *model, TensorCheck *result, 
                       .dec_hidden = 6,
                       .att = 3,
                       .readout = 7,
-                      .tie_embeddings = o->tie_embeddings};
+                      .tie_embeddings = o->tie_embeddings,
+                      .layer_norm = o->layer_norm};
     if (o->tie_embeddings) dims.readout = dims.emb; /* tying needs O = E */
     if (o->score && score_from_name(o->score, &dims.score, err)) return -1;
     if (dims.score == SCORE_DOT) dims.dec_hidden = dims_enc_state(&dims); /* dot needs D = K */
@@ -69,6 +71,7 @@ static int check_gradients(const Options *o, Model *model, TensorCheck *result, 
         random_batch_make(&rb, &dims, B, S, T, (uint64_t)o->seed, err))
         goto done;
     params_init(model->params, &model->table, (uint64_t)o->seed);
+    params_spread_gains(model->params, &model->table, (uint64_t)o->seed);
     Rng dropout_rng;
     ForwardOptions opt = {.dropout = (real)o->dropout,
                           .label_smoothing = (real)o->smoothing,
@@ -92,11 +95,12 @@ done:
 /* A line per tensor: its worst element and whether it is within the tolerance. Returns the
  * number of tensors above it. */
 static int report(const Options *o, const Model *model, const TensorCheck *result) {
-    printf("gradcheck: %s build, %s encoder, %s attention%s, label smoothing %g, dropout %g, "
+    printf("gradcheck: %s build, %s encoder, %s attention%s%s, label smoothing %g, dropout %g, "
            "word dropout %g, seed %ld\n",
            REAL_NAME, o->unidirectional ? "unidirectional" : "bidirectional",
            score_name(model->dims.score), o->tie_embeddings ? ", tied embeddings" : "",
-           o->smoothing, o->dropout, o->word_dropout, o->seed);
+           o->layer_norm ? ", layer-normalised GRUs" : "", o->smoothing, o->dropout,
+           o->word_dropout, o->seed);
     printf("%-14s %-10s %8s %12s %10s %14s %14s  %s\n", "tensor", "shape", "checked", "max rel err",
            "at", "analytic", "numeric", "");
     int failures = 0;
@@ -126,6 +130,7 @@ int main(int argc, char **argv) {
     Options o = {.tol = sizeof(real) == sizeof(double) ? 1e-6 : 1e-2, .samples = -1, .seed = 1};
     const CliOption options[] = {OPT_FLAG("unidirectional", 0, &o.unidirectional),
                                  OPT_FLAG("tie-embeddings", 0, &o.tie_embeddings),
+                                 OPT_FLAG("layer-norm", 0, &o.layer_norm),
                                  OPT_TEXT("score", 0, &o.score),
                                  OPT_REAL("smoothing", &o.smoothing, 0, 0.99),
                                  OPT_REAL("dropout", &o.dropout, 0, 0.9),

@@ -114,6 +114,10 @@ static const ConfigKey config_keys[] = {
      "the output layer's weights are the target embeddings (no out.w); needs readout_size = "
      "emb_size",
      NULL},
+    {"model", "layer_norm", KEY_BOOL, "false", 0, 0, NO_RANGE, offsetof(Config, model.layer_norm),
+     "layer-normalised GRUs: each GRU's input and recurrent pre-activations normalised "
+     "separately, with gains g_ih, g_hh (see the model spec)",
+     NULL},
 
     {"optim", "lr", KEY_REAL, "0.001", 0, 10, OPEN_MIN, offsetof(Config, optim.lr),
      "base learning rate of Adam", NULL},

@@ -57,6 +57,7 @@ typedef struct {
     int readout_size;     /* O: readout layer size */
     AttentionScore score; /* e_ti: additive, dot, general or scaled_dot (dot needs D = K) */
     bool tie_embeddings;  /* the output layer's W_out is tgt_emb (needs O = E) */
+    bool layer_norm;      /* layer-normalised GRUs (the spec's extension) */
 } ConfigModel;
 
 typedef struct {

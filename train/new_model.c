@@ -52,7 +52,8 @@ int nmt_model_from_config(NmtModel *nm, const Config *cfg, const TokenizedCorpus
                       .att = cfg->model.att_size,
                       .readout = cfg->model.readout_size,
                       .score = cfg->model.score,
-                      .tie_embeddings = cfg->model.tie_embeddings};
+                      .tie_embeddings = cfg->model.tie_embeddings,
+                      .layer_norm = cfg->model.layer_norm};
     ParamTable table;
     if (dims_validate(&dims, err)) {
         nmt_model_free(nm);

@@ -243,6 +243,7 @@ static int check_resume_matches(const NmtModel *nm, const Config *cfg, const cha
         {"[model] score (0 additive, 1 dot, 2 general, 3 scaled_dot)", (int)d->score,
          (int)cfg->model.score},
         {"[model] tie_embeddings", d->tie_embeddings, cfg->model.tie_embeddings},
+        {"[model] layer_norm", d->layer_norm, cfg->model.layer_norm},
         {"[data] lowercase", nm->lowercase, cfg->data.lowercase},
         {"[data] subwords (0 none, 1 bpe)", nm->subwords, cfg->data.subwords == SUBWORDS_BPE}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
@@ -444,11 +445,12 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
            "dev: %zu pairs\n",
            tr->train.count, cfg->data.train, tr->train.skipped, cfg->data.max_len,
            tr->train_corpus.empty_lines, tr->dev_corpus.count);
-    printf("model: Vs=%d Vt=%d E=%d H=%d%s D=%d A=%d O=%d%s, %zu parameters, %s precision, "
+    printf("model: Vs=%d Vt=%d E=%d H=%d%s D=%d A=%d O=%d%s%s, %zu parameters, %s precision, "
            "%d threads x %d ranks\n",
            d->src_vocab, d->tgt_vocab, d->emb, d->enc_hidden, d->bidirectional ? " (bi)" : "",
            d->dec_hidden, d->att, d->readout, d->tie_embeddings ? " (tied)" : "",
-           tr->nm.model.table.total, REAL_NAME, omp_get_max_threads(), tr->dist.size);
+           d->layer_norm ? " (layer-normalised GRUs)" : "", tr->nm.model.table.total, REAL_NAME,
+           omp_get_max_threads(), tr->dist.size);
     if (resume)
         printf("resuming from %s at step %llu (epoch %llu, batch %llu)\n", resume,
                (unsigned long long)st->step, (unsigned long long)st->epoch + 1,
