@@ -123,12 +123,15 @@ static int hypothesis_from_alignment(nmt_hypothesis *h, const Alignment *a, cons
 /* ---- translation ---- */
 
 static SearchOptions search_options(const nmt_options *o) {
-    SearchOptions s = {.beam = 1, .nbest = 1, .len_norm = 1.0};
+    SearchOptions s = {.beam = NMT_DEFAULT_BEAM, .nbest = 1, .len_norm = 1.0};
     if (!o) return s;
-    if (o->beam > 1) s.beam = o->beam;
+    if (o->beam > 0) s.beam = o->beam;
     if (o->nbest > 1) s.nbest = o->nbest;
     if (o->max_len > 0) s.max_len = o->max_len;
-    if (o->len_norm >= 0) s.len_norm = o->len_norm;
+    /* 0 must mean the default, 1: a zeroed struct is the defaults, and a beam search without
+     * length normalisation prefers short hypotheses */
+    if (o->len_norm > 0) s.len_norm = o->len_norm;
+    if (o->len_norm < 0) s.len_norm = 0;
     return s;
 }
 

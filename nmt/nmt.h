@@ -39,8 +39,9 @@ extern "C" {
 /* 1.1.0: bin/train writes checkpoint format 3 (nmt/checkpoint.h), which 1.0.0 refuses; every
  * file that 1.0.0 reads still opens. 1.2.0: nmt_open_with and 8-bit weights (int8 compute,
  * and format 4, the files bin/quantize writes, which 1.1.0 refuses); nmt_open is unchanged.
- * The Makefile's nmt.pc takes its version from here. */
-#define NMT_VERSION "1.2.0"
+ * 1.3.0: zeroed options (or NULL) search with a beam of NMT_DEFAULT_BEAM, where they were
+ * greedy; beam = 1 is greedy search. The Makefile's nmt.pc takes its version from here. */
+#define NMT_VERSION "1.3.0"
 
 typedef struct nmt_model nmt_model; /* opaque */
 
@@ -53,14 +54,19 @@ typedef struct {
  * a mistake, refused with a message rather than attempted. */
 enum { NMT_MAX_BEAM = 100, NMT_MAX_OUTPUT_LEN = 1000 };
 
-/* Search options; a zeroed struct (or NULL) means greedy search, one hypothesis, output up to
- * 2 x input length + 10 tokens, length normalisation 1. A value outside the bounds given here
- * makes nmt_translate fail, naming it. */
+/* The beam of zeroed options, as bin/translate's default: docs/results.md weighs its BLEU
+ * against greedy search's and its sentences/s. */
+enum { NMT_DEFAULT_BEAM = 5 };
+
+/* Search options; a zeroed struct (or NULL) means beam search with a beam of NMT_DEFAULT_BEAM,
+ * one hypothesis, output up to 2 x input length + 10 tokens, length normalisation 1. A value
+ * outside the bounds given here makes nmt_translate fail, naming it. */
 typedef struct {
-    int beam;        /* hypotheses kept per step, 0..NMT_MAX_BEAM (0 or 1: greedy) */
-    int nbest;       /* hypotheses returned per sentence, 0..NMT_MAX_BEAM (0: 1; at most beam) */
-    int max_len;     /* most output tokens, 0..NMT_MAX_OUTPUT_LEN (0: 2 x input length + 10) */
-    double len_norm; /* ranks hypotheses by logprob / length^len_norm (negative: 1) */
+    int beam;    /* hypotheses kept per step, 0..NMT_MAX_BEAM (0: NMT_DEFAULT_BEAM; 1: greedy) */
+    int nbest;   /* hypotheses returned per sentence, 0..NMT_MAX_BEAM (0: 1; at most beam) */
+    int max_len; /* most output tokens, 0..NMT_MAX_OUTPUT_LEN (0: 2 x input length + 10) */
+    double len_norm; /* ranks hypotheses by logprob / length^len_norm (0: 1, the default;
+                        negative: 0, no normalisation; 1.2.0 read 0 as 0 and a negative as 1) */
     int keep_unk;    /* 1: keep <unk> in the text (default 0: a word-level model's <unk>
                         becomes the source word it attends to most) */
 } nmt_options;

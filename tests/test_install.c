@@ -142,6 +142,28 @@ START_TEST(api_refuses_bad_arguments_and_input) {
     ck_assert_msg(nmt_translate(m, INPUTS, 1, &widest, out, &err) == 0, "%s", err.message);
     nmt_translation_free(out, 1);
 
+    /* zeroed options search with a beam of NMT_DEFAULT_BEAM: two best without a beam given
+     * (greedy search has one), and NULL the same hypothesis as that beam asked for */
+    ck_assert_int_gt(NMT_DEFAULT_BEAM, 1);
+    nmt_options two_best = {.nbest = 2}, explicit = {.beam = NMT_DEFAULT_BEAM};
+    ck_assert_msg(nmt_translate(m, INPUTS + 2, 1, &two_best, out, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(out[0].count, 2);
+    ck_assert_msg(nmt_translate(m, INPUTS + 2, 1, NULL, out + 1, &err) == 0, "%s", err.message);
+    ck_assert_msg(nmt_translate(m, INPUTS + 2, 1, &explicit, out + 2, &err) == 0, "%s",
+                  err.message);
+    ck_assert_str_eq(out[1].hyps[0].text, out[2].hyps[0].text);
+    ck_assert_double_eq(out[1].hyps[0].score, out[2].hyps[0].score);
+    ck_assert_str_eq(out[0].hyps[0].text, out[1].hyps[0].text);
+    /* len_norm 0 is the default 1 (score = logprob / rows), a negative one none at all */
+    ck_assert_double_eq_tol(out[1].hyps[0].score, out[1].hyps[0].logprob / out[1].hyps[0].rows,
+                            1e-9);
+    nmt_translation_free(out, 3);
+    nmt_options unnormalised = {.len_norm = -1};
+    ck_assert_msg(nmt_translate(m, INPUTS + 2, 1, &unnormalised, out, &err) == 0, "%s",
+                  err.message);
+    ck_assert_double_eq(out[0].hyps[0].score, out[0].hyps[0].logprob);
+    nmt_translation_free(out, 1);
+
     nmt_score_result scored[2];
     const char *src[] = {"the cat", "the cat"}, *tgt[] = {"le chat", ""};
     ck_assert_int_eq(nmt_score(m, NULL, tgt, 2, scored, &err), -1);

@@ -484,6 +484,15 @@ START_TEST(test_programs_run_on_a_bpe_model) {
                    (const char *const[]){"../bin/translate", "-m", model, "--beam", "3", "--nbest",
                                          "2", "--keep-unk", "I love cats.", NULL},
                    &r);
+    /* the default beam (NMT_DEFAULT_BEAM) has room for two best; greedy search would refuse */
+    expect_success(&s,
+                   (const char *const[]){"../bin/translate", "-m", model, "--nbest", "2",
+                                         "I love cats.", NULL},
+                   &r);
+    int lines = 0;
+    for (const char *p = r.out; *p; p++) lines += *p == '\n';
+    ck_assert_msg(lines == 2 && strncmp(r.out, "0 ||| ", 6) == 0 && strstr(r.out, "\n0 ||| "), "%s",
+                  r.out);
     const char *formats[] = {"tsv", "json", "text", "marian", "pharaoh"};
     for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) {
         expect_success(&s,

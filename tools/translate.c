@@ -1,7 +1,8 @@
 /*
  * translate.c: translates sentences with a trained model: each argument, or each line of
  * standard input when there is none, one translation per line (so it works in a pipe on a
- * whole file). Greedy search by default, beam search with length normalisation on request.
+ * whole file). Beam search with length normalisation (a beam of NMT_DEFAULT_BEAM, the C API's
+ * default), or greedy search with --beam 1.
  * A bad input line gets a one-line error naming it and an empty output line (so output lines
  * stay aligned with input lines); the exit status then is 1. --align FILE also writes each
  * best translation's attention alignment to FILE (see nmt/alignment.h for the formats).
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "nmt/align_write.h"
+#include "nmt/nmt.h"
 #include "tools/cli.h"
 #include "nmt/text.h"
 #include "nmt/translator.h"
@@ -32,7 +34,7 @@ static void usage(FILE *out) {
             "                 [--compute T] [TEXT ...]\n"
             "Translates each TEXT argument, or each line of standard input when there is none.\n"
             "  -m, --model MODEL  checkpoint (default: the toy model, runs/toy/best.ckpt)\n"
-            "  --beam N           beam size; 1 is greedy search (default 1)\n"
+            "  --beam N           beam size; 1 is greedy search (default %d)\n"
             "  --nbest N          print the N best translations as 'i ||| text ||| score'\n"
             "                     (default 1: just the best, one line per input; N <= beam)\n"
             "  --max-len N        at most N output tokens (default: 2 x input length + 10)\n"
@@ -51,7 +53,7 @@ static void usage(FILE *out) {
             "  -h, --help         this text\n"
             "Inputs longer than %d tokens are refused (an error and an empty line). Words the\n"
             "model does not know, and words copied in place of <unk>, are named on stderr.\n",
-            NMT_MAX_TOKENS);
+            NMT_DEFAULT_BEAM, NMT_MAX_TOKENS);
 }
 
 typedef struct {
@@ -229,7 +231,7 @@ static int translate_inputs(Run *r, int argc, char **argv, Error *err) {
 
 int main(int argc, char **argv) {
     const char *model_path = NULL, *align_path = NULL, *align_format_name = NULL, *compute = NULL;
-    long beam = 1, nbest = 1, max_len = 0;
+    long beam = NMT_DEFAULT_BEAM, nbest = 1, max_len = 0;
     bool keep_unk = false, unbuffered = false;
     double len_norm = 1.0;
     const CliOption options[] = {OPT_TEXT("model", 'm', &model_path),
