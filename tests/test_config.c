@@ -199,7 +199,9 @@ START_TEST(test_base_config) {
     ck_assert_int_eq(cfg.model.emb_size, 256);
     ck_assert_int_eq(cfg.model.dec_hidden, 256);
     ck_assert_int_eq(cfg.train.batch_tokens, 1500);
-    ck_assert_double_eq(cfg.optim.lr, 0.002);
+    ck_assert(cfg.model.tie_embeddings && cfg.model.layer_norm);
+    ck_assert_double_eq(cfg.train.word_dropout, 0);
+    ck_assert_double_eq(cfg.optim.lr, 0.004);
     ck_assert_double_eq(cfg.train.ema, 0.9999);
     ck_assert_int_eq(cfg.optim.schedule, LR_SCHEDULE_BUDGET);
     ck_assert_double_eq(cfg.optim.decay_share, 0.5);
