@@ -43,9 +43,9 @@ typedef struct {
 } BenchConfig;
 
 static const BenchConfig TOY = {
-    "toy", {1000, 1000, 64, 128, 1, 128, 128, 128, SCORE_ADDITIVE, 0}, 32, 12, 12, 60};
+    "toy", {1000, 1000, 64, 128, 1, 128, 128, 128, SCORE_ADDITIVE, 0, 0}, 32, 12, 12, 60};
 static const BenchConfig MEDIUM = {
-    "medium", {8000, 8000, 256, 256, 1, 512, 256, 256, SCORE_ADDITIVE, 0}, 64, 30, 30, 8};
+    "medium", {8000, 8000, 256, 256, 1, 512, 256, 256, SCORE_ADDITIVE, 0, 0}, 64, 30, 30, 8};
 
 static double now(void) {
     struct timespec ts;
@@ -220,7 +220,7 @@ static int train_report(const BenchConfig *c, int rounds) {
 
 /* The issue's model for the gettext en-de corpus: Vs = Vt = 16,004, E = 256, H = 256 bi,
  * D = 512, A = O = 256. */
-static const ModelDims REAL_DIMS = {16004, 16004, 256, 256, 1, 512, 256, 256, SCORE_ADDITIVE, 0};
+static const ModelDims REAL_DIMS = {16004, 16004, 256, 256, 1, 512, 256, 256, SCORE_ADDITIVE, 0, 0};
 enum { REAL_PAIRS = 64 * 64 }; /* one full bucketing window of 64-pair batches */
 
 typedef struct {
