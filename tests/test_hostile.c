@@ -420,14 +420,21 @@ static void expect_translate_refuses(const Scratch *s, const unsigned char *data
     assert_one_line_error(&r, "translate", 1, (const char *const[]){path, fragment, NULL});
 }
 
+/* A fresh scratch folder with a trained toy model; the bytes of its checkpoint `name` (run/...),
+ * whose path goes into path. */
+static unsigned char *trained_checkpoint(Scratch *s, const char *name, char *path, size_t path_size,
+                                         size_t *size) {
+    scratch_make(s);
+    scratch_train_model(s);
+    scratch_path(s, name, path, path_size);
+    return slurp_file(path, size);
+}
+
 START_TEST(hostile_checkpoint_wrong_magic) {
     Scratch s;
-    scratch_make(&s);
-    scratch_train_model(&s);
     char path[512];
-    scratch_path(&s, "run/best.ckpt", path, sizeof path);
     size_t size;
-    unsigned char *data = slurp_file(path, &size);
+    unsigned char *data = trained_checkpoint(&s, "run/best.ckpt", path, sizeof path, &size);
     memcpy(data, "NMTCKPT2", 8);
     fix_checksum(data, size);
     expect_translate_refuses(&s, data, size, "not a checkpoint (bad magic)");
@@ -466,12 +473,9 @@ END_TEST
 
 START_TEST(hostile_checkpoint_other_version) {
     Scratch s;
-    scratch_make(&s);
-    scratch_train_model(&s);
     char path[512];
-    scratch_path(&s, "run/best.ckpt", path, sizeof path);
     size_t size;
-    unsigned char *data = slurp_file(path, &size);
+    unsigned char *data = trained_checkpoint(&s, "run/best.ckpt", path, sizeof path, &size);
     put_u32(data + AT_VERSION, 5);
     fix_checksum(data, size);
     expect_translate_refuses(&s, data, size,
@@ -517,12 +521,9 @@ enum { N_HEADER_FORGERIES = sizeof HEADER_FORGERIES / sizeof HEADER_FORGERIES[0]
 
 START_TEST(hostile_checkpoint_header_field) {
     Scratch s;
-    scratch_make(&s);
-    scratch_train_model(&s);
     char path[512];
-    scratch_path(&s, "run/last.ckpt", path, sizeof path);
     size_t size;
-    unsigned char *data = slurp_file(path, &size);
+    unsigned char *data = trained_checkpoint(&s, "run/last.ckpt", path, sizeof path, &size);
     put_u32(data + HEADER_FORGERIES[_i].offset, HEADER_FORGERIES[_i].value);
     fix_checksum(data, size);
     expect_translate_refuses(&s, data, size, HEADER_FORGERIES[_i].fragment);
@@ -536,12 +537,9 @@ END_TEST
  * the sanitizers an attempt would be reported as an allocation far beyond the limit). */
 START_TEST(hostile_checkpoint_huge_sizes_are_not_allocated) {
     Scratch s;
-    scratch_make(&s);
-    scratch_train_model(&s);
     char path[512];
-    scratch_path(&s, "run/best.ckpt", path, sizeof path);
     size_t size;
-    unsigned char *data = slurp_file(path, &size);
+    unsigned char *data = trained_checkpoint(&s, "run/best.ckpt", path, sizeof path, &size);
     int32_t sizes[8];
     memcpy(sizes, data + AT_SIZES, sizeof sizes);
     ModelDims dims = {sizes[0], sizes[1], 1 << 24,        sizes[3], sizes[4], sizes[5],
@@ -583,12 +581,9 @@ static void assert_refused_when_cut(const unsigned char *data, size_t size) {
 
 START_TEST(hostile_checkpoint_truncated_at_every_byte) {
     Scratch s;
-    scratch_make(&s);
-    scratch_train_model(&s);
     char path[512];
-    scratch_path(&s, "run/last.ckpt", path, sizeof path);
     size_t size;
-    unsigned char *data = slurp_file(path, &size);
+    unsigned char *data = trained_checkpoint(&s, "run/last.ckpt", path, sizeof path, &size);
     assert_refused_when_cut(data, size);
     expect_translate_refuses(&s, data, size / 2, "checksum mismatch");
     free(data);
@@ -598,12 +593,9 @@ END_TEST
 
 START_TEST(hostile_checkpoint_flipped_bit) {
     Scratch s;
-    scratch_make(&s);
-    scratch_train_model(&s);
     char path[512];
-    scratch_path(&s, "run/last.ckpt", path, sizeof path);
     size_t size;
-    unsigned char *data = slurp_file(path, &size);
+    unsigned char *data = trained_checkpoint(&s, "run/last.ckpt", path, sizeof path, &size);
     Error err;
     /* every single bit of the file: the checksum catches each one */
     for (size_t bit = 0; bit < 8 * size; bit++) {
@@ -629,12 +621,9 @@ END_TEST
 
 START_TEST(hostile_checkpoint_vocabulary_mismatch) {
     Scratch s;
-    scratch_make(&s);
-    scratch_train_model(&s);
     char path[512];
-    scratch_path(&s, "run/best.ckpt", path, sizeof path);
     size_t size;
-    unsigned char *data = slurp_file(path, &size);
+    unsigned char *data = trained_checkpoint(&s, "run/best.ckpt", path, sizeof path, &size);
     /* claim one more source token, with a parameter count to match: the vocabulary stored has
      * one token fewer than the sizes say */
     ModelDims dims;
@@ -664,12 +653,9 @@ END_TEST
 
 START_TEST(hostile_checkpoint_non_finite_values) {
     Scratch s;
-    scratch_make(&s);
-    scratch_train_model(&s);
     char path[512];
-    scratch_path(&s, "run/last.ckpt", path, sizeof path);
     size_t size;
-    unsigned char *data = slurp_file(path, &size);
+    unsigned char *data = trained_checkpoint(&s, "run/last.ckpt", path, sizeof path, &size);
     size_t params = params_offset(data);
     uint64_t count;
     memcpy(&count, data + AT_COUNT, 8);
@@ -695,12 +681,9 @@ END_TEST
 
 START_TEST(hostile_checkpoint_trailing_bytes) {
     Scratch s;
-    scratch_make(&s);
-    scratch_train_model(&s);
     char path[512];
-    scratch_path(&s, "run/best.ckpt", path, sizeof path);
     size_t size;
-    unsigned char *data = slurp_file(path, &size);
+    unsigned char *data = trained_checkpoint(&s, "run/best.ckpt", path, sizeof path, &size);
     unsigned char *longer = calloc(size + 5, 1);
     ck_assert_ptr_nonnull(longer);
     memcpy(longer, data, size - 8);
@@ -1148,12 +1131,9 @@ END_TEST
  * a vocabulary is refused as it is read. */
 START_TEST(hostile_fuzz_vocabulary_token_with_line_break) {
     Scratch s;
-    scratch_make(&s);
-    scratch_train_model(&s);
     char path[512];
-    scratch_path(&s, "run/best.ckpt", path, sizeof path);
     size_t size;
-    unsigned char *data = slurp_file(path, &size);
+    unsigned char *data = trained_checkpoint(&s, "run/best.ckpt", path, sizeof path, &size);
     size_t second_token = AT_VOCABS + 8 + 4 + 4 + 5 + 4; /* after "<pad>" and its length */
     ck_assert(memcmp(data + second_token, "<unk>", 5) == 0);
     memcpy(data + second_token, "<un\n>", 5);
