@@ -205,6 +205,7 @@ START_TEST(test_base_config) {
     ck_assert_double_eq(cfg.train.ema, 0.9999);
     ck_assert_int_eq(cfg.optim.schedule, LR_SCHEDULE_BUDGET);
     ck_assert_double_eq(cfg.optim.decay_share, 0.5);
+    ck_assert_int_eq(cfg.train.epochs, 0);
     ck_assert_double_eq(cfg.train.max_minutes, 60);
     ck_assert_str_eq(cfg.train.out_dir, "../runs/base");
 }
