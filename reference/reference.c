@@ -291,20 +291,21 @@ static void layernorm_backward(double *da, double *dg, double *db, const double 
  * gi = g_ih * LN(W_ih x) + b_ih and W_hh h + b_hh becomes gh = g_hh * LN(W_hh h) + b_hh, each
  * LN over all 3N rows.
  * cache [gru_cache_width] keeps r, z, n and hn = W_hn h + b_hn (the n rows of gh), then, when
- * normalised, the normalisations of W_ih x and of W_hh h (layernorm_forward's norm each).
+ * normalised, the normalisations of W_ih x and of W_hh h (layernorm_forward's norm each, 3N + 1).
+ * pre [6N] is scratch for the pre-activations gi and gh.
  */
-/* pre [6N] is scratch for the pre-activations gi and gh. */
 static void gru_forward(double *h_new, double *cache, double *pre, const double *x, const double *h,
                         const GruWeights *w, int in, int N) {
     double *r = cache, *z = cache + N, *n = cache + 2 * N, *hn = cache + 3 * N;
     double *gi = pre, *gh = pre + 3 * N;
+    double *norm_ih = cache + 4 * N, *norm_hh = norm_ih + 3 * N + 1;
     for (int k = 0; k < 3 * N; k++) {
         gi[k] = dot(w->w_ih + (size_t)k * in, x, in);
         gh[k] = dot(w->w_hh + (size_t)k * N, h, N);
     }
     if (w->g_ih) {
-        layernorm_forward(gi, cache + 4 * N, gi, w->g_ih, w->b_ih, 3 * N);
-        layernorm_forward(gh, cache + 7 * N + 1, gh, w->g_hh, w->b_hh, 3 * N);
+        layernorm_forward(gi, norm_ih, gi, w->g_ih, w->b_ih, 3 * N);
+        layernorm_forward(gh, norm_hh, gh, w->g_hh, w->b_hh, 3 * N);
     } else {
         for (int k = 0; k < 3 * N; k++) gi[k] += w->b_ih[k], gh[k] += w->b_hh[k];
     }
@@ -324,6 +325,7 @@ static void gru_backward(double *dx, double *dh_prev, const GruGrads *g, double 
                          const GruWeights *w, int in, int N) {
     const double *r = cache, *z = cache + N, *n = cache + 2 * N, *hn = cache + 3 * N;
     double *d_gi = d_pre, *d_gh = d_pre + 3 * N;
+    const double *norm_ih = cache + 4 * N, *norm_hh = norm_ih + 3 * N + 1;
     for (int j = 0; j < N; j++) {
         /* h' = (1 - z) * n + z * h */
         double dn = dh[j] * (1 - z[j]), dz = dh[j] * (h[j] - n[j]);
@@ -340,8 +342,8 @@ static void gru_backward(double *dx, double *dh_prev, const GruGrads *g, double 
     if (w->g_ih) {
         /* gi = g_ih * LN(W_ih x) + b_ih, gh = g_hh * LN(W_hh h) + b_hh: d_gi and d_gh become
          * d (W_ih x) and d (W_hh h) */
-        layernorm_backward(d_gi, g->g_ih, g->b_ih, d_gi, cache + 4 * N, w->g_ih, 3 * N);
-        layernorm_backward(d_gh, g->g_hh, g->b_hh, d_gh, cache + 7 * N + 1, w->g_hh, 3 * N);
+        layernorm_backward(d_gi, g->g_ih, g->b_ih, d_gi, norm_ih, w->g_ih, 3 * N);
+        layernorm_backward(d_gh, g->g_hh, g->b_hh, d_gh, norm_hh, w->g_hh, 3 * N);
         db_ih = db_hh = NULL;
     }
     /* W_ih x (+ b_ih) and W_hh h (+ b_hh) */
@@ -391,6 +393,7 @@ static void encoder_forward(RefActs *a, const Weights *w, int b) {
 static void encoder_backward(RefActs *a, const Weights *w, int b, const Scratch *sc) {
     const ModelDims *d = &a->dims;
     int S = a->S, L = a->src_len[b], E = d->emb, H = d->enc_hidden, K = dims_enc_state(d);
+    int cw = gru_cache_width(d, H);
     int dirs = d->bidirectional ? 2 : 1;
     memset(sc->d_x, 0, sizeof(double) * (size_t)L * E);
     for (int dir = 0; dir < dirs; dir++) {
@@ -408,8 +411,7 @@ static void encoder_backward(RefActs *a, const Weights *w, int b, const Scratch 
                 step == 0 ? sc->zeros : a->enc_state[dir] + ((size_t)b * S + prev) * H;
             memset(sc->carry, 0, sizeof(double) * H);
             gru_backward(sc->d_x + (size_t)i * E, sc->carry, &gg, sc->d_pre, sc->d_state,
-                         a->enc_cache[dir] + at * gru_cache_width(d, H), a->x + at * E, h, gw, E,
-                         H);
+                         a->enc_cache[dir] + at * cw, a->x + at * E, h, gw, E, H);
         }
     }
     /* x_i = src_emb[src_i] * keep */
