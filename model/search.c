@@ -1,8 +1,8 @@
 /*
  * search.c: beam search and greedy decoding (see search.h).
  */
-#include "search.h"
-#include "parallel.h"
+#include "model/search.h"
+#include "model/parallel.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -10,14 +10,14 @@
 
 #include <omp.h>
 
-#include "attention.h"
-#include "fastmath.h"
-#include "gemm.h"
-#include "gru.h"
-#include "layernorm.h"
-#include "layers.h"
-#include "loss.h"
-#include "qgemm.h"
+#include "model/attention.h"
+#include "model/fastmath.h"
+#include "model/gemm.h"
+#include "model/gru.h"
+#include "model/layernorm.h"
+#include "model/layers.h"
+#include "model/loss.h"
+#include "model/qgemm.h"
 
 typedef struct {
     real **slot;

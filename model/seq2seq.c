@@ -2,8 +2,8 @@
  * seq2seq.c: the whole model's forward and backward passes and its activation plan
  * (see seq2seq.h; the equations are the spec's, quoted above each part).
  */
-#include "seq2seq.h"
-#include "parallel.h"
+#include "model/seq2seq.h"
+#include "model/parallel.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -12,13 +12,13 @@
 
 #include <omp.h>
 
-#include "attention.h"
-#include "gemm.h"
-#include "gru.h"
-#include "layernorm.h"
-#include "layers.h"
-#include "loss.h"
-#include "qgemm.h"
+#include "model/attention.h"
+#include "model/gemm.h"
+#include "model/gru.h"
+#include "model/layernorm.h"
+#include "model/layers.h"
+#include "model/loss.h"
+#include "model/qgemm.h"
 
 int model_init(Model *m, const ModelDims *dims, Error *err) {
     memset(m, 0, sizeof *m);

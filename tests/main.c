@@ -9,7 +9,7 @@
 
 #include "base/usage.h"
 #include "base/utf8.h"
-#include "suites.h"
+#include "tests/suites.h"
 
 static void usage(FILE *out) {
     fputs("usage: run_tests [-h | --help]\n"

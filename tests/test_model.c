@@ -11,7 +11,7 @@
 
 #include "reference/fdcheck.h"
 #include "model/search.h"
-#include "suites.h"
+#include "tests/suites.h"
 
 static const ModelDims TINY = {.src_vocab = 11,
                                .tgt_vocab = 13,

@@ -21,11 +21,11 @@
 #include "model/quant.h"
 #include "model/search.h"
 #include "nmt/alignment.h"
-#include "nmt/checkpoint.h"
+#include "nmt/formats/checkpoint.h"
 #include "nmt/nmt.h"
 #include "nmt/text.h"
 #include "reference/fdcheck.h"
-#include "suites.h"
+#include "tests/suites.h"
 
 static const InstructionSet KERNELS[] = {ISA_PORTABLE, ISA_AVX2, ISA_AVX512_VNNI};
 

@@ -17,7 +17,7 @@
 #include "nmt/text.h"
 #include "reference/fdcheck.h"
 #include "reference/reference.h"
-#include "suites.h"
+#include "tests/suites.h"
 #include "train/adam.h"
 #include "train/new_model.h"
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/usage.h"
+#include "nmt/formats/checkpoint.h"
 #include "tools/cli.h"
 
 static void usage(FILE *out) {

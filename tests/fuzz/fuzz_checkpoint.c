@@ -11,7 +11,7 @@
  */
 #include <stdlib.h>
 
-#include "nmt/checkpoint.h"
+#include "nmt/formats/checkpoint.h"
 #include "tests/fuzz/checkpoint_bytes.h"
 
 static void load(const uint8_t *data, size_t size, bool use_model) {

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "base/utf8.h"
-#include "nmt/align_write.h"
+#include "nmt/pictures/align_write.h"
 #include "train/curves.h"
 
 enum { MAX_SIDE = 12, MAX_TEXT = 64 };

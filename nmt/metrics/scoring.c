@@ -1,7 +1,7 @@
 /*
  * scoring.c: loss, perplexity, BLEU and chrF of a model on held-out pairs (see scoring.h).
  */
-#include "scoring.h"
+#include "nmt/metrics/scoring.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /*
  * checkpoint.c: saving and loading checkpoints (see checkpoint.h for the format).
  */
-#include "checkpoint.h"
+#include "nmt/formats/checkpoint.h"
 
 #include <errno.h>
 #include <fcntl.h>
