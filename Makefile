@@ -190,7 +190,7 @@ test-cpus: bin/run_tests
 # The benchmark (not a test): figures only. THREADS sets the OpenMP thread count.
 THREADS ?= $(shell nproc 2>/dev/null || echo 2)
 bin/bench: $(BUILD)/bench/bench.o $(BUILD)/bench/peak.o $(BUILD)/bench/lengths.o \
-           $(call room_lib,train reference nmt nmt/formats data model base)
+           $(call room_lib,train nmt nmt/formats data model base)
 	$(LINK)
 
 bin/bench_gemm: $(BUILD)/bench/bench_gemm.o $(BUILD)/bench/peak.o $(call room_lib,model base)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/fixtures.h"
 #include "reference/fdcheck.h"
 #include "model/search.h"
 #include "tests/suites.h"

@@ -24,7 +24,7 @@
 #include "nmt/formats/checkpoint.h"
 #include "nmt/nmt.h"
 #include "nmt/text.h"
-#include "reference/fdcheck.h"
+#include "model/fixtures.h"
 #include "tests/suites.h"
 
 static const InstructionSet KERNELS[] = {ISA_PORTABLE, ISA_AVX2, ISA_AVX512_VNNI};

@@ -15,7 +15,7 @@
 
 #include "model/search.h"
 #include "nmt/text.h"
-#include "reference/fdcheck.h"
+#include "model/fixtures.h"
 #include "reference/reference.h"
 #include "tests/suites.h"
 #include "train/adam.h"
