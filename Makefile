@@ -17,11 +17,12 @@
 #   make uninstall       removes what make install put there
 #
 # Layers, each using only those below it: base/ (errors, allocation, files, UTF-8, batches);
-# data/ and model/; nmt/ (the library that uses a trained model, public header nmt/nmt.h);
-# reference/ (the plain reference of the spec and what checks the engine against it);
-# train/; tools/ (thin programs). Beside them, notes/ is the course-notes calculator and its
-# program, and data/toy/gencorpus.c the program that writes the toy corpus. A program is one
-# file with a main().
+# data/ and model/; nmt/ (the library that uses a trained model, public header nmt/nmt.h),
+# with its rooms nmt/formats/ below it and nmt/metrics/, nmt/pictures/ above it; reference/
+# (the plain reference of the spec and what checks the engine against it); train/; tools/
+# (thin programs). Beside them, notes/ is the course-notes calculator and its program, and
+# data/toy/gencorpus.c the program that writes the toy corpus. A program is one file with a
+# main(); each folder is one archive, and each program links the archives it uses (ROOMS).
 
 CC       ?= gcc
 REAL     ?= float
