@@ -17,11 +17,12 @@
 #   make uninstall       removes what make install put there
 #
 # Layers, each using only those below it: base/ (errors, allocation, files, UTF-8, batches);
-# data/ and model/; nmt/ (the library that uses a trained model, public header nmt/nmt.h);
-# reference/ (the plain reference of the spec and what checks the engine against it);
-# train/; tools/ (thin programs). Beside them, notes/ is the course-notes calculator and its
-# program, and data/toy/gencorpus.c the program that writes the toy corpus. A program is one
-# file with a main().
+# data/ and model/; nmt/ (the library that uses a trained model, public header nmt/nmt.h),
+# with its rooms nmt/formats/ below it and nmt/metrics/, nmt/pictures/ above it; reference/
+# (the plain reference of the spec and what checks the engine against it); train/; tools/
+# (thin programs). Beside them, notes/ is the course-notes calculator and its program, and
+# data/toy/gencorpus.c the program that writes the toy corpus. A program is one file with a
+# main(); each folder is one archive, and each program links the archives it uses (ROOMS).
 
 CC       ?= gcc
 REAL     ?= float
@@ -55,20 +56,30 @@ endif
 
 # MPI objects live apart, so switching MPI=1 and back does not rebuild everything each time.
 BUILD    = build$(if $(filter 1,$(MPI)),/mpi)
-# Each program's main() lives in the file named here; everything else is library code.
-# Programs live in tools/ but for three that live beside what they serve.
+# A program is tools/NAME.c with a main(), but for two that live beside what they serve.
 PROGRAMS = train translate evaluate align gradcheck gradref gencorpus attend plot reference-train \
            quantize
-MAIN_SRC = train/train.c notes/attend.c data/toy/gencorpus.c \
-           $(addprefix tools/,$(addsuffix .c,$(filter-out train attend gencorpus,$(PROGRAMS))))
-LIB_SRC  = $(filter-out $(MAIN_SRC),$(wildcard base/*.c model/*.c data/*.c nmt/*.c reference/*.c \
-                                               train/*.c tools/*.c notes/*.c))
-# The attention page's style sheet and script, linked in as data (nmt/align_html.c).
+MAIN_SRC = notes/attend.c data/toy/gencorpus.c $(wildcard $(PROGRAMS:%=tools/%.c))
+# The exception, until bin/train's main() moves to tools/train.c (issue 41): train/train.c.
+MAIN_SRC += $(if $(wildcard tools/train.c),,train/train.c)
+# The rooms, top down (the order a link line needs): each folder's *.c but the programs' main
+# files, one archive each, build/lib<folder>.a ('/' as '-'). A new file joins its room's
+# archive by being in the folder. nmt/ serves three rooms of its own: the file formats below
+# it, the metrics and the pictures above it.
+ROOMS    = notes tools train reference nmt/pictures nmt/metrics nmt nmt/formats data model base
+room_src = $(filter-out $(MAIN_SRC),$(wildcard $(1)/*.c))
+room_obj = $(patsubst %.c,$(BUILD)/%.o,$(call room_src,$(1)))
+room_lib = $(foreach room,$(1),$(BUILD)/lib$(subst /,-,$(room)).a)
+LIB_SRC  = $(foreach room,$(ROOMS),$(call room_src,$(room)))
+# The attention page's style sheet and script, linked in as data (nmt/pictures/align_html.c):
+# members of the pictures' archive, so only a program that writes the page carries them.
 PAGE_SRC = nmt/attention-page.css nmt/attention-page.js
 PAGE_OBJ = $(PAGE_SRC:%=$(BUILD)/%.o)
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o) $(PAGE_OBJ)
-# What a program that embeds the translator links: the layers up to nmt/, not training.
-NMT_LIB_OBJ = $(filter $(BUILD)/base/% $(BUILD)/data/% $(BUILD)/model/% $(BUILD)/nmt/%,$(LIB_OBJ))
+# What a program that embeds the translator links (make install): the rooms up to nmt/ and
+# its own, not training.
+NMT_ROOMS = nmt/pictures nmt/metrics nmt nmt/formats data model base
+NMT_SRC  = $(foreach room,$(NMT_ROOMS),$(call room_src,$(room)))
 TEST_SRC = $(wildcard tests/*.c)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 BINS     = $(addprefix bin/,$(filter $(PROGRAMS),$(basename $(notdir $(wildcard $(MAIN_SRC))))))
@@ -81,7 +92,8 @@ STAMP    = $(BUILD)/compile-command
 # switching MPI leaves each folder's objects older than the programs, so the link needs a
 # stamp of its own.
 LINK_STAMP = bin/.link-command
-LINK     = $(CC) $(filter-out $(LINK_STAMP),$^) -o $@ $(LDLIBS)
+# The objects first, then the archives in the order the rule lists them.
+LINK     = $(CC) $(filter %.o,$^) $(filter %.a,$^) -o $@ $(LDLIBS)
 
 .PHONY: all test tests test-browser test-cpus test-mpi check-lib bench clean format install uninstall FORCE
 # Keep every object (pattern-rule intermediates included): no rebuilds, no "rm" lines after tests.
@@ -106,16 +118,41 @@ $(PAGE_OBJ): $(BUILD)/%.o: % $(STAMP)
 	@mkdir -p $(dir $@)
 	ld -r -b binary -z noexecstack -o $@ $<
 
-bin/train: $(BUILD)/train/train.o $(LIB_OBJ) $(LINK_STAMP)
+# One archive per room. Secondary expansion turns libnmt-pictures.a back into nmt/pictures.
+.SECONDEXPANSION:
+$(BUILD)/lib%.a: $$(call room_obj,$$(subst -,/,$$*))
+	rm -f $@
+	ar rcs $@ $^
+$(call room_lib,nmt/pictures): $(PAGE_OBJ)
+
+# Each program's rooms, top down: the link lines are the architecture (tests/test_rooms.c
+# checks with nm that no program holds a symbol of a room not listed here).
+bin/train:           $(call room_lib,train nmt/pictures nmt/metrics nmt nmt/formats data model base)
+bin/reference-train: $(call room_lib,train reference nmt/metrics nmt nmt/formats data model base)
+bin/translate:       $(call room_lib,tools nmt/pictures nmt nmt/formats data model base)
+bin/align:           $(call room_lib,tools nmt/pictures nmt nmt/formats data model base)
+bin/evaluate:        $(call room_lib,tools nmt/metrics nmt nmt/formats data model base)
+bin/quantize:        $(call room_lib,tools nmt/formats data model base)
+bin/gradref:         $(call room_lib,tools train reference nmt nmt/formats data model base)
+bin/gradcheck:       $(call room_lib,tools reference model base)
+bin/plot:            $(call room_lib,tools train nmt/pictures base)
+bin/attend:          $(call room_lib,notes tools base)
+bin/gencorpus:       $(call room_lib,base)
+$(BINS) bin/run_tests bin/bench bin/bench_gemm bin/ckpt_diff: $(LINK_STAMP)
+
+bin/attend: $(BUILD)/notes/attend.o
 	$(LINK)
 
-bin/attend: $(BUILD)/notes/attend.o $(LIB_OBJ) $(LINK_STAMP)
+bin/gencorpus: $(BUILD)/data/toy/gencorpus.o
 	$(LINK)
 
-bin/gencorpus: $(BUILD)/data/toy/gencorpus.o $(LIB_OBJ) $(LINK_STAMP)
+# The exception, until its main() moves to tools/train.c.
+ifeq ($(wildcard tools/train.c),)
+bin/train: $(BUILD)/train/train.o
 	$(LINK)
+endif
 
-bin/%: $(BUILD)/tools/%.o $(LIB_OBJ) $(LINK_STAMP)
+bin/%: $(BUILD)/tools/%.o
 	$(LINK)
 
 # The test suite needs the `check` library; tests/need-check.sh installs it when it can.
@@ -129,7 +166,7 @@ $(BUILD)/tests/%.o: tests/%.c $(STAMP) | check-lib
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(shell pkg-config --cflags check 2>/dev/null) -MMD -MP -c $< -o $@
 
-bin/run_tests: $(TEST_OBJ) $(LIB_OBJ) $(LINK_STAMP) | check-lib
+bin/run_tests: $(TEST_OBJ) $(call room_lib,$(ROOMS)) | check-lib
 	$(LINK) $(shell pkg-config --libs check 2>/dev/null)
 
 # The install test (tests/test_install.c) repeats `make install` with this build's settings and
@@ -153,10 +190,11 @@ test-cpus: bin/run_tests
 
 # The benchmark (not a test): figures only. THREADS sets the OpenMP thread count.
 THREADS ?= $(shell nproc 2>/dev/null || echo 2)
-bin/bench: $(BUILD)/bench/bench.o $(BUILD)/bench/peak.o $(BUILD)/bench/lengths.o $(LIB_OBJ) $(LINK_STAMP)
+bin/bench: $(BUILD)/bench/bench.o $(BUILD)/bench/peak.o $(BUILD)/bench/lengths.o \
+           $(call room_lib,train nmt nmt/formats data model base)
 	$(LINK)
 
-bin/bench_gemm: $(BUILD)/bench/bench_gemm.o $(BUILD)/bench/peak.o $(LIB_OBJ) $(LINK_STAMP)
+bin/bench_gemm: $(BUILD)/bench/bench_gemm.o $(BUILD)/bench/peak.o $(call room_lib,model base)
 	$(LINK)
 
 bench: bin/bench bin/bench_gemm bin/translate
@@ -175,11 +213,13 @@ $(BUILD)/tests/mpi/%.o: tests/mpi/%.c $(STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-bin/ckpt_diff: $(BUILD)/tests/mpi/ckpt_diff.o $(LIB_OBJ) $(LINK_STAMP)
+bin/ckpt_diff: $(BUILD)/tests/mpi/ckpt_diff.o $(call room_lib,nmt/formats data model base)
 	$(LINK)
 
-# The library for programs that embed the translator (docs/example.c, README "The C API").
-$(BUILD)/libnmt.a: $(NMT_LIB_OBJ)
+# The library for programs that embed the translator (docs/example.c, README "The C API"):
+# the translator's rooms in one archive, apart from the nmt room's own build/libnmt.a.
+$(BUILD)/install/libnmt.a: $(NMT_SRC:%.c=$(BUILD)/%.o) $(PAGE_OBJ)
+	@mkdir -p $(dir $@)
 	rm -f $@
 	ar rcs $@ $^
 
@@ -188,10 +228,10 @@ DESTDIR ?=
 INSTALL_PROGRAMS = $(filter-out bin/run_tests bin/bench bin/bench_gemm,$(BINS))
 NMT_VERSION := $(shell sed -n 's/^\#define NMT_VERSION "\(.*\)"/\1/p' nmt/nmt.h)
 
-install: $(BINS) $(BUILD)/libnmt.a
+install: $(BINS) $(BUILD)/install/libnmt.a
 	mkdir -p $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	for p in $(INSTALL_PROGRAMS); do cp $$p $(DESTDIR)$(PREFIX)/bin/nmt-$$(basename $$p) || exit 1; done
-	cp $(BUILD)/libnmt.a $(DESTDIR)$(PREFIX)/lib/libnmt.a
+	cp $(BUILD)/install/libnmt.a $(DESTDIR)$(PREFIX)/lib/libnmt.a
 	cp nmt/nmt.h $(DESTDIR)$(PREFIX)/include/nmt.h
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
 	    'Name: nmt' 'Description: attention-based neural machine translation in plain C' \
@@ -207,7 +247,7 @@ clean:
 	rm -rf $(BUILD) bin
 
 format:
-	clang-format -i $(wildcard */*.c */*.h)
+	clang-format -i $(wildcard */*.c */*.h nmt/*/*.c nmt/*/*.h)
 
 # Every object's header dependencies, the programs' main() files included (without theirs, a
 # program would keep an object built against an older header: another struct layout).
@@ -260,7 +300,7 @@ fuzz: $(FUZZ_TARGETS:%=bin/fuzz_%)
 # quantizes it on the way (bin/quantize), for a page a third of the size (docs/live.md).
 EMCC        ?= emcc
 WASM_BUILD   = build/wasm
-WASM_SRC     = $(filter-out nmt/align_html.c,$(wildcard base/*.c data/*.c model/*.c nmt/*.c)) live/live.c
+WASM_SRC     = $(filter-out nmt/pictures/align_html.c,$(NMT_SRC)) live/live.c
 WASM_OBJ     = $(WASM_SRC:%.c=$(WASM_BUILD)/%.o)
 WASM_CFLAGS  = -std=c17 -O3 -Wall -Wextra -fno-math-errno -D_POSIX_C_SOURCE=200809L -I. -Ilive/serial
 WASM_EXPORTS = _live_open,_live_close,_live_info,_live_translate,_live_force,_malloc,_free

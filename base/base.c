@@ -2,7 +2,7 @@
  * base.c: error messages, checked allocation and the memory check (see base.h).
  */
 #define _DEFAULT_SOURCE /* madvise's MADV_HUGEPAGE (Linux); the rest of this file is POSIX */
-#include "base.h"
+#include "base/base.h"
 
 #include <math.h>
 #include <stdarg.h>

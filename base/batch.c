@@ -1,7 +1,7 @@
 /*
  * batch.c: the layout of a batch's id arrays in one block (see batch.h).
  */
-#include "batch.h"
+#include "base/batch.h"
 
 size_t batch_block_ints(int B, int S, int T) {
     return (size_t)B * S + 2 * (size_t)B * T + 2 * (size_t)B;

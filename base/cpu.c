@@ -6,7 +6,7 @@
 #define _DARWIN_C_SOURCE /* sysctlbyname, which _POSIX_C_SOURCE alone hides */
 #endif
 
-#include "cpu.h"
+#include "base/cpu.h"
 
 #include <stdatomic.h>
 #include <stdio.h>

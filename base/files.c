@@ -1,7 +1,7 @@
 /*
  * files.c: files written whole or not at all, folders, lines (see files.h).
  */
-#include "files.h"
+#include "base/files.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /*
  * rng.c: xoshiro256** seeded through splitmix64 (see rng.h).
  */
-#include "rng.h"
+#include "base/rng.h"
 
 #include <math.h>
 

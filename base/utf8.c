@@ -1,7 +1,7 @@
 /*
  * utf8.c: the one UTF-8 decoder and encoder every layer uses (see utf8.h).
  */
-#include "utf8.h"
+#include "base/utf8.h"
 
 #include <stdio.h>
 #include <string.h>

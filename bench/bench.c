@@ -26,9 +26,9 @@
 
 #include "bench/lengths.h"
 #include "bench/peak.h"
-#include "reference/fdcheck.h"
 #include "base/cpu.h"
 #include "model/fastmath.h"
+#include "model/fixtures.h"
 #include "model/gemm.h"
 #include "model/search.h"
 #include "train/adam.h"

@@ -2,7 +2,7 @@
  * peak.c: FP32 FMA peak (see peak.h). Independent accumulators hide the FMA latency: with a
  * 4-cycle latency and two FMA ports, at least 8 chains must be in flight.
  */
-#include "peak.h"
+#include "bench/peak.h"
 
 #include "base/cpu.h"
 

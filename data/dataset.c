@@ -1,7 +1,7 @@
 /*
  * dataset.c: encoding pairs to ids, padded batches and length-bucketed epochs (see dataset.h).
  */
-#include "dataset.h"
+#include "data/dataset.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "nmt/alignment.h"
-#include "nmt/markup.h"
+#include "nmt/pictures/markup.h"
 #include "nmt/translator.h"
 
 typedef struct {

@@ -2,14 +2,14 @@
  * attention.c: attention forward and backward for one decoder step, for each score (see
  * attention.h).
  */
-#include "attention.h"
+#include "model/attention.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "fastmath.h"
-#include "gemm.h"
-#include "loss.h"
+#include "model/fastmath.h"
+#include "model/gemm.h"
+#include "model/loss.h"
 
 /* One sentence's hidden layer over the features [lo, hi): hid[i, j - lo] = tanh(q_j + k_ij)
  * for positions i < L, 0 for L <= i < S; hid is [S, hi - lo]. The pre-activations first, then

@@ -8,7 +8,7 @@
  * has no cancellation there. Both branches are computed and one is selected, so loops have no
  * branches and vectorise.
  */
-#include "fastmath.h"
+#include "model/fastmath.h"
 
 #include <math.h>
 #include <stdint.h>

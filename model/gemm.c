@@ -65,8 +65,8 @@
  * falls back to a plain loop doing exactly the kernels' arithmetic, which leaves no trace in
  * the results either.
  */
-#include "gemm.h"
-#include "parallel.h"
+#include "model/gemm.h"
+#include "model/parallel.h"
 
 #include "base/cpu.h"
 

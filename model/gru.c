@@ -1,11 +1,11 @@
 /*
  * gru.c: GRU step forward and backward (see gru.h).
  */
-#include "gru.h"
+#include "model/gru.h"
 
-#include "fastmath.h"
-#include "gemm.h"
-#include "layernorm.h"
+#include "model/fastmath.h"
+#include "model/gemm.h"
+#include "model/layernorm.h"
 
 void gru_step_forward(real *h_out, real *cache, real *scratch, const real *gi, const real *h_prev,
                       const real *w_hh, const real *b_hh, const int *len, int pos, int B, int N) {

@@ -6,11 +6,11 @@
  * (ISO C, no -ffast-math), which left these loops scalar and slower than the time step's
  * products they sit between; the lanes vectorise and give the same bits on every machine.
  */
-#include "layernorm.h"
+#include "model/layernorm.h"
 
 #include <math.h>
 
-#include "fastmath.h"
+#include "model/fastmath.h"
 
 enum { LANES = 8 };
 

@@ -1,14 +1,14 @@
 /*
  * layers.c: embedding lookup, affine layer, tanh and dropout (see layers.h).
  */
-#include "layers.h"
-#include "parallel.h"
+#include "model/layers.h"
+#include "model/parallel.h"
 
 #include <string.h>
 #include <tgmath.h>
 
-#include "fastmath.h"
-#include "gemm.h"
+#include "model/fastmath.h"
+#include "model/gemm.h"
 
 /* Row r of embedding_forward. */
 static void embedding_row(real *out, int ld, const int *ids, const real *keep, const real *emb,

@@ -1,13 +1,13 @@
 /*
  * loss.c: stable softmax, log-sum-exp and the fused cross-entropy (see loss.h).
  */
-#include "loss.h"
+#include "model/loss.h"
 
 #include <tgmath.h>
 
-#include "fastmath.h"
-#include "layers.h"
-#include "parallel.h"
+#include "model/fastmath.h"
+#include "model/layers.h"
+#include "model/parallel.h"
 
 void softmax_inplace(real *x, int n) {
     real max = x[0];

@@ -1,7 +1,7 @@
 /*
  * parallel.c: work sharing among threads (see parallel.h).
  */
-#include "parallel.h"
+#include "model/parallel.h"
 
 #include <sched.h>
 

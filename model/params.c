@@ -1,7 +1,7 @@
 /*
  * params.c: the parameter table, named views and initialisation (see params.h).
  */
-#include "params.h"
+#include "model/params.h"
 
 #include <math.h>
 #include <stddef.h>

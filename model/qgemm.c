@@ -7,7 +7,7 @@
  * every row, and each lane accumulates one feature, so the sums come out of the registers as
  * they are (a kernel over plain rows would need a horizontal sum per feature and row).
  */
-#include "qgemm.h"
+#include "model/qgemm.h"
 
 #include "base/cpu.h"
 

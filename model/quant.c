@@ -1,9 +1,9 @@
 /*
  * quant.c: per-row symmetric 8-bit quantization of weights and activations (see quant.h).
  */
-#include "quant.h"
-#include "fastmath.h"
-#include "qgemm.h"
+#include "model/quant.h"
+#include "model/fastmath.h"
+#include "model/qgemm.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 /*
  * search.c: beam search and greedy decoding (see search.h).
  */
-#include "search.h"
-#include "parallel.h"
+#include "model/search.h"
+#include "model/parallel.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -10,14 +10,14 @@
 
 #include <omp.h>
 
-#include "attention.h"
-#include "fastmath.h"
-#include "gemm.h"
-#include "gru.h"
-#include "layernorm.h"
-#include "layers.h"
-#include "loss.h"
-#include "qgemm.h"
+#include "model/attention.h"
+#include "model/fastmath.h"
+#include "model/gemm.h"
+#include "model/gru.h"
+#include "model/layernorm.h"
+#include "model/layers.h"
+#include "model/loss.h"
+#include "model/qgemm.h"
 
 typedef struct {
     real **slot;
@@ -31,7 +31,9 @@ int search_init(Searcher *s, const ModelDims *d, int max_sentences, int max_src,
         return error_set(err, "invalid search plan (%d sentences, %d tokens, beam %d, %d steps)",
                          max_sentences, max_src, beam, max_len);
     s->max_sentences = max_sentences, s->max_src = max_src, s->beam = beam, s->max_len = max_len;
-    if (acts_init(&s->enc, d, max_sentences, max_src, 1, err)) return -1;
+    /* a search may run an int8 model (model_encode) */
+    if (acts_init_plan(&s->enc, d, max_sentences, max_src, 1, &(ActsPlan){.int8 = 1}, err))
+        return -1;
     size_t R = (size_t)max_sentences * beam, S = max_src, L = max_len;
     size_t E = d->emb, D = d->dec_hidden, F = dims_att_features(d), O = d->readout,
            V = d->tgt_vocab;

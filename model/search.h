@@ -22,7 +22,7 @@
 #ifndef NMT_SEARCH_H
 #define NMT_SEARCH_H
 
-#include "seq2seq.h"
+#include "model/seq2seq.h"
 
 typedef struct {
     int beam;        /* hypotheses kept per sentence (1 = greedy) */

@@ -2,8 +2,8 @@
  * seq2seq.c: the whole model's forward and backward passes and its activation plan
  * (see seq2seq.h; the equations are the spec's, quoted above each part).
  */
-#include "seq2seq.h"
-#include "parallel.h"
+#include "model/seq2seq.h"
+#include "model/parallel.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -12,13 +12,14 @@
 
 #include <omp.h>
 
-#include "attention.h"
-#include "gemm.h"
-#include "gru.h"
-#include "layernorm.h"
-#include "layers.h"
-#include "loss.h"
-#include "qgemm.h"
+#include "model/attention.h"
+#include "model/gemm.h"
+#include "model/gru.h"
+#include "model/layernorm.h"
+#include "model/layers.h"
+#include "model/loss.h"
+#include "model/qgemm.h"
+#include "model/quant_encoder.h"
 
 int model_init(Model *m, const ModelDims *dims, Error *err) {
     memset(m, 0, sizeof *m);
@@ -260,17 +261,6 @@ static size_t largest_vocab(const ModelDims *d) {
     return (size_t)(d->src_vocab > d->tgt_vocab ? d->src_vocab : d->tgt_vocab);
 }
 
-/* The int8 encoder's rows (Acts.enc_xq): every position's x_i, both directions' states of
- * one step, or every h_i; and their width, whole groups of the kernels' inputs. */
-static size_t enc_quant_rows(int max_B, int max_S) {
-    size_t all = (size_t)max_S * max_B, step = 2 * (size_t)max_B;
-    return all > step ? all : step;
-}
-static int enc_quant_room(const ModelDims *d) {
-    int widest = d->emb > dims_enc_state(d) ? d->emb : dims_enc_state(d);
-    return (qpack_row_room(widest) + 15) / 16 * 16;
-}
-
 double acts_bytes(const ModelDims *dims, int max_B, int max_S, int max_T, const ActsPlan *plan) {
     Acts a = {0};
     acts_plan(&a, dims, max_B, max_S, max_T, plan);
@@ -279,7 +269,7 @@ double acts_bytes(const ModelDims *dims, int max_B, int max_S, int max_T, const 
            (double)sizeof(int) * (double)ints +
            (double)sizeof(ParamSpan) * (double)max_untouched_spans(dims) +
            (double)largest_vocab(dims) +
-           (double)enc_quant_rows(max_B, max_S) * (enc_quant_room(dims) + sizeof(float));
+           (plan && plan->int8 ? int8_encoder_bytes(dims, max_B, max_S) : 0);
 }
 
 int acts_init(Acts *a, const ModelDims *dims, int max_B, int max_S, int max_T, Error *err) {
@@ -300,11 +290,8 @@ int acts_init_plan(Acts *a, const ModelDims *dims, int max_B, int max_S, int max
     a->int_block = checked_calloc(ints, sizeof(int), "activation ids", err);
     a->untouched = checked_calloc(max_untouched_spans(dims), sizeof(ParamSpan), "spans", err);
     a->row_used = checked_calloc(largest_vocab(dims), 1, "word flags", err);
-    size_t quant_rows = enc_quant_rows(max_B, max_S);
-    a->enc_xq_room = enc_quant_room(dims);
-    a->enc_xq = checked_calloc(quant_rows, (size_t)a->enc_xq_room, "int8 activations", err);
-    a->enc_xs = checked_calloc(quant_rows, sizeof(float), "int8 activations", err);
-    if (!a->block || !a->int_block || !a->untouched || !a->row_used || !a->enc_xq || !a->enc_xs) {
+    if (!a->block || !a->int_block || !a->untouched || !a->row_used ||
+        (plan && plan->int8 && int8_encoder_plan(a, dims, max_B, max_S, err))) {
         acts_free(a);
         return -1;
     }
@@ -332,7 +319,7 @@ void acts_free(Acts *a) {
 }
 
 /* Part `part` of `parts` of B batch rows: [*first, *first + *count). */
-static void share_rows(int B, int part, int parts, int *first, int *count) {
+void share_rows(int B, int part, int parts, int *first, int *count) {
     int end;
     share_range(B, 1, part, parts, first, &end);
     *count = end - *first;
@@ -354,7 +341,7 @@ static void thread_rows(int B, int *first, int *count) {
  * twice the rows at a time, and a single sentence keeps two cores busy. Otherwise each thread
  * runs every direction. The threads of a direction share its rows in the recurrence and the
  * columns of its input projection. */
-static void encoder_share(int dirs, int *dir0, int *dir1, int *part, int *parts) {
+void encoder_share(int dirs, int *dir0, int *dir1, int *part, int *parts) {
     int threads = omp_get_num_threads(), t = omp_get_thread_num();
     int halves = dirs == 2 && threads % 2 == 0 ? 2 : 1, per_half = threads / halves;
     *dir0 = halves == 2 ? t / per_half : 0;
@@ -366,7 +353,7 @@ static void encoder_share(int dirs, int *dir0, int *dir1, int *part, int *parts)
  * writes position i's state into slot i+1; the backward GRU starts from slot S and writes
  * position i's state into slot i. So f_i = slot i+1, g_i = slot i, and the state a step
  * starts from is slot i (forward) or slot i+1 (backward). */
-static real *state_slot(real *states, int slot, int B, int N) {
+real *state_slot(real *states, int slot, int B, int N) {
     return states + (size_t)slot * B * N;
 }
 
@@ -375,20 +362,10 @@ static real *state_slot(real *states, int slot, int B, int N) {
  * the keys k_i = W_k h_i + b (additive), W_a h_i (general) or W_k h_i (scaled_dot; dot uses
  * h_i itself); s_0 = tanh(W_init h_last + b_init). One parallel region for all of it:
  * for one sentence, entering a region costs as much as some of its products. */
-/* Rows [0, rows) of x quantized into a->enc_xq from row `at` on, shared among the threads of
- * the team (the caller waits at a barrier before reading them). */
-static void quantize_shared(Acts *a, const real *x, int ld, int rows, int cols, size_t at) {
-    int first, count;
-    share_rows(rows, omp_get_thread_num(), omp_get_num_threads(), &first, &count);
-    quantize_rows(x + (size_t)first * ld, ld, count, cols,
-                  a->enc_xq + (at + first) * a->enc_xq_room, a->enc_xq_room,
-                  a->enc_xs + at + first);
-}
-
 /* h_i (zero at padding) and h_last: direction dir's half of rows b0 .. b0+nb-1 of the
  * encoder states, from that direction's state slots. */
-static void encoder_states_out(Acts *a, real *states, int dir, int b0, int nb, int S, int B, int H,
-                               int K) {
+void encoder_states_out(Acts *a, real *states, int dir, int b0, int nb, int S, int B, int H,
+                        int K) {
     for (int b = b0; b < b0 + nb; b++) {
         for (int i = 0; i < S; i++) {
             real *h = a->enc_h + ((size_t)b * S + i) * K + dir * H;
@@ -404,79 +381,11 @@ static void encoder_states_out(Acts *a, real *states, int dir, int b0, int nb, i
 /* The layer-normalised GRU's input part (spec: extensions), in place on `rows` rows of gi
  * [.., 3N] from row `row` on: W_ih x becomes g_ih * LN(W_ih x) + b_ih, its normalisation kept
  * in the cache's rows. */
-static void normalise_input(real *gi, GruNormCache *nc, const GruWeights *gw, size_t row, int rows,
-                            int N) {
+void normalise_input(real *gi, GruNormCache *nc, const GruWeights *gw, size_t row, int rows,
+                     int N) {
     real *g = gi + row * 3 * N;
     layernorm_forward(g, 3 * N, nc->xhat_i + row * 3 * N, nc->rstd_i + row, g, 3 * N, gw->g_ih,
                       gw->b_ih, rows, 3 * N);
-}
-
-/* An int8 model's encoder (model/quant.h): encoder_forward with the products of the input
- * projections, the recurrences and the keys on int8 weights, each input quantized by rows
- * once (W_hh's rows by the thread that owns them, every step). */
-static void encoder_forward_int8(const Model *m, Acts *a, int B, int S) {
-    const ModelDims *d = &m->dims;
-    const Weights *w = &m->w;
-    const QPacked *packs = m->quant->packs;
-    int E = d->emb, H = d->enc_hidden, K = dims_enc_state(d), D = d->dec_hidden;
-    int F = dims_att_features(d), dirs = d->bidirectional ? 2 : 1, room = a->enc_xq_room;
-    embedding_forward(a->x, E, a->src_ids, NULL, w->src_emb, S * B, E);
-    for (int dir = 0; dir < dirs; dir++)
-        memset(state_slot(a->enc_state[dir], dir == 0 ? 0 : S, B, H), 0,
-               sizeof(real) * (size_t)B * H);
-#pragma omp parallel
-    {
-        int dir0, dir1, part, parts, b0, nb, lo, n;
-        encoder_share(dirs, &dir0, &dir1, &part, &parts);
-        share_rows(B, part, parts, &b0, &nb);
-        quantize_shared(a, a->x, E, S * B, E, 0);
-#pragma omp barrier
-        for (int dir = dir0; dir < dir1; dir++) { /* gi = W_ih x_i + b_ih, all positions */
-            const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
-            share_rows(3 * H, part, parts, &lo, &n);
-            qlinear_packed(a->enc_gi[dir], 3 * H, a->enc_xq, room, a->enc_xs,
-                           &packs[dir == 0 ? QP_ENC_FWD_IH : QP_ENC_BWD_IH],
-                           d->layer_norm ? NULL : gw->b_ih, S * B, lo, lo + n, 0);
-        }
-#pragma omp barrier
-        for (int dir = dir0; dir < dir1 && nb > 0; dir++) {
-            const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
-            real *states = a->enc_state[dir], *gh = a->scratch + ((size_t)dir * B + b0) * 3 * H;
-            int8_t *xq = a->enc_xq + ((size_t)dir * B + b0) * room;
-            float *xs = a->enc_xs + (size_t)dir * B + b0;
-            for (int step = 0; step < S; step++) {
-                int i = dir == 0 ? step : S - 1 - step;
-                int from = dir == 0 ? i : i + 1, to = dir == 0 ? i + 1 : i;
-                size_t row = (size_t)i * B + b0; /* row (i, b0) of [S*B, ...] */
-                const real *h_prev = state_slot(states, from, B, H) + (size_t)b0 * H;
-                quantize_rows(h_prev, H, nb, H, xq, room, xs);
-                qlinear_packed(gh, 3 * H, xq, room, xs,
-                               &packs[dir == 0 ? QP_ENC_FWD_HH : QP_ENC_BWD_HH], NULL, nb, 0, 3 * H,
-                               0);
-                if (d->layer_norm) { /* the products are int8, the normalisation float */
-                    GruNormCache *nc = &a->enc_norm[dir];
-                    normalise_input(a->enc_gi[dir], nc, gw, row, nb, H);
-                    layernorm_forward(gh, 3 * H, nc->xhat_h + row * 3 * H, nc->rstd_h + row, gh,
-                                      3 * H, gw->g_hh, NULL, nb, 3 * H);
-                }
-                gru_gates_forward(state_slot(states, to, B, H) + (size_t)b0 * H,
-                                  a->enc_cache[dir] + row * 4 * H, a->enc_gi[dir] + row * 3 * H, gh,
-                                  h_prev, gw->b_hh, a->src_len + b0, i, nb, H);
-            }
-            encoder_states_out(a, states, dir, b0, nb, S, B, H, K);
-        }
-#pragma omp barrier
-        if (d->score != SCORE_DOT) {
-            quantize_shared(a, a->enc_h, K, B * S, K, 0);
-#pragma omp barrier
-            share_rows(F, omp_get_thread_num(), omp_get_num_threads(), &lo, &n);
-            qlinear_packed(a->keys, F, a->enc_xq, room, a->enc_xs, &packs[QP_KEYS], w->att_b, B * S,
-                           lo, lo + n, 0);
-        }
-        share_rows(D, omp_get_thread_num(), omp_get_num_threads(), &lo, &n);
-        linear_columns(a->dec_state, D, a->h_last, K, w->init_w, K, w->init_b, B, K, lo, lo + n, 0);
-        for (int b = 0; b < B && n > 0; b++) tanh_forward(a->dec_state + (size_t)b * D + lo, n);
-    }
 }
 
 static void encoder_forward(const Model *m, Acts *a, int B, int S) {
@@ -719,6 +628,8 @@ int model_encode(const Model *m, Acts *a, const int *src, const int *src_len, in
                          a->max_S);
     a->dropout = 0, a->word_dropout = 0;
     load_ids(a, src, src_len, B, S);
+    if (m->quant && !a->enc_xq)
+        return error_set(err, "an int8 model's activations need ActsPlan.int8");
     if (m->quant)
         encoder_forward_int8(m, a, B, S);
     else
@@ -943,6 +854,8 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
         return error_set(err, "dropout needs a random stream");
     if (!(opt->word_dropout >= 0 && opt->word_dropout < 1))
         return error_set(err, "word dropout %g is not in [0, 1)", (double)opt->word_dropout);
+    if (m->quant && opt->dropout == 0 && opt->word_dropout == 0 && !a->enc_xq)
+        return error_set(err, "an int8 model's activations need ActsPlan.int8");
     a->dropout = opt->dropout;
     a->word_dropout = opt->word_dropout;
     a->label_smoothing = opt->label_smoothing;

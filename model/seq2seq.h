@@ -99,6 +99,9 @@ typedef struct {
                        training, whose steps pass over them in full (fewer TLB misses in the
                        softmax pass); 0 for a search's, which planned for the longest input
                        are touched only in part */
+    int int8;       /* 1: also the buffers of an int8 model's encoder (quant_encoder.h), which
+                       model_encode and a forward pass without dropout of a model with
+                       m->quant need (they fail without); training's activations have none */
 } ActsPlan;
 
 /* The phases of a training step, timed by model_forward and model_backward into
@@ -216,7 +219,7 @@ typedef struct {
                            direction (not shared); the layer-normalised GRUs' backward
                            steps use it too */
     int8_t *enc_xq;     /* [max(S*B, 2*B), enc_xq_room] an int8 model's encoder inputs,
-                           quantized by rows (model_encode only) */
+                           quantized by rows; NULL unless planned (ActsPlan.int8) */
     float *enc_xs;      /* [max(S*B, 2*B)] their scales */
     int enc_xq_room;
     real *block; /* the single allocation behind every real array above */
@@ -230,8 +233,8 @@ typedef struct {
 } Acts;
 
 /* Plans and allocates activations for batches of up to max_B sentences with up to max_S
- * source and max_T target positions: acts_init with the default plan (training, evaluation
- * and search), acts_init_plan with another. */
+ * source and max_T target positions: acts_init with the default plan (a float model's
+ * training and evaluation), acts_init_plan with another (an int8 model's: ActsPlan.int8). */
 int acts_init(Acts *a, const ModelDims *dims, int max_B, int max_S, int max_T, Error *err);
 int acts_init_plan(Acts *a, const ModelDims *dims, int max_B, int max_S, int max_T,
                    const ActsPlan *plan, Error *err);

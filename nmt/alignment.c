@@ -127,7 +127,8 @@ static int forced_run(ForcedDecoder *fd, const int *src, int S, const int *tgt, 
         if (fd->planned_src) acts_free(&fd->acts);
         fd->planned_src = fd->planned_tgt = 0;
         /* every step's logits and attention hidden layer stay for the trace */
-        ActsPlan plan = {.logit_rows = ACTS_ALL_ROWS, .attention = ACTS_KEEP};
+        ActsPlan plan = {
+            .logit_rows = ACTS_ALL_ROWS, .attention = ACTS_KEEP, .int8 = m->quant != NULL};
         if (acts_init_plan(&fd->acts, &m->dims, 1, plan_src, plan_tgt, &plan, err)) return -1;
         fd->planned_src = plan_src, fd->planned_tgt = plan_tgt;
     }

@@ -14,7 +14,7 @@
 #include <stdio.h>
 
 #include "model/search.h"
-#include "nmt/checkpoint.h"
+#include "nmt/formats/checkpoint.h"
 #include "nmt/text.h"
 
 /* ---- one sentence's alignment ---- */

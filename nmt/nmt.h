@@ -36,7 +36,7 @@
 extern "C" {
 #endif
 
-/* 1.1.0: bin/train writes checkpoint format 3 (nmt/checkpoint.h), which 1.0.0 refuses; every
+/* 1.1.0: bin/train writes checkpoint format 3 (nmt/formats/checkpoint.h), which 1.0.0 refuses; every
  * file that 1.0.0 reads still opens. 1.2.0: nmt_open_with and 8-bit weights (int8 compute,
  * and format 4, the files bin/quantize writes, which 1.1.0 refuses); nmt_open is unchanged.
  * 1.3.0: zeroed options (or NULL) search with a beam of NMT_DEFAULT_BEAM, where they were

@@ -2,7 +2,7 @@
  * text.c: corpus loading and encoding, sentence encoding and decoding, <unk> replacement (see
  * text.h).
  */
-#include "text.h"
+#include "nmt/text.h"
 
 #include <limits.h>
 #include <math.h>

@@ -13,7 +13,7 @@
 
 #include "data/dataset.h"
 #include "model/search.h"
-#include "nmt/checkpoint.h"
+#include "nmt/formats/checkpoint.h"
 
 /* The most tokens a sentence (either side, </s> not counted) may have when it is translated,
  * aligned or scored: the memory of a search or a forced decoding grows with the lengths. For a

@@ -15,7 +15,7 @@
 #define NMT_TRANSLATOR_H
 
 #include "model/search.h"
-#include "nmt/checkpoint.h"
+#include "nmt/formats/checkpoint.h"
 #include "nmt/text.h"
 
 /* The output length limit for a source of src_len ids (</s> included): 2 x src_len + 10

@@ -11,8 +11,8 @@
  * and x gets its exact value back afterwards. The analytic gradient is the model's, from one
  * training forward pass and model_backward on zeroed gradients. The tensor's worst element
  * (largest rel; the first checked one on ties) is reported. Dropout masks are replayed from
- * the same seed for every evaluation, so a model with dropout is checked exactly too. Also
- * makes random padded batches for checks and tests.
+ * the same seed for every evaluation, so a model with dropout is checked exactly too. The
+ * random batches and gains it is run on are model/fixtures.h's.
  */
 #ifndef NMT_FDCHECK_H
 #define NMT_FDCHECK_H
@@ -43,21 +43,5 @@ typedef struct {
  * differences from forward_only passes (opt->forward_only is ignored). */
 int fd_check_model(Model *m, Acts *a, const Batch *batch, const ForwardOptions *opt,
                    const FdCheckOptions *fd, TensorCheck result[PARAM_COUNT], Error *err);
-
-/* A random padded batch of B sentences with lengths spread over 1..S and 1..T (the first
- * sentence is always full length). Owns its arrays. */
-typedef struct {
-    Batch batch;
-    int *ids; /* one block behind the batch's arrays */
-} RandomBatch;
-
-/* Spreads the layer-normalised GRUs' gains (params_init sets them to 1) over U(0.5, 1.5), from
- * its own stream of the seed: a check of gains that are all 1 could not see a gain applied to
- * the wrong rows or part. Nothing to do without layer_norm. */
-void params_spread_gains(real *params, const ParamTable *table, uint64_t seed);
-
-int random_batch_make(RandomBatch *rb, const ModelDims *dims, int B, int S, int T, uint64_t seed,
-                      Error *err);
-void random_batch_free(RandomBatch *rb);
 
 #endif

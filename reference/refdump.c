@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/files.h"
-#include "nmt/npy.h"
+#include "nmt/formats/npy.h"
 #include "reference/reference.h"
 
 /* dir/name + ext into buf, or an error when it does not fit. */

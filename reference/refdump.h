@@ -8,7 +8,7 @@
 #define NMT_REFDUMP_H
 
 #include "data/dataset.h"
-#include "nmt/checkpoint.h"
+#include "nmt/formats/checkpoint.h"
 
 typedef struct {
     int pairs, S, T; /* the batch's shape */

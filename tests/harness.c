@@ -7,7 +7,7 @@
  * files rather than pipes, so a program that writes a lot can never block on a full pipe
  * while the test waits for it.
  */
-#include "harness.h"
+#include "tests/harness.h"
 
 #include <check.h>
 #include <dirent.h>

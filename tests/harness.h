@@ -102,7 +102,7 @@ void log_column(const char *path, int col, char *out, size_t size);
  * address-space limit: tests that set one are skipped then. */
 bool under_address_sanitizer(void);
 
-/* The fixed layout of a checkpoint's header (see nmt/checkpoint.h), in bytes. */
+/* The fixed layout of a checkpoint's header (see nmt/formats/checkpoint.h), in bytes. */
 enum {
     AT_VERSION = 8,
     AT_WIDTH = 12,
@@ -114,7 +114,7 @@ enum {
 };
 
 /* The bytes of a checkpoint's training state between the parameters and Adam's moments (see
- * nmt/checkpoint.h): step, epoch, batch_in_epoch, adam_t, lr_scale, best_bleu, best_dev_loss
+ * nmt/formats/checkpoint.h): step, epoch, batch_in_epoch, adam_t, lr_scale, best_bleu, best_dev_loss
  * (8 each), bad_validations, plateau_bad (4 each), the dropout stream (32), the time trained
  * (8) and the batches' fingerprint (8), as bin/train writes them. */
 enum { CKPT_STATE_BYTES = 7 * 8 + 2 * 4 + 32 + 8 + 8 };

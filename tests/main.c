@@ -9,7 +9,7 @@
 
 #include "base/usage.h"
 #include "base/utf8.h"
-#include "suites.h"
+#include "tests/suites.h"
 
 static void usage(FILE *out) {
     fputs("usage: run_tests [-h | --help]\n"
@@ -38,7 +38,7 @@ int main(int argc, char **argv) {
         train_suite,  tools_suite,   corpus_suite,    vocab_suite,    align_suite,
         gemm_suite,   hostile_suite, faults_suite,    install_suite,  attend_suite,
         bpe_suite,    data_suite,    pictures_suite,  subwords_suite, batching_suite,
-        ema_suite,    docs_suite,    reference_suite, quant_suite,
+        ema_suite,    docs_suite,    reference_suite, quant_suite,    rooms_suite,
     };
     SRunner *runner = srunner_create(NULL);
     for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++)

@@ -38,5 +38,6 @@ Suite *ema_suite(void);
 Suite *docs_suite(void);
 Suite *reference_suite(void);
 Suite *quant_suite(void);
+Suite *rooms_suite(void);
 
 #endif

@@ -14,11 +14,11 @@
 #include <unistd.h>
 
 #include "data/dataset.h"
-#include "nmt/align_write.h"
+#include "nmt/pictures/align_write.h"
 #include "nmt/words.h"
-#include "nmt/npy.h"
+#include "nmt/formats/npy.h"
 #include "nmt/text.h"
-#include "suites.h"
+#include "tests/suites.h"
 
 /* ---- a small random model ---- */
 

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 #include "notes/worked.h"
-#include "suites.h"
+#include "tests/suites.h"
 
 /* The expected values below are printed to 6 decimals. */
 #define SIX_DECIMALS 5e-7

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "suites.h"
+#include "tests/suites.h"
 #include "base/rng.h"
 #include "data/dataset.h"
 #include "train/batching.h"

@@ -12,7 +12,7 @@
 
 #include "data/bpe.h"
 #include "data/tokenizer.h"
-#include "suites.h"
+#include "tests/suites.h"
 
 /* A string literal and its length, embedded NUL bytes included. */
 #define BYTES(literal) literal, sizeof(literal) - 1

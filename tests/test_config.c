@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "suites.h"
+#include "tests/suites.h"
 #include "train/config.h"
 #include "train/ini.h"
 

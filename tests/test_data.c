@@ -11,10 +11,10 @@
 
 #include "base/files.h"
 #include "base/rng.h"
-#include "harness.h"
+#include "tests/harness.h"
 #include "model/parallel.h"
 #include "nmt/text.h"
-#include "suites.h"
+#include "tests/suites.h"
 #include "train/new_model.h"
 
 /* ---- rng ---- */

@@ -19,8 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness.h"
-#include "suites.h"
+#include "tests/harness.h"
+#include "tests/suites.h"
 
 enum { REPORT_SIZE = 8192, SLUG_SIZE = 160, MAX_HEADINGS = 512 };
 

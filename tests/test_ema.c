@@ -11,9 +11,9 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "harness.h"
-#include "suites.h"
-#include "nmt/checkpoint.h"
+#include "tests/harness.h"
+#include "tests/suites.h"
+#include "nmt/formats/checkpoint.h"
 #include "train/adam.h"
 #include "train/ema.h"
 #include "train/new_model.h"

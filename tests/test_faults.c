@@ -29,10 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness.h"
-#include "suites.h"
+#include "tests/harness.h"
+#include "tests/suites.h"
 #include "train/adam.h"
-#include "nmt/checkpoint.h"
+#include "nmt/formats/checkpoint.h"
 
 static bool same_bytes(const unsigned char *a, size_t a_len, const unsigned char *b, size_t b_len) {
     return a && b && a_len == b_len && memcmp(a, b, a_len) == 0;

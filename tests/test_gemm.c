@@ -27,8 +27,8 @@
 #include "model/fastmath.h"
 #include "model/gemm.h"
 #include "model/qgemm.h"
-#include "harness.h"
-#include "suites.h"
+#include "tests/harness.h"
+#include "tests/suites.h"
 
 #define EPS      (sizeof(real) == 8 ? 0x1p-53 : 0x1p-24)
 #define SENTINEL ((real)12345.0)

@@ -21,12 +21,12 @@
 #include <unistd.h>
 
 #include "data/tokenizer.h"
-#include "harness.h"
-#include "suites.h"
+#include "tests/harness.h"
+#include "tests/suites.h"
 #include "train/adam.h"
-#include "nmt/checkpoint.h"
+#include "nmt/formats/checkpoint.h"
 #include "train/config.h"
-#include "nmt/scoring.h"
+#include "nmt/metrics/scoring.h"
 
 /* ---- configs through bin/train ---------------------------------------------------------- */
 

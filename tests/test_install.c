@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 #include "nmt/nmt.h"
-#include "suites.h"
+#include "tests/suites.h"
 
 /* The inputs both programs translate: two sentences and one refused (empty) input. */
 static const char *const INPUTS[] = {"I love cats", "", "the black cat"};

@@ -17,7 +17,7 @@
 #include "model/layers.h"
 #include "model/loss.h"
 #include "base/rng.h"
-#include "suites.h"
+#include "tests/suites.h"
 
 /* float builds compare to round-off of single precision */
 #define CLOSE   (sizeof(real) == 8 ? 1e-9 : 2e-6)

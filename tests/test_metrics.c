@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "suites.h"
-#include "nmt/metrics.h"
+#include "tests/suites.h"
+#include "nmt/metrics/metrics.h"
 
 /* Scores are compared to closed forms evaluated in a different order, so allow rounding. */
 #define SCORE_TOLERANCE 1e-9

@@ -9,9 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/fixtures.h"
 #include "reference/fdcheck.h"
 #include "model/search.h"
-#include "suites.h"
+#include "tests/suites.h"
 
 static const ModelDims TINY = {.src_vocab = 11,
                                .tgt_vocab = 13,

@@ -15,9 +15,9 @@
 
 #include "base/rng.h"
 #include "base/utf8.h"
-#include "harness.h"
-#include "nmt/align_write.h"
-#include "suites.h"
+#include "tests/harness.h"
+#include "nmt/pictures/align_write.h"
+#include "tests/suites.h"
 #include "train/curves.h"
 
 /* ---- helpers ---- */

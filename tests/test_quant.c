@@ -21,11 +21,11 @@
 #include "model/quant.h"
 #include "model/search.h"
 #include "nmt/alignment.h"
-#include "nmt/checkpoint.h"
+#include "nmt/formats/checkpoint.h"
 #include "nmt/nmt.h"
 #include "nmt/text.h"
-#include "reference/fdcheck.h"
-#include "suites.h"
+#include "model/fixtures.h"
+#include "tests/suites.h"
 
 static const InstructionSet KERNELS[] = {ISA_PORTABLE, ISA_AVX2, ISA_AVX512_VNNI};
 
@@ -280,6 +280,28 @@ static void search_sentences(const NmtModel *nm, int beam, Translation *out) {
  * the float encoder on the dequantized weights (they differ by the rounding of its inputs to
  * 8 bits), for every attention score (and tied, and layer-normalised), bit for bit the same
  * with 1 and 2 threads. */
+/* Activations planned by default (training's) hold no int8 buffers, and an int8 model
+ * refuses them with an error instead of writing through a NULL buffer. */
+START_TEST(quant_encoder_needs_its_plan) {
+    NmtModel nm;
+    random_model(&nm, SCORE_ADDITIVE, 5);
+    Error err;
+    ck_assert(model_quantize(&nm.model, &err) == 0);
+    int ids[2] = {4, TOK_EOS}, len = 2;
+    Acts a;
+    ck_assert(acts_init(&a, &nm.model.dims, 1, 2, 1, &err) == 0);
+    ck_assert_ptr_null(a.enc_xq);
+    ck_assert_int_eq(model_encode(&nm.model, &a, ids, &len, 1, 2, &err), -1);
+    ck_assert_msg(strstr(err.msg, "ActsPlan.int8"), "%s", err.msg);
+    acts_free(&a);
+    ck_assert(acts_init_plan(&a, &nm.model.dims, 1, 2, 1, &(ActsPlan){.int8 = 1}, &err) == 0);
+    ck_assert_ptr_nonnull(a.enc_xq);
+    ck_assert_msg(model_encode(&nm.model, &a, ids, &len, 1, 2, &err) == 0, "%s", err.msg);
+    acts_free(&a);
+    nmt_model_free(&nm);
+}
+END_TEST
+
 START_TEST(quant_encoder_matches_dequantized_float) {
     NmtModel nm;
     random_model(&nm, (AttentionScore)_i, 21 + _i);
@@ -301,7 +323,7 @@ START_TEST(quant_encoder_matches_dequantized_float) {
     Acts a;
     int threads_before = omp_get_max_threads();
     for (int threads = 1; threads <= 2; threads++) {
-        ck_assert(acts_init(&a, d, N_SENTENCES, S, 1, &err) == 0);
+        ck_assert(acts_init_plan(&a, d, N_SENTENCES, S, 1, &(ActsPlan){.int8 = 1}, &err) == 0);
         omp_set_num_threads(threads);
         ck_assert(model_encode(&nm.model, &a, padded, lens, N_SENTENCES, S, &err) == 0);
         const real *outs[3] = {a.enc_h, a.keys, a.dec_state};
@@ -491,6 +513,7 @@ Suite *quant_suite(void) {
     suite_add_tcase(s, tc);
     TCase *models = tcase_create("int8 models");
     tcase_set_timeout(models, 60);
+    tcase_add_test(models, quant_encoder_needs_its_plan);
     tcase_add_loop_test(models, quant_encoder_matches_dequantized_float, 0, SCORE_COUNT + 2);
     tcase_add_loop_test(models, quant_search_matches_dequantized_forward, 0, SCORE_COUNT + 2);
     tcase_add_loop_test(models, quant_checkpoint_round_trip, 0, 3);

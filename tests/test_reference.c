@@ -15,9 +15,9 @@
 
 #include "model/search.h"
 #include "nmt/text.h"
-#include "reference/fdcheck.h"
+#include "model/fixtures.h"
 #include "reference/reference.h"
-#include "suites.h"
+#include "tests/suites.h"
 #include "train/adam.h"
 #include "train/new_model.h"
 

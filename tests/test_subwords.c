@@ -13,12 +13,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness.h"
-#include "nmt/checkpoint.h"
+#include "tests/harness.h"
+#include "nmt/formats/checkpoint.h"
 #include "nmt/text.h"
 #include "nmt/translator.h"
 #include "nmt/words.h"
-#include "suites.h"
+#include "tests/suites.h"
 #include "train/config.h"
 #include "train/new_model.h"
 

@@ -14,7 +14,7 @@
 #include "data/corpus.h"
 #include "data/tokenizer.h"
 #include "data/vocab.h"
-#include "suites.h"
+#include "tests/suites.h"
 
 /* A string literal and its length, embedded NUL bytes included. */
 #define BYTES(literal) literal, sizeof(literal) - 1

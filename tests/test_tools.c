@@ -15,10 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness.h"
-#include "suites.h"
-#include "nmt/npy.h"
-#include "nmt/scoring.h"
+#include "tests/harness.h"
+#include "tests/suites.h"
+#include "nmt/formats/npy.h"
+#include "nmt/metrics/scoring.h"
 #include "nmt/text.h"
 #include "train/new_model.h"
 

@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness.h"
-#include "suites.h"
+#include "tests/harness.h"
+#include "tests/suites.h"
 #include "train/adam.h"
 #include "train/dist.h"
 #include "nmt/text.h"

@@ -13,9 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nmt/align_write.h"
+#include "nmt/pictures/align_write.h"
 #include "nmt/words.h"
 #include "tools/cli.h"
+#include "tools/load_model.h"
 #include "nmt/text.h"
 #include "nmt/translator.h"
 

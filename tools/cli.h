@@ -1,6 +1,7 @@
 /*
  * cli.h: what the command-line tools share: their options described by a table and parsed
- * strictly, and finding and loading the model (with a hint when there is none yet).
+ * strictly. Finding and loading the model is load_model.h's, so that a tool without one
+ * (bin/plot, bin/attend) links no translator.
  */
 #ifndef NMT_CLI_H
 #define NMT_CLI_H
@@ -11,18 +12,6 @@
 
 #include "base/files.h"
 #include "base/usage.h"
-#include "nmt/checkpoint.h"
-
-/* The model `bin/train configs/toy.ini` writes, found from the program's own location
- * (BIN/../runs/toy/best.ckpt, normalised) so the tools work from any folder. */
-void default_model_path(char *buf, size_t size);
-
-/* Loads path, or the default model when path is NULL; a missing default model gets an
- * error that says which command makes it, and an installed program (not in a checkout, so
- * there is no default model) one that says -m MODEL is needed. */
-int load_model(const char *path, NmtModel *nm, Error *err);
-/* The same, then multiplying as --compute says (NULL: as the file says; see ComputeType). */
-int load_model_compute(const char *path, const char *compute, NmtModel *nm, Error *err);
 
 typedef enum { CLI_FLAG, CLI_TEXT, CLI_INT, CLI_REAL } CliKind;
 

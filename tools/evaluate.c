@@ -10,8 +10,9 @@
 
 #include "base/utf8.h"
 #include "tools/cli.h"
+#include "tools/load_model.h"
 #include "nmt/text.h"
-#include "nmt/scoring.h"
+#include "nmt/metrics/scoring.h"
 
 static void usage(FILE *out) {
     fprintf(out,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/utf8.h"
+#include "model/fixtures.h"
 #include "reference/fdcheck.h"
 #include "tools/cli.h"
 

@@ -1,6 +1,6 @@
 /*
  * quantize.c: writes an int8 copy of a trained model: IN.ckpt -> OUT.ckpt, format 4
- * (nmt/checkpoint.h), about a quarter of the float file's size. The weights that decoding
+ * (nmt/formats/checkpoint.h), about a quarter of the float file's size. The weights that decoding
  * multiplies by and the embeddings become 8-bit rows with one scale each (model/quant.h);
  * biases stay float; a training state is dropped (an int8 model is for translation only).
  * Translating OUT.ckpt gives what `--compute int8` gives with IN.ckpt.
@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/usage.h"
+#include "nmt/formats/checkpoint.h"
 #include "tools/cli.h"
 
 static void usage(FILE *out) {

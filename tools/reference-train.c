@@ -19,7 +19,7 @@
 #include "base/usage.h"
 #include "base/utf8.h"
 #include "data/tokenizer.h"
-#include "nmt/metrics.h"
+#include "nmt/metrics/metrics.h"
 #include "nmt/text.h"
 #include "nmt/translator.h"
 #include "reference/reference.h"

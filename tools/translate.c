@@ -19,9 +19,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nmt/align_write.h"
+#include "nmt/pictures/align_write.h"
 #include "nmt/nmt.h"
 #include "tools/cli.h"
+#include "tools/load_model.h"
 #include "nmt/text.h"
 #include "nmt/translator.h"
 

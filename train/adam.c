@@ -1,7 +1,7 @@
 /*
  * adam.c: Adam, gradient clipping and the learning-rate schedules (see adam.h).
  */
-#include "adam.h"
+#include "train/adam.h"
 
 #include <stdlib.h>
 #include <string.h>

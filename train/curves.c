@@ -14,7 +14,7 @@
 
 #include "base/files.h"
 #include "base/utf8.h"
-#include "nmt/markup.h"
+#include "nmt/pictures/markup.h"
 
 /* ---- reading a log ---------------------------------------------------------------------- */
 

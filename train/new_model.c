@@ -1,7 +1,7 @@
 /*
  * new_model.c: a fresh model from a config (see new_model.h).
  */
-#include "new_model.h"
+#include "train/new_model.h"
 
 #include <string.h>
 

@@ -34,7 +34,7 @@
 #include "train/ema.h"
 #include "train/dist.h"
 #include "train/new_model.h"
-#include "nmt/scoring.h"
+#include "nmt/metrics/scoring.h"
 
 /* Set by the signal handler; read by the loop between steps. */
 static volatile sig_atomic_t stop_signal = 0;

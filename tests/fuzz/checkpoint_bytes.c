@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "model/search.h"
-#include "nmt/checkpoint.h"
+#include "nmt/formats/checkpoint.h"
 
 void load_as_is_and_forged(const uint8_t *data, size_t size, LoadInput *load) {
     load(data, size, false);

@@ -1,5 +1,5 @@
 /*
- * fuzz_checkpoint.c: libFuzzer target for the checkpoint loader (nmt/checkpoint.c), through
+ * fuzz_checkpoint.c: libFuzzer target for the checkpoint loader (nmt/formats/checkpoint.c), through
  * checkpoint_load_memory, which checkpoint_load calls with a file's bytes.
  *
  * Each input is loaded twice: as it is (which mostly exercises the checksum), and with its
@@ -11,7 +11,7 @@
  */
 #include <stdlib.h>
 
-#include "nmt/checkpoint.h"
+#include "nmt/formats/checkpoint.h"
 #include "tests/fuzz/checkpoint_bytes.h"
 
 static void load(const uint8_t *data, size_t size, bool use_model) {

@@ -1,6 +1,6 @@
 /*
- * fuzz_pages.c: libFuzzer target for the writers of attention pictures (nmt/align_html.c,
- * nmt/align_svg.c): bytes -> a synthetic Alignment (sizes, tokens, texts and scores from the
+ * fuzz_pages.c: libFuzzer target for the writers of attention pictures (nmt/pictures/align_html.c,
+ * nmt/pictures/align_svg.c): bytes -> a synthetic Alignment (sizes, tokens, texts and scores from the
  * bytes, weights the softmax of the scores) -> alignment_write_svg and alignment_write_html
  * into memory.
  *
@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "base/utf8.h"
-#include "nmt/align_write.h"
+#include "nmt/pictures/align_write.h"
 #include "train/curves.h"
 
 enum { MAX_SIDE = 12, MAX_TEXT = 64 };

@@ -10,7 +10,7 @@
  * (tests/fuzz/corpus/quantized/) are the checkpoint seeds written by bin/quantize. Build and
  * run with `make fuzz`.
  */
-#include "nmt/checkpoint.h"
+#include "nmt/formats/checkpoint.h"
 #include "tests/fuzz/checkpoint_bytes.h"
 
 static void load(const uint8_t *data, size_t size, bool use_model) {

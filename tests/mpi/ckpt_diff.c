@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "nmt/checkpoint.h"
+#include "nmt/formats/checkpoint.h"
 
 int main(int argc, char **argv) {
     if (argc != 4) {

@@ -1,7 +1,7 @@
 /*
  * checkpoint.c: saving and loading checkpoints (see checkpoint.h for the format).
  */
-#include "checkpoint.h"
+#include "nmt/formats/checkpoint.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -504,150 +504,206 @@ static unsigned char *read_file(const char *path, size_t *size, Error *err) {
     return data;
 }
 
-static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, bool *has_state,
-                 Error *err) {
-    char magic[8];
+/* Every flag this build knows and the flag it needs beside it: the one list that both the
+ * check for unknown flags and the check of their combinations read. */
+static const struct {
+    uint32_t flag;
+    const char *what; /* for "a ... without a training state" */
+    uint32_t needs;
+} KNOWN_FLAGS[] = {
+    {FLAG_LOWERCASE, "lowercasing", 0},
+    {FLAG_TRAIN_STATE, "a training state", 0},
+    {FLAG_SUBWORDS, "subwords", 0},
+    {FLAG_EMA, "a parameter average", FLAG_TRAIN_STATE},
+    {FLAG_SECONDS, "a training time", FLAG_TRAIN_STATE},
+    {FLAG_BATCHES, "a batches' fingerprint", FLAG_TRAIN_STATE},
+    {FLAG_TIED, "tied embeddings", 0},
+    {FLAG_LAYER_NORM, "layer-normalised GRUs", 0},
+};
+
+/* The fixed-size start of a checkpoint, after the magic. */
+typedef struct {
     uint32_t version, width, flags, score;
-    int32_t sizes[8];
-    uint64_t count;
+    int32_t sizes[8]; /* the ModelDims fields, in checkpoint_save's order */
+    uint64_t count;   /* parameters stored */
+} Header;
+
+static int take_header(Reader *r, const char *path, Header *h, Error *err) {
+    char magic[8];
     if (take(r, magic, 8) || memcmp(magic, MAGIC, 8) != 0)
         return error_set(err, "%s: not a checkpoint (bad magic)", path);
-    if (take(r, &version, 4) || take(r, &width, 4) || take(r, sizes, sizeof sizes) ||
-        take(r, &flags, 4) || take(r, &score, 4) || take(r, &count, 8))
+    if (take(r, &h->version, 4) || take(r, &h->width, 4) || take(r, h->sizes, sizeof h->sizes) ||
+        take(r, &h->flags, 4) || take(r, &h->score, 4) || take(r, &h->count, 8))
         return error_set(err, "%s: truncated header", path);
-    if (version != VERSION && version != VERSION_INT8 && !serial_checksum(version))
+    if (h->version != VERSION && h->version != VERSION_INT8 && !serial_checksum(h->version))
         return error_set(err,
                          "%s: format version %u is not supported (this program reads %d to %d)",
-                         path, version, VERSION_PLAIN_SERIAL, VERSION_INT8);
-    bool int8 = version == VERSION_INT8;
-    if (int8 && (flags & FLAG_TRAIN_STATE))
+                         path, h->version, VERSION_PLAIN_SERIAL, VERSION_INT8);
+    if (h->version == VERSION_INT8 && (h->flags & FLAG_TRAIN_STATE))
         return error_set(err, "%s: an int8 checkpoint with a training state", path);
-    if (width != 4 && width != 8) return error_set(err, "%s: invalid real size %u", path, width);
-    if (flags & ~(uint32_t)(FLAG_LOWERCASE | FLAG_TRAIN_STATE | FLAG_SUBWORDS | FLAG_EMA |
-                            FLAG_SECONDS | FLAG_BATCHES | FLAG_TIED | FLAG_LAYER_NORM))
+    if (h->width != 4 && h->width != 8)
+        return error_set(err, "%s: invalid real size %u", path, h->width);
+    return 0;
+}
+
+/* The flags against KNOWN_FLAGS, the format version and each other. */
+static int check_flags(const Header *h, const char *path, Error *err) {
+    uint32_t known = 0;
+    for (size_t i = 0; i < sizeof KNOWN_FLAGS / sizeof KNOWN_FLAGS[0]; i++)
+        known |= KNOWN_FLAGS[i].flag;
+    if (h->flags & ~known)
         return error_set(err,
                          "%s: unknown flags %#x (options this program does not have: a newer "
                          "build's file?)",
-                         path,
-                         flags & ~(uint32_t)(FLAG_LOWERCASE | FLAG_TRAIN_STATE | FLAG_SUBWORDS |
-                                             FLAG_EMA | FLAG_SECONDS | FLAG_BATCHES | FLAG_TIED |
-                                             FLAG_LAYER_NORM));
-    if (serial_checksum(version) &&
-        ((flags & FLAG_SUBWORDS) != 0) != (version == VERSION_SUBWORDS_SERIAL))
+                         path, h->flags & ~known);
+    if (serial_checksum(h->version) &&
+        ((h->flags & FLAG_SUBWORDS) != 0) != (h->version == VERSION_SUBWORDS_SERIAL))
         return error_set(err, "%s: format version %u %s subwords, but the flags say %s", path,
-                         version, version == VERSION_SUBWORDS_SERIAL ? "has" : "has no",
-                         flags & FLAG_SUBWORDS ? "subwords" : "none");
-    if (score >= SCORE_COUNT)
+                         h->version, h->version == VERSION_SUBWORDS_SERIAL ? "has" : "has no",
+                         h->flags & FLAG_SUBWORDS ? "subwords" : "none");
+    if (h->score >= SCORE_COUNT)
         return error_set(err,
                          "%s: unknown attention score %u (known: 0 additive, 1 dot, 2 general, 3 "
                          "scaled_dot)",
-                         path, score);
-    if ((flags & FLAG_EMA) && !(flags & FLAG_TRAIN_STATE))
-        return error_set(err, "%s: a parameter average without a training state", path);
-    if ((flags & FLAG_SECONDS) && !(flags & FLAG_TRAIN_STATE))
-        return error_set(err, "%s: a training time without a training state", path);
-    if ((flags & FLAG_BATCHES) && !(flags & FLAG_TRAIN_STATE))
-        return error_set(err, "%s: a batches' fingerprint without a training state", path);
-    ModelDims dims = {.src_vocab = sizes[0],
-                      .tgt_vocab = sizes[1],
-                      .emb = sizes[2],
-                      .enc_hidden = sizes[3],
-                      .bidirectional = sizes[4],
-                      .dec_hidden = sizes[5],
-                      .att = sizes[6],
-                      .readout = sizes[7],
-                      .score = (AttentionScore)score,
-                      .tie_embeddings = (flags & FLAG_TIED) != 0,
-                      .layer_norm = (flags & FLAG_LAYER_NORM) != 0};
-    if (sizes[4] != 0 && sizes[4] != 1)
-        return error_set(err, "%s: invalid bidirectional flag %d", path, sizes[4]);
-    if (dims_validate(&dims, err)) return error_prefix(err, "%s: ", path);
-    /* The sizes decide how much model_init allocates: check them against the parameter count
-     * and that count against the bytes actually present first, so a forged header cannot make
-     * a small file claim gigabytes. */
-    ParamTable table;
-    param_table_build(&table, &dims);
-    if (count != table.total)
+                         path, h->score);
+    for (size_t i = 0; i < sizeof KNOWN_FLAGS / sizeof KNOWN_FLAGS[0]; i++)
+        if ((h->flags & KNOWN_FLAGS[i].flag) && KNOWN_FLAGS[i].needs &&
+            !(h->flags & KNOWN_FLAGS[i].needs))
+            return error_set(err, "%s: %s without a training state", path, KNOWN_FLAGS[i].what);
+    return 0;
+}
+
+/* The model's sizes from the header, checked against the parameter count: they decide how
+ * much model_init allocates, so a forged header must not make a small file claim gigabytes
+ * (take_params checks the count against the bytes present). */
+static int dims_of_header(const Header *h, const char *path, ModelDims *dims, ParamTable *table,
+                          Error *err) {
+    *dims = (ModelDims){.src_vocab = h->sizes[0],
+                        .tgt_vocab = h->sizes[1],
+                        .emb = h->sizes[2],
+                        .enc_hidden = h->sizes[3],
+                        .bidirectional = h->sizes[4],
+                        .dec_hidden = h->sizes[5],
+                        .att = h->sizes[6],
+                        .readout = h->sizes[7],
+                        .score = (AttentionScore)h->score,
+                        .tie_embeddings = (h->flags & FLAG_TIED) != 0,
+                        .layer_norm = (h->flags & FLAG_LAYER_NORM) != 0};
+    if (h->sizes[4] != 0 && h->sizes[4] != 1)
+        return error_set(err, "%s: invalid bidirectional flag %d", path, h->sizes[4]);
+    if (dims_validate(dims, err)) return error_prefix(err, "%s: ", path);
+    param_table_build(table, dims);
+    if (h->count != table->total)
         return error_set(err, "%s: %llu parameters stored, but the sizes need %zu", path,
-                         (unsigned long long)count, table.total);
-    nm->lowercase = flags & FLAG_LOWERCASE;
+                         (unsigned long long)h->count, table->total);
+    return 0;
+}
+
+/* The vocabularies and, with FLAG_SUBWORDS, the subword merges, matched to the sizes. */
+static int take_vocabularies(Reader *r, const Header *h, const ModelDims *dims, NmtModel *nm,
+                             const char *path, Error *err) {
+    nm->lowercase = h->flags & FLAG_LOWERCASE;
     if (take_vocab(r, &nm->src_vocab, "source", path, err) ||
         take_vocab(r, &nm->tgt_vocab, "target", path, err))
         return -1;
-    nm->subwords = flags & FLAG_SUBWORDS;
+    nm->subwords = h->flags & FLAG_SUBWORDS;
     if (nm->subwords && (take_bpe(r, &nm->src_bpe, "source", path, err) ||
                          take_bpe(r, &nm->tgt_bpe, "target", path, err)))
         return -1;
     if (nm->subwords && (check_pieces(&nm->src_vocab, "source", path, err) ||
                          check_pieces(&nm->tgt_vocab, "target", path, err)))
         return -1;
-    if (nm->src_vocab.size != (size_t)dims.src_vocab ||
-        nm->tgt_vocab.size != (size_t)dims.tgt_vocab)
+    if (nm->src_vocab.size != (size_t)dims->src_vocab ||
+        nm->tgt_vocab.size != (size_t)dims->tgt_vocab)
         return error_set(err, "%s: vocabularies have %zu/%zu tokens but the model expects %d/%d",
-                         path, nm->src_vocab.size, nm->tgt_vocab.size, dims.src_vocab,
-                         dims.tgt_vocab);
-    if (int8 && int8_params_bytes(&table, width) > r->size - r->pos)
+                         path, nm->src_vocab.size, nm->tgt_vocab.size, dims->src_vocab,
+                         dims->tgt_vocab);
+    return 0;
+}
+
+/* The model, its parameters read as stored (reals of the file's width, or int8). */
+static int take_params(Reader *r, const Header *h, const ModelDims *dims, const ParamTable *table,
+                       NmtModel *nm, const char *path, Error *err) {
+    bool int8 = h->version == VERSION_INT8;
+    if (int8 && int8_params_bytes(table, h->width) > r->size - r->pos)
         return error_set(err,
                          "%s: truncated: %llu bytes of int8 parameters do not fit in the %zu "
                          "bytes left",
-                         path, (unsigned long long)int8_params_bytes(&table, width),
+                         path, (unsigned long long)int8_params_bytes(table, h->width),
                          r->size - r->pos);
-    if (!int8 && count > (r->size - r->pos) / width)
+    if (!int8 && h->count > (r->size - r->pos) / h->width)
         return error_set(err,
                          "%s: truncated: %llu parameters of %u bytes do not fit in the %zu "
                          "bytes left",
-                         path, (unsigned long long)count, width, r->size - r->pos);
-    if (model_init(&nm->model, &dims, err)) return error_prefix(err, "%s: ", path);
-    if (int8 && take_int8_params(r, &nm->model, width, path, err)) return -1;
-    if (!int8 && take_reals(r, nm->model.params, count, width))
+                         path, (unsigned long long)h->count, h->width, r->size - r->pos);
+    if (model_init(&nm->model, dims, err)) return error_prefix(err, "%s: ", path);
+    if (int8 && take_int8_params(r, &nm->model, h->width, path, err)) return -1;
+    if (!int8 && take_reals(r, nm->model.params, h->count, h->width))
         return error_set(err, "%s: truncated parameters", path);
-    if (check_values(nm->model.params, &table, "parameter", false, path, err)) return -1;
-    *has_state = false;
-    if (flags & FLAG_TRAIN_STATE) {
-        TrainState s = {0};
-        if (take(r, &s.step, 8) || take(r, &s.epoch, 8) || take(r, &s.batch_in_epoch, 8) ||
-            take(r, &s.adam_t, 8) || take(r, &s.lr_scale, 8) || take(r, &s.best_bleu, 8) ||
-            take(r, &s.best_dev_loss, 8) || take(r, &s.bad_validations, 4) ||
-            take(r, &s.plateau_bad, 4) || take(r, s.dropout_rng, sizeof s.dropout_rng) ||
-            ((flags & FLAG_SECONDS) && take(r, &s.seconds, 8)) ||
-            ((flags & FLAG_BATCHES) && take(r, &s.batches_fingerprint, 8)))
-            return error_set(err, "%s: truncated training state", path);
-        if (check_state(&s, path, err)) return -1;
-        if (count > (r->size - r->pos) / (2 * (size_t)width))
-            return error_set(err, "%s: truncated optimiser state", path);
-        if (state) {
-            /* the bytes are known to be there (checked above) */
-            s.adam_m = checked_calloc(count, sizeof(real), "Adam first moments", err);
-            s.adam_v = checked_calloc(count, sizeof(real), "Adam second moments", err);
-            int bad = !s.adam_m || !s.adam_v;
-            if (bad) error_prefix(err, "%s: ", path);
-            /* Adam streams them every step, as it does adam_init's (NULL: nothing) */
-            advise_huge_pages(s.adam_m, sizeof(real) * count);
-            advise_huge_pages(s.adam_v, sizeof(real) * count);
-            bad = bad || take_reals(r, s.adam_m, count, width) ||
-                  take_reals(r, s.adam_v, count, width) ||
-                  check_values(s.adam_m, &table, "Adam first moment of", false, path, err) ||
-                  check_values(s.adam_v, &table, "Adam second moment of", true, path, err);
-            if (bad) {
-                free(s.adam_m), free(s.adam_v);
-                return -1;
-            }
-            if ((flags & FLAG_EMA) && take_ema(r, &s, &table, count, width, path, err)) {
-                free(s.adam_m), free(s.adam_v);
-                return -1;
-            }
-            *state = s;
-            *has_state = true;
-        } else {
-            r->pos += 2 * (size_t)width * count;
-            if (flags & FLAG_EMA) {
-                uint64_t updates;
-                if (take(r, &updates, 8) || count > (r->size - r->pos) / width)
-                    return error_set(err, "%s: truncated parameter average", path);
-                r->pos += (size_t)width * count;
-            }
+    return check_values(nm->model.params, table, "parameter", false, path, err);
+}
+
+/* The training state into *state when state is given, else stepped over. */
+static int take_train_state(Reader *r, const Header *h, const ParamTable *table, TrainState *state,
+                            bool *has_state, const char *path, Error *err) {
+    uint64_t count = h->count;
+    uint32_t flags = h->flags, width = h->width;
+    TrainState s = {0};
+    if (take(r, &s.step, 8) || take(r, &s.epoch, 8) || take(r, &s.batch_in_epoch, 8) ||
+        take(r, &s.adam_t, 8) || take(r, &s.lr_scale, 8) || take(r, &s.best_bleu, 8) ||
+        take(r, &s.best_dev_loss, 8) || take(r, &s.bad_validations, 4) ||
+        take(r, &s.plateau_bad, 4) || take(r, s.dropout_rng, sizeof s.dropout_rng) ||
+        ((flags & FLAG_SECONDS) && take(r, &s.seconds, 8)) ||
+        ((flags & FLAG_BATCHES) && take(r, &s.batches_fingerprint, 8)))
+        return error_set(err, "%s: truncated training state", path);
+    if (check_state(&s, path, err)) return -1;
+    if (count > (r->size - r->pos) / (2 * (size_t)width))
+        return error_set(err, "%s: truncated optimiser state", path);
+    if (!state) {
+        r->pos += 2 * (size_t)width * count;
+        if (flags & FLAG_EMA) {
+            uint64_t updates;
+            if (take(r, &updates, 8) || count > (r->size - r->pos) / width)
+                return error_set(err, "%s: truncated parameter average", path);
+            r->pos += (size_t)width * count;
         }
+        return 0;
     }
+    /* the bytes are known to be there (checked above) */
+    s.adam_m = checked_calloc(count, sizeof(real), "Adam first moments", err);
+    s.adam_v = checked_calloc(count, sizeof(real), "Adam second moments", err);
+    int bad = !s.adam_m || !s.adam_v;
+    if (bad) error_prefix(err, "%s: ", path);
+    /* Adam streams them every step, as it does adam_init's (NULL: nothing) */
+    advise_huge_pages(s.adam_m, sizeof(real) * count);
+    advise_huge_pages(s.adam_v, sizeof(real) * count);
+    bad = bad || take_reals(r, s.adam_m, count, width) || take_reals(r, s.adam_v, count, width) ||
+          check_values(s.adam_m, table, "Adam first moment of", false, path, err) ||
+          check_values(s.adam_v, table, "Adam second moment of", true, path, err) ||
+          ((flags & FLAG_EMA) && take_ema(r, &s, table, count, width, path, err));
+    if (bad) {
+        free(s.adam_m), free(s.adam_v);
+        return -1;
+    }
+    *state = s;
+    *has_state = true;
+    return 0;
+}
+
+static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, bool *has_state,
+                 Error *err) {
+    Header h;
+    ModelDims dims;
+    ParamTable table;
+    *has_state = false;
+    if (take_header(r, path, &h, err) || check_flags(&h, path, err) ||
+        dims_of_header(&h, path, &dims, &table, err) ||
+        take_vocabularies(r, &h, &dims, nm, path, err) ||
+        take_params(r, &h, &dims, &table, nm, path, err))
+        return -1;
+    if ((h.flags & FLAG_TRAIN_STATE) &&
+        take_train_state(r, &h, &table, state, has_state, path, err))
+        return -1;
     if (r->pos != r->size)
         return error_set(err, "%s: %zu unexpected bytes after the data", path, r->size - r->pos);
     return 0;

@@ -13,8 +13,8 @@
 
 #include "data/dataset.h"
 #include "model/search.h"
-#include "nmt/checkpoint.h"
-#include "nmt/metrics.h"
+#include "nmt/formats/checkpoint.h"
+#include "nmt/metrics/metrics.h"
 
 typedef struct {
     double loss;       /* mean cross-entropy per target token (teacher forcing) */

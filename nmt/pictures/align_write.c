@@ -3,7 +3,7 @@
  * the npy files (see align_write.h). The writers check the stream once at the end instead of
  * after every print.
  */
-#include "nmt/align_write.h"
+#include "nmt/pictures/align_write.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -11,8 +11,8 @@
 
 #include "data/tokenizer.h"
 #include "base/files.h"
-#include "nmt/markup.h"
-#include "nmt/npy.h"
+#include "nmt/pictures/markup.h"
+#include "nmt/formats/npy.h"
 #include "nmt/words.h"
 
 /* ---- formats ---------------------------------------------------------------------------- */

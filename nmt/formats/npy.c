@@ -2,7 +2,7 @@
  * npy.c: .npy writer and reader (see npy.h). The header is the Python dict literal NumPy
  * writes, padded with spaces so the data starts on a 64-byte boundary.
  */
-#include "npy.h"
+#include "nmt/formats/npy.h"
 
 #include <errno.h>
 #include <stdint.h>

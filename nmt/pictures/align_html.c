@@ -19,12 +19,12 @@
  * -log p_t. A row of codes that does not belong to its scores then shows as a row of weights
  * that does not sum to 1, which the self-test checks.
  */
-#include "nmt/align_write.h"
+#include "nmt/pictures/align_write.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "nmt/markup.h"
+#include "nmt/pictures/markup.h"
 
 enum { CODE_CHARS = 4, CODE_MAX = (1 << 24) - 1 };
 static const double CODE_UNIT = 1e-5; /* value of one step of a code; the page uses the same */

@@ -2,12 +2,12 @@
  * explain.c: every step of a force-decoded sentence worked out for a learner (see
  * align_write.h).
  */
-#include "nmt/align_write.h"
+#include "nmt/pictures/align_write.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-#include "nmt/markup.h"
+#include "nmt/pictures/markup.h"
 
 /* ---- --explain -------------------------------------------------------------------------- */
 

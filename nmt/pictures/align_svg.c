@@ -2,13 +2,13 @@
  * align_svg.c: alignments as one standalone SVG document of labelled heatmaps (see
  * align_write.h).
  */
-#include "nmt/align_write.h"
+#include "nmt/pictures/align_write.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "nmt/markup.h"
+#include "nmt/pictures/markup.h"
 
 /* ---- SVG -------------------------------------------------------------------------------- */
 

@@ -8,7 +8,7 @@
  * The scoring formulas follow sacreBLEU's compute_bleu and CHRF._compute_f_score step by step,
  * in the same floating-point order, so scores agree to the last printed digit.
  */
-#include "nmt/metrics.h"
+#include "nmt/metrics/metrics.h"
 
 #include <assert.h>
 #include <inttypes.h>

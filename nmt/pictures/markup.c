@@ -2,7 +2,7 @@
  * markup.c: text made safe for JSON and XML, and labels cut to a display width (see
  * markup.h).
  */
-#include "nmt/markup.h"
+#include "nmt/pictures/markup.h"
 
 #include <errno.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /*
  * scoring.c: loss, perplexity, BLEU and chrF of a model on held-out pairs (see scoring.h).
  */
-#include "scoring.h"
+#include "nmt/metrics/scoring.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -69,10 +69,12 @@ static int corpus_loss(const NmtModel *nm, const TokenizedCorpus *tc, const Corp
     /* batches of similar target lengths */
     size_t *idx = longest_first(ds.tgt_n, ds.count, err);
     int rc = -1;
-    double bytes = acts_bytes(&nm->model.dims, batch_size, ds.max_src + 1, ds.max_tgt + 1, NULL);
+    ActsPlan plan = {.int8 = nm->model.quant != NULL};
+    double bytes = acts_bytes(&nm->model.dims, batch_size, ds.max_src + 1, ds.max_tgt + 1, &plan);
     if (!idx || memory_check(bytes, "the activations of the scoring batches", err) ||
         batch_buffer_init(&bb, batch_size, ds.max_src, ds.max_tgt, err) ||
-        acts_init(&acts, &nm->model.dims, batch_size, ds.max_src + 1, ds.max_tgt + 1, err))
+        acts_init_plan(&acts, &nm->model.dims, batch_size, ds.max_src + 1, ds.max_tgt + 1, &plan,
+                       err))
         goto done;
     double total = 0;
     size_t tokens = 0;
