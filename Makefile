@@ -56,11 +56,11 @@ endif
 # MPI objects live apart, so switching MPI=1 and back does not rebuild everything each time.
 BUILD    = build$(if $(filter 1,$(MPI)),/mpi)
 # Each program's main() lives in the file named here; everything else is library code.
-# Programs live in tools/ but for three that live beside what they serve.
+# Programs live in tools/ but for two that live beside what they serve.
 PROGRAMS = train translate evaluate align gradcheck gradref gencorpus attend plot reference-train \
            quantize
-MAIN_SRC = train/train.c notes/attend.c data/toy/gencorpus.c \
-           $(addprefix tools/,$(addsuffix .c,$(filter-out train attend gencorpus,$(PROGRAMS))))
+MAIN_SRC = notes/attend.c data/toy/gencorpus.c \
+           $(addprefix tools/,$(addsuffix .c,$(filter-out attend gencorpus,$(PROGRAMS))))
 LIB_SRC  = $(filter-out $(MAIN_SRC),$(wildcard base/*.c model/*.c data/*.c nmt/*.c reference/*.c \
                                                train/*.c tools/*.c notes/*.c))
 # The attention page's style sheet and script, linked in as data (nmt/align_html.c).
@@ -105,9 +105,6 @@ $(BUILD)/%.o: %.c $(STAMP)
 $(PAGE_OBJ): $(BUILD)/%.o: % $(STAMP)
 	@mkdir -p $(dir $@)
 	ld -r -b binary -z noexecstack -o $@ $<
-
-bin/train: $(BUILD)/train/train.o $(LIB_OBJ) $(LINK_STAMP)
-	$(LINK)
 
 bin/attend: $(BUILD)/notes/attend.o $(LIB_OBJ) $(LINK_STAMP)
 	$(LINK)
