@@ -319,10 +319,10 @@ static void record_path(const Trainer *tr, char *path, size_t size) {
     snprintf(path, size, "%s/trained-by", tr->cfg->train.out_dir);
 }
 
-/* Refuses a folder whose checkpoints another program, or other settings, made (its record
- * says so): training here would replace them, and --resume would mix two runs. A folder with
- * no record is taken as it is. */
-static int check_record(const Trainer *tr, uint64_t settings, Error *err) {
+/* Refuses a folder whose checkpoints another program made, or, unless this run resumes a
+ * checkpoint (check_resume_matches checks that model against the config), other settings: its
+ * record says so. Training here would replace them. A folder with no record is taken as is. */
+static int check_record(const Trainer *tr, uint64_t settings, bool resumed, Error *err) {
     char path[CONFIG_PATH_MAX + 16], line[CONFIG_PATH_MAX + 32];
     char program[sizeof line] = "", config[sizeof line] = "?";
     unsigned long long hash = 0;
@@ -342,7 +342,7 @@ static int check_record(const Trainer *tr, uint64_t settings, Error *err) {
                          "%s holds the checkpoints of bin/%s (see %s): bin/%s does not replace "
                          "them; set another folder: --set train.out_dir=DIR",
                          dir, program[0] ? program : "another program", path, me);
-    if (hash != settings)
+    if (!resumed && hash != settings)
         return error_set(err,
                          "%s holds checkpoints trained from other [data] or [model] settings "
                          "(%s, see %s); set another folder (--set train.out_dir=DIR) or remove it",
@@ -361,11 +361,11 @@ static int write_record(const Trainer *tr, uint64_t settings, Error *err) {
 }
 
 /* Claims out_dir (rank 0 alone): its lock, then its record, which must name this program and
- * these settings when the folder has one. */
-static int claim_folder(Trainer *tr, Error *err) {
+ * (unless resumed) these settings when the folder has one. */
+static int claim_folder(Trainer *tr, bool resumed, Error *err) {
     uint64_t settings;
     if (tr->lock_fd < 0 && lock_folder(tr->cfg->train.out_dir, &tr->lock_fd, err)) return -1;
-    return model_settings_hash(tr->cfg, &settings, err) || check_record(tr, settings, err);
+    return model_settings_hash(tr->cfg, &settings, err) || check_record(tr, settings, resumed, err);
 }
 
 /* ---- setup ------------------------------------------------------------------------------- */
@@ -467,7 +467,7 @@ static int allocate_batches(Trainer *tr, bool resumed, Error *err) {
 static int open_folder(Trainer *tr, bool resumed, Error *err) {
     const char *dir = tr->cfg->train.out_dir;
     uint64_t settings;
-    if (make_dirs(dir, err) || claim_folder(tr, err) ||
+    if (make_dirs(dir, err) || claim_folder(tr, resumed, err) ||
         model_settings_hash(tr->cfg, &settings, err) || write_record(tr, settings, err))
         return -1;
     char cfg_path[CONFIG_PATH_MAX + 32];
@@ -512,7 +512,7 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
      * once; a new one is made (and claimed) by open_folder, once every input has been checked */
     struct stat folder;
     if (tr->dist.rank == 0 && stat(cfg->train.out_dir, &folder) == 0 && S_ISDIR(folder.st_mode) &&
-        claim_folder(tr, err))
+        claim_folder(tr, resume != NULL, err))
         return -1;
     snprintf(tr->best_path, sizeof tr->best_path, "%s/best.ckpt", cfg->train.out_dir);
     snprintf(tr->last_path, sizeof tr->last_path, "%s/last.ckpt", cfg->train.out_dir);
