@@ -74,9 +74,7 @@ static int longest_source(const NmtModel *nm, const Corpus *c, int longest, Erro
 static int reference_prepare(Trainer *tr, int max_pairs, bool resumed, Error *err) {
     (void)resumed; /* the reference has no --resume */
     const Config *cfg = tr->cfg;
-    Reference *r = checked_calloc(1, sizeof *r, "the reference's state", err);
-    if (!r) return -1;
-    tr->own = r;
+    Reference *r = tr->own;
     const ModelDims *d = &tr->nm.model.dims;
     int longest = longest_source(&tr->nm, &tr->dev_corpus, 1, err);
     if (longest > 0) longest = longest_source(&tr->nm, &tr->test_corpus, longest, err);
@@ -91,12 +89,9 @@ static int reference_prepare(Trainer *tr, int max_pairs, bool resumed, Error *er
 
 static void reference_free(Trainer *tr) {
     Reference *r = tr->own;
-    if (!r) return;
     ref_adam_free(&r->adam);
     ref_acts_free(&r->decode);
     ref_acts_free(&r->acts);
-    free(r);
-    tr->own = NULL;
 }
 
 static int reference_gradients(Trainer *tr, const Batch *batch, Rng *dropout, double *loss,
@@ -173,6 +168,7 @@ int main(int argc, char **argv) {
     static const TrainerProgram reference = {.name = "reference-train",
                                              .folder_suffix = "-reference",
                                              .usage = usage,
+                                             .own_size = sizeof(Reference),
                                              .check_config = refuse_unimplemented,
                                              .prepare = reference_prepare,
                                              .gradients = reference_gradients,

@@ -61,19 +61,14 @@ static int engine_prepare(Trainer *tr, int max_pairs, bool resumed, Error *err) 
         (!resumed &&
          adam_init(&tr->adam, tr->nm.model.table.total, o->beta1, o->beta2, o->eps, err)))
         return -1;
-    Engine *e = checked_calloc(1, sizeof *e, "the engine's state", err);
-    if (!e) return -1;
-    tr->own = e;
+    Engine *e = tr->own;
     return acts_init_plan(&e->acts, &tr->nm.model.dims, max_pairs, tr->train.max_src + 1,
                           tr->train.max_tgt + 1, &(ActsPlan){.huge_pages = 1}, err);
 }
 
 static void engine_free(Trainer *tr) {
     Engine *e = tr->own;
-    if (!e) return;
     acts_free(&e->acts);
-    free(e);
-    tr->own = NULL;
 }
 
 static int engine_gradients(Trainer *tr, const Batch *batch, Rng *dropout, double *loss,
@@ -131,6 +126,7 @@ int main(int argc, char **argv) {
     static const TrainerProgram engine = {.name = "train",
                                           .resumable = true,
                                           .usage = usage,
+                                          .own_size = sizeof(Engine),
                                           .prepare = engine_prepare,
                                           .gradients = engine_gradients,
                                           .update = engine_update,

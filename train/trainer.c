@@ -457,7 +457,8 @@ static int read_splits(Trainer *tr, Error *err) {
 static int allocate_batches(Trainer *tr, bool resumed, Error *err) {
     int B = training_max_pairs(&tr->train, &tr->cfg->train);
     tr->share = checked_calloc((size_t)B, sizeof(size_t), "a batch's pair indices", err);
-    if (!tr->share || tr->program->prepare(tr, B, resumed, err)) return -1;
+    tr->own = checked_calloc(1, tr->program->own_size, "the trainer's own state", err);
+    if (!tr->share || !tr->own || tr->program->prepare(tr, B, resumed, err)) return -1;
     return batch_buffer_init(&tr->batches, B, tr->train.max_src, tr->train.max_tgt, err);
 }
 
@@ -531,7 +532,8 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
 static void trainer_free(Trainer *tr) {
     if (tr->log) fclose(tr->log);
     if (tr->lock_fd >= 0) close(tr->lock_fd); /* releases the folder */
-    if (tr->program->free_own) tr->program->free_own(tr);
+    if (tr->own) tr->program->free_own(tr);
+    free(tr->own);
     free(tr->share);
     batch_buffer_free(&tr->batches);
     dataset_free(&tr->train);

@@ -38,8 +38,9 @@ typedef struct {
     void (*usage)(FILE *out);
     /* refuses settings the program does not implement, by name (NULL: it has them all) */
     int (*check_config)(const Config *cfg, Error *err);
-    /* once the model and the training set exist: checks and allocates the program's own state
-     * (tr->own) for batches of up to max_pairs pairs; resumed: the optimiser came with the
+    size_t own_size; /* its own state, tr->own: allocated (zeroed) and freed by the trainer */
+    /* once the model and the training set exist: checks and allocates what the program's own
+     * state holds, for batches of up to max_pairs pairs; resumed: the optimiser came with the
      * checkpoint (tr->adam) */
     int (*prepare)(Trainer *tr, int max_pairs, bool resumed, Error *err);
     /* forward, zero grad, backward on this rank's share of a batch (maybe empty under MPI):
@@ -56,7 +57,7 @@ typedef struct {
                  const char *path, Scores *sc, Error *err);
     /* how it computes, for the opening lines: "float precision, 2 threads x 1 ranks" */
     void (*describe)(const Trainer *tr, char *buf, size_t size);
-    void (*free_own)(Trainer *tr); /* accepts what prepare left half-built */
+    void (*free_own)(Trainer *tr); /* frees what tr->own holds, also half-built by prepare */
 } TrainerProgram;
 
 struct Trainer {
