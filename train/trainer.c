@@ -304,7 +304,8 @@ static int model_settings_hash(const Config *cfg, uint64_t *hash, Error *err) {
     if (!text) return -1;
     *hash = FNV1A_START;
     bool counts = false;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    char *rest;
+    for (char *line = strtok_r(text, "\n", &rest); line; line = strtok_r(NULL, "\n", &rest)) {
         if (line[0] == '[') counts = strcmp(line, "[data]") == 0 || strcmp(line, "[model]") == 0;
         bool split = strncmp(line, "dev ", 4) == 0 || strncmp(line, "test ", 5) == 0 ||
                      strncmp(line, "# dev ", 6) == 0 || strncmp(line, "# test ", 7) == 0;
@@ -774,15 +775,11 @@ static int run_epoch(Trainer *tr, Progress *p, Error *err) {
 /* Whether every rank trains with the same resolved settings (config_print's text, hashed):
  * ranks started with different configs are stopped at the start, not after hours. */
 static int same_settings(const Trainer *tr, bool *same, Error *err) {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *out = open_memstream(&text, &len);
-    if (!out) return error_set(err, "out of memory comparing the ranks' settings");
-    config_print(tr->cfg, out);
-    int bad = fclose(out) != 0;
-    uint64_t hash = bad ? 0 : fnv1a(FNV1A_START, text, len);
+    size_t len;
+    char *text = settings_text(tr->cfg, false, &len, err);
+    if (!text) return -1;
+    uint64_t hash = fnv1a(FNV1A_START, text, len);
     free(text);
-    if (bad) return error_set(err, "out of memory comparing the ranks' settings");
     /* four 16-bit pieces: exact in any real */
     real pieces[4];
     for (int k = 0; k < 4; k++) pieces[k] = (real)((hash >> (16 * k)) & 0xffff);
