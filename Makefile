@@ -60,8 +60,6 @@ BUILD    = build$(if $(filter 1,$(MPI)),/mpi)
 PROGRAMS = train translate evaluate align gradcheck gradref gencorpus attend plot reference-train \
            quantize
 MAIN_SRC = notes/attend.c data/toy/gencorpus.c $(wildcard $(PROGRAMS:%=tools/%.c))
-# The exception, until bin/train's main() moves to tools/train.c (issue 41): train/train.c.
-MAIN_SRC += $(if $(wildcard tools/train.c),,train/train.c)
 # The rooms, top down (the order a link line needs): each folder's *.c but the programs' main
 # files, one archive each, build/lib<folder>.a ('/' as '-'). A new file joins its room's
 # archive by being in the folder. nmt/ serves three rooms of its own: the file formats below
@@ -128,7 +126,7 @@ $(call room_lib,nmt/pictures): $(PAGE_OBJ)
 # Each program's rooms, top down: the link lines are the architecture (tests/test_rooms.c
 # checks with nm that no program holds a symbol of a room not listed here).
 bin/train:           $(call room_lib,train nmt/pictures nmt/metrics nmt nmt/formats data model base)
-bin/reference-train: $(call room_lib,train reference nmt/metrics nmt nmt/formats data model base)
+bin/reference-train: $(call room_lib,train reference nmt/pictures nmt/metrics nmt nmt/formats data model base)
 bin/translate:       $(call room_lib,tools nmt/pictures nmt nmt/formats data model base)
 bin/align:           $(call room_lib,tools nmt/pictures nmt nmt/formats data model base)
 bin/evaluate:        $(call room_lib,tools nmt/metrics nmt nmt/formats data model base)
@@ -145,12 +143,6 @@ bin/attend: $(BUILD)/notes/attend.o
 
 bin/gencorpus: $(BUILD)/data/toy/gencorpus.o
 	$(LINK)
-
-# The exception, until its main() moves to tools/train.c.
-ifeq ($(wildcard tools/train.c),)
-bin/train: $(BUILD)/train/train.o
-	$(LINK)
-endif
 
 bin/%: $(BUILD)/tools/%.o
 	$(LINK)

@@ -92,8 +92,9 @@ static Weights weights_of(const RefActs *a, const real *params) {
 
 /* ---- memory: planned once ------------------------------------------------------------- */
 
-/* Backward's vectors of one sentence and one step, carved out of a->scratch. */
-typedef struct {
+/* Backward's vectors of one sentence and one step (and forward's pre-activations), carved out
+ * of a->block once, by ref_acts_init. */
+typedef struct RefScratch {
     double *d_enc_h, *d_keys, *d_x;           /* [S, K], [S, F], [S, E] of one sentence */
     double *carry, *d_prev;                   /* [max(H, D)] d loss / d state flowing back */
     double *d_state, *d_h_last;               /* [max(H, D)], [K] */
@@ -177,15 +178,17 @@ int ref_acts_init(RefActs *a, const ModelDims *dims, int max_B, int max_S, int m
     a->dims = *dims;
     param_table_build(&a->table, dims);
     a->max_B = max_B, a->max_S = max_S, a->max_T = max_T;
-    Scratch sc;
-    a->block = checked_calloc(layout(a, &sc, NULL), sizeof(double), "reference activations", err);
+    a->scratch = checked_calloc(1, sizeof *a->scratch, "reference scratch", err);
+    a->block = a->scratch ? checked_calloc(layout(a, a->scratch, NULL), sizeof(double),
+                                           "reference activations", err)
+                          : NULL;
     size_t ids = (size_t)max_B * (max_S + 2 * max_T + 2);
-    a->int_block = checked_calloc(ids, sizeof(int), "reference ids", err);
-    if (!a->block || !a->int_block) {
+    a->int_block = a->block ? checked_calloc(ids, sizeof(int), "reference ids", err) : NULL;
+    if (!a->int_block) {
         ref_acts_free(a);
         return -1;
     }
-    layout(a, &sc, a->block);
+    layout(a, a->scratch, a->block);
     a->src_ids = a->int_block;
     a->tgt_in = a->src_ids + (size_t)max_B * max_S;
     a->tgt_out = a->tgt_in + (size_t)max_B * max_T;
@@ -197,13 +200,8 @@ int ref_acts_init(RefActs *a, const ModelDims *dims, int max_B, int max_S, int m
 void ref_acts_free(RefActs *a) {
     free(a->block);
     free(a->int_block);
+    free(a->scratch);
     memset(a, 0, sizeof *a);
-}
-
-static Scratch scratch_of(RefActs *a) {
-    Scratch sc;
-    layout(a, &sc, a->block);
-    return sc;
 }
 
 /* ---- dropout -------------------------------------------------------------------------- */
@@ -364,7 +362,7 @@ static void encoder_forward(RefActs *a, const Weights *w, int b) {
     const ModelDims *d = &a->dims;
     int S = a->S, L = a->src_len[b], E = d->emb, H = d->enc_hidden, K = dims_enc_state(d);
     int dirs = d->bidirectional ? 2 : 1;
-    Scratch sc = scratch_of(a);
+    const Scratch *sc = a->scratch;
     int cw = gru_cache_width(d, H);
     for (int i = 0; i < L; i++) {
         size_t at = (size_t)b * S + i;
@@ -376,8 +374,9 @@ static void encoder_forward(RefActs *a, const Weights *w, int b) {
         for (int step = 0; step < L; step++) {
             int i = dir == 0 ? step : L - 1 - step, prev = dir == 0 ? i - 1 : i + 1;
             size_t at = (size_t)b * S + i;
-            const double *h = step == 0 ? sc.zeros : a->enc_state[dir] + ((size_t)b * S + prev) * H;
-            gru_forward(a->enc_state[dir] + at * H, a->enc_cache[dir] + at * cw, sc.pre,
+            const double *h =
+                step == 0 ? sc->zeros : a->enc_state[dir] + ((size_t)b * S + prev) * H;
+            gru_forward(a->enc_state[dir] + at * H, a->enc_cache[dir] + at * cw, sc->pre,
                         a->x + at * E, h, gw, E, H);
             memcpy(a->enc_h + at * K + dir * H, a->enc_state[dir] + at * H, sizeof(double) * H);
         }
@@ -593,13 +592,13 @@ static void decoder_step_forward(RefActs *a, const Weights *w, int b, int t, int
     embedding_forward(u, w->tgt_emb, y_prev, a->embedding_drop ? a->u_keep + row * E : NULL, E);
     attention_forward(a, w, b, t);
     memcpy(gru_in + E, c, sizeof(double) * K);
-    gru_forward(s, a->dec_cache + row * gru_cache_width(d, D), scratch_of(a).pre, gru_in, s_prev,
+    gru_forward(s, a->dec_cache + row * gru_cache_width(d, D), a->scratch->pre, gru_in, s_prev,
                 &w->dec_gru, E + K, D);
     memcpy(r_in, s, sizeof(double) * D);
     memcpy(r_in + D, c, sizeof(double) * K);
     memcpy(r_in + D + K, u, sizeof(double) * E);
     linear_forward(o, w->out_w_o, w->out_b_o, r_in, O, R);
-    double *o_drop = scratch_of(a).o_drop;
+    double *o_drop = a->scratch->o_drop;
     for (int j = 0; j < O; j++) {
         o[j] = tanh(o[j]);
         o_drop[j] = o[j] * (drop ? a->o_keep[row * O + j] : 1);
@@ -769,17 +768,17 @@ void ref_backward(RefActs *a, const real *params, real *grads) {
     const ModelDims *d = &a->dims;
     int S = a->S, K = dims_enc_state(d), D = d->dec_hidden, F = dims_att_features(d);
     Weights w = weights_of(a, params);
-    Scratch sc = scratch_of(a);
+    const Scratch *sc = a->scratch;
     memset(a->grads, 0, sizeof(double) * a->table.total);
     /* sentence by sentence: the decoder's steps from the last back to the first, then the
      * keys and s_0, then the encoder */
     for (int b = 0; b < a->B; b++) {
-        memset(sc.d_enc_h, 0, sizeof(double) * (size_t)S * K);
-        memset(sc.d_keys, 0, sizeof(double) * (size_t)S * F);
-        memset(sc.carry, 0, sizeof(double) * D); /* nothing flows back from beyond the end */
-        for (int t = a->tgt_len[b]; t >= 1; t--) decoder_step_backward(a, &w, b, t, &sc);
-        keys_and_init_backward(a, &w, b, &sc);
-        encoder_backward(a, &w, b, &sc);
+        memset(sc->d_enc_h, 0, sizeof(double) * (size_t)S * K);
+        memset(sc->d_keys, 0, sizeof(double) * (size_t)S * F);
+        memset(sc->carry, 0, sizeof(double) * D); /* nothing flows back from beyond the end */
+        for (int t = a->tgt_len[b]; t >= 1; t--) decoder_step_backward(a, &w, b, t, sc);
+        keys_and_init_backward(a, &w, b, sc);
+        encoder_backward(a, &w, b, sc);
     }
     for (size_t i = 0; i < a->table.total; i++) grads[i] += (real)a->grads[i];
 }

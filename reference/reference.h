@@ -17,6 +17,9 @@
 #include "base/rng.h"
 #include "model/params.h"
 
+/* Backward's vectors of one sentence and one step (reference.c), laid out once in the block. */
+struct RefScratch;
+
 /* Forward options, as the engine's ForwardOptions: inverted dropout on x_i, u_t and o_t (0:
  * off; rng then unused), the label-smoothing eps (0: plain cross-entropy) and word dropout
  * on whole x_i and u_t (0: off). */
@@ -37,27 +40,27 @@ typedef struct {
     double dropout, label_smoothing, word_dropout;
     int embedding_drop; /* x_keep and u_keep hold scales (either dropout is on) */
     int *src_ids, *src_len, *tgt_in, *tgt_out, *tgt_len; /* copies of the batch */
-    double *x, *x_keep;      /* [B, S, E] source embeddings (after dropout), dropout scales */
-    double *enc_cache[2];    /* [B, S, 4H] GRU gates r, z, n and W_hn h + b_hn, per direction
-                                (layer_norm: then the normalisations, [B, S, 10H + 2]) */
-    double *enc_state[2];    /* [B, S, H] f_i and g_i */
-    double *enc_h;           /* [B, S, K] h_i, zero at padding */
-    double *keys;            /* [B, S, F] W_k h_i + b, W_a h_i or W_k h_i (not for dot) */
-    double *h_last;          /* [B, K] */
-    double *s;               /* [B, T+1, D] s_0 .. s_T */
-    double *dec_cache;       /* [B, T, 4D] (layer_norm: [B, T, 10D + 2]) */
-    double *query;           /* [B, T, A] W_q s_{t-1} (additive, scaled_dot) */
-    double *alpha, *energy;  /* [B, T, S] alignment weights (0 at padding), scores */
-    double *context;         /* [B, T, K] c_t */
-    double *u_keep, *o_keep; /* [B, T, E], [B, T, O] dropout scales */
-    double *gru_in;          /* [B, T, E+K] [u_t ; c_t], u_t after dropout */
-    double *readout_in;      /* [B, T, D+K+E] [s_t ; c_t ; u_t] */
-    double *readout;         /* [B, T, O] o_t before dropout */
-    double *logits;          /* [B, T, Vt] z_t (zero at padding) */
-    double *lse;             /* [B, T] log sum_j exp z_tj */
-    double *grads;           /* [table.total] the gradients of the last backward pass */
-    double *block;           /* the allocation behind every array above, and backward's
-                                per-sentence and per-step vectors */
+    double *x, *x_keep;         /* [B, S, E] source embeddings (after dropout), dropout scales */
+    double *enc_cache[2];       /* [B, S, 4H] GRU gates r, z, n and W_hn h + b_hn, per direction
+                                   (layer_norm: then the normalisations, [B, S, 10H + 2]) */
+    double *enc_state[2];       /* [B, S, H] f_i and g_i */
+    double *enc_h;              /* [B, S, K] h_i, zero at padding */
+    double *keys;               /* [B, S, F] W_k h_i + b, W_a h_i or W_k h_i (not for dot) */
+    double *h_last;             /* [B, K] */
+    double *s;                  /* [B, T+1, D] s_0 .. s_T */
+    double *dec_cache;          /* [B, T, 4D] (layer_norm: [B, T, 10D + 2]) */
+    double *query;              /* [B, T, A] W_q s_{t-1} (additive, scaled_dot) */
+    double *alpha, *energy;     /* [B, T, S] alignment weights (0 at padding), scores */
+    double *context;            /* [B, T, K] c_t */
+    double *u_keep, *o_keep;    /* [B, T, E], [B, T, O] dropout scales */
+    double *gru_in;             /* [B, T, E+K] [u_t ; c_t], u_t after dropout */
+    double *readout_in;         /* [B, T, D+K+E] [s_t ; c_t ; u_t] */
+    double *readout;            /* [B, T, O] o_t before dropout */
+    double *logits;             /* [B, T, Vt] z_t (zero at padding) */
+    double *lse;                /* [B, T] log sum_j exp z_tj */
+    double *grads;              /* [table.total] the gradients of the last backward pass */
+    struct RefScratch *scratch; /* backward's per-sentence and per-step vectors, in block */
+    double *block;              /* the allocation behind every array above and the scratch */
     int *int_block;
 } RefActs;
 

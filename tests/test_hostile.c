@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1165,7 +1166,8 @@ END_TEST
 /* ---- the surfaces of issue #36 ------------------------------------------------------------ */
 
 /* Two trainings into one out_dir: the second is refused at its start, naming the folder and
- * the process that has it, and leaves the first run's files alone. */
+ * the process that has it, and leaves the first run's files alone; so is bin/reference-train
+ * (issue #45: it ignored the lock and replaced the running job's best.ckpt). */
 START_TEST(hostile_two_trainings_one_folder) {
     Scratch s;
     scratch_make(&s);
@@ -1200,6 +1202,14 @@ START_TEST(hostile_two_trainings_one_folder) {
                 60, NULL);
     assert_one_line_error(&r, "train", 1,
                           (const char *const[]){"run is in use by another training", who, NULL});
+    char dir[128], run_dir[160]; /* --set paths are read from the working folder */
+    scratch_path(&s, "run", dir, sizeof dir);
+    snprintf(run_dir, sizeof run_dir, "train.out_dir=%s", dir);
+    run_program(&r, &s,
+                (const char *const[]){"../bin/reference-train", config, "--set", run_dir, NULL},
+                NULL, 60, NULL);
+    assert_one_line_error(&r, "reference-train", 1,
+                          (const char *const[]){"run is in use by another training", who, NULL});
     kill(first.pid, SIGTERM); /* it saves last.ckpt and ends */
     ck_assert_int_eq(conversation_end(&first, 30), 128 + SIGTERM);
     ck_assert(!temporary_file_beside(last));
@@ -1209,6 +1219,45 @@ START_TEST(hostile_two_trainings_one_folder) {
                                       "train.max_steps=2", "--set", "train.epochs=0", NULL},
                 NULL, 60, NULL);
     ck_assert_msg(r.status == 0, "%s", r.err);
+    scratch_free(&s);
+}
+END_TEST
+
+/* Issue #45: OUT_DIR/.lock that is a symbolic link, a second name of another file or a FIFO
+ * is refused in one line, and the file it leads to is left as it was (the lock followed the
+ * link and wrote its process id into the target). */
+START_TEST(hostile_lock_file_that_is_not_a_lock) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_setup(&s);
+    char config[128], dir[128], lock[128], victim[128];
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    scratch_path(&s, "run", dir, sizeof dir);
+    scratch_path(&s, "run/.lock", lock, sizeof lock);
+    scratch_path(&s, "victim.txt", victim, sizeof victim);
+    static const char kept[] = "another program's file\n";
+    static const struct {
+        const char *kind, *fragment;
+    } cases[] = {{"symbolic link", "is a symbolic link"},
+                 {"hard link", "is not a lock file"},
+                 {"fifo", "is not a lock file"}};
+    ck_assert_int_eq(mkdir(dir, 0777), 0);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        scratch_write_text(&s, "victim.txt", kept);
+        unlink(lock);
+        if (strcmp(cases[k].kind, "symbolic link") == 0) ck_assert_int_eq(symlink(victim, lock), 0);
+        if (strcmp(cases[k].kind, "hard link") == 0) ck_assert_int_eq(link(victim, lock), 0);
+        if (strcmp(cases[k].kind, "fifo") == 0) ck_assert_int_eq(mkfifo(lock, 0666), 0);
+        RunResult r;
+        run_program(&r, &s, (const char *const[]){"../bin/train", config, NULL}, NULL, 60, NULL);
+        assert_one_line_error(&r, "train", 1, (const char *const[]){lock, cases[k].fragment, NULL});
+        size_t len;
+        char *text = (char *)slurp_file(victim, &len);
+        ck_assert_ptr_nonnull(text);
+        ck_assert_msg(len == strlen(kept) && memcmp(text, kept, len) == 0,
+                      "%s: the file behind the lock became '%.*s'", cases[k].kind, (int)len, text);
+        free(text);
+    }
     scratch_free(&s);
 }
 END_TEST
@@ -1325,6 +1374,7 @@ Suite *hostile_suite(void) {
     TCase *surfaces = tcase_create("new surfaces");
     tcase_set_timeout(surfaces, 120);
     tcase_add_test(surfaces, hostile_two_trainings_one_folder);
+    tcase_add_test(surfaces, hostile_lock_file_that_is_not_a_lock);
     tcase_add_test(surfaces, hostile_bpe_mebibyte_word_in_dev_and_test);
     suite_add_tcase(s, surfaces);
     return s;

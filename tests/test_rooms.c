@@ -22,7 +22,7 @@ static const struct {
     const char *rooms;
 } allowed[] = {
     {"train", "train nmt/pictures nmt/metrics nmt nmt/formats data model base"},
-    {"reference-train", "train reference nmt/metrics nmt nmt/formats data model base"},
+    {"reference-train", "train reference nmt/pictures nmt/metrics nmt nmt/formats data model base"},
     {"translate", "tools nmt/pictures nmt nmt/formats data model base"},
     {"align", "tools nmt/pictures nmt nmt/formats data model base"},
     {"evaluate", "tools nmt/metrics nmt nmt/formats data model base"},

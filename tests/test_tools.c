@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <unistd.h>
 
 #include "tests/harness.h"
 #include "tests/suites.h"
@@ -589,7 +590,7 @@ START_TEST(reference_train_writes_a_translating_checkpoint) {
     scratch_write_setup(&s);
     char config[512], model[512];
     scratch_path(&s, "tiny.ini", config, sizeof config);
-    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    scratch_path(&s, "run-reference/best.ckpt", model, sizeof model);
     RunResult r;
     run_program(&r, &s, (const char *const[]){"../bin/reference-train", config, NULL}, NULL, 60,
                 NULL);
@@ -603,6 +604,67 @@ START_TEST(reference_train_writes_a_translating_checkpoint) {
         (const char *const[]){"../bin/reference-train", config, "--set", "train.ema=0.99", NULL},
         NULL, 30, NULL);
     assert_one_line_error(&r, "reference-train", 1, (const char *const[]){"[train] ema", NULL});
+    scratch_free(&s);
+}
+END_TEST
+
+/* Issue #45: bin/reference-train given the engine's config writes a folder of its own
+ * (out_dir + "-reference"), leaves the engine's model as it was, and refuses, in one line
+ * naming the way out, a folder whose checkpoints the other program or other settings made;
+ * the same program and settings (a rerun, a --resume) keep their folder. */
+START_TEST(reference_train_keeps_to_its_own_folder) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char config[512], engine_best[512], reference_best[512], dir[512];
+    char engine_dir[600], reference_dir[600]; /* --set paths are read from the working folder */
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    scratch_path(&s, "run/best.ckpt", engine_best, sizeof engine_best);
+    scratch_path(&s, "run-reference/best.ckpt", reference_best, sizeof reference_best);
+    scratch_path(&s, "run", dir, sizeof dir);
+    snprintf(engine_dir, sizeof engine_dir, "train.out_dir=%s", dir);
+    scratch_path(&s, "run-reference", dir, sizeof dir);
+    snprintf(reference_dir, sizeof reference_dir, "train.out_dir=%s", dir);
+    size_t before_len, after_len;
+    unsigned char *before = slurp_file(engine_best, &before_len);
+    ck_assert_ptr_nonnull(before);
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/reference-train", config, NULL}, NULL, 60,
+                NULL);
+    ck_assert_msg(r.status == 0, "reference-train failed (%d): %s", r.status, r.err);
+    ck_assert_msg(access(reference_best, F_OK) == 0, "no %s", reference_best);
+    /* into the engine's folder, named: refused; and the engine into the reference's */
+    run_program(&r, &s,
+                (const char *const[]){"../bin/reference-train", config, "--set", engine_dir, NULL},
+                NULL, 60, NULL);
+    assert_one_line_error(
+        &r, "reference-train", 1,
+        (const char *const[]){"holds the checkpoints of bin/train", "--set train.out_dir=", NULL});
+    run_program(&r, &s, (const char *const[]){"../bin/train", config, "--set", reference_dir, NULL},
+                NULL, 60, NULL);
+    assert_one_line_error(&r, "train", 1,
+                          (const char *const[]){"holds the checkpoints of bin/reference-train",
+                                                "--set train.out_dir=", NULL});
+    /* other [model] settings, not resuming: refused; a rerun of the same settings is not */
+    run_program(&r, &s,
+                (const char *const[]){"../bin/train", config, "--set", "model.emb_size=6", NULL},
+                NULL, 60, NULL);
+    assert_one_line_error(&r, "train", 1,
+                          (const char *const[]){"other [data] or [model] settings", NULL});
+    unsigned char *after = slurp_file(engine_best, &after_len);
+    ck_assert_ptr_nonnull(after);
+    ck_assert_msg(after_len == before_len && memcmp(before, after, before_len) == 0,
+                  "the engine's best.ckpt changed");
+    free(before);
+    free(after);
+    run_program(&r, &s,
+                (const char *const[]){"../bin/train", config, "--resume", "--set",
+                                      "train.max_steps=6", NULL},
+                NULL, 60, NULL);
+    ck_assert_msg(r.status == 0, "resuming the engine failed (%d): %s", r.status, r.err);
+    run_program(&r, &s, (const char *const[]){"../bin/reference-train", config, NULL}, NULL, 60,
+                NULL);
+    ck_assert_msg(r.status == 0, "rerunning reference-train failed (%d): %s", r.status, r.err);
     scratch_free(&s);
 }
 END_TEST
@@ -780,6 +842,7 @@ Suite *tools_suite(void) {
     tcase_add_test(tc, interrupted_training_saves_a_resumable_checkpoint);
     tcase_add_test(tc, gradref_reference_agrees_with_the_engine);
     tcase_add_test(tc, reference_train_writes_a_translating_checkpoint);
+    tcase_add_test(tc, reference_train_keeps_to_its_own_folder);
     tcase_add_test(tc, scoring_reports_in_corpus_order);
     tcase_add_test(tc, every_program_gives_usage_errors_in_one_form);
     tcase_add_test(tc, translate_answers_each_line_as_it_arrives);

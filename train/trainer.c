@@ -1,16 +1,15 @@
 /*
- * train.c: trains a translator from an INI config and keeps the best model.
+ * trainer.c: the one training loop (trainer.h), and the setup, validation, checkpoints and
+ * folder around it. bin/train and bin/reference-train differ only in the TrainerProgram they
+ * pass: the arithmetic of a step and of scoring.
  *
- * The loop is the algorithm: next batch -> forward -> zero grad -> backward -> clip -> Adam
- * step -> log; every valid_every steps the dev split is scored (loss, perplexity, greedy
- * BLEU and chrF), the best model by dev BLEU is saved as OUT/best.ckpt and the resumable state
- * as OUT/last.ckpt. SIGINT/SIGTERM save a resumable checkpoint and exit; a second signal exits
- * at once, leaving the last checkpoint as it was. A non-finite loss, gradient or parameter
- * stops training with the step and tensor named, before anything non-finite is saved; a
- * failed save (full disk, unwritable folder) stops it too, the previous checkpoint intact.
- * The same seed and thread count reproduce the same losses bit for bit.
- * Built with MPI (make MPI=1) and run under mpirun, the ranks share each batch (train/dist.h):
- * rank 0 alone validates, logs, prints and saves, and tells the others what it decided.
+ * SIGINT/SIGTERM save a resumable checkpoint and exit (resumable programs); a second signal
+ * exits at once, leaving the last checkpoint as it was. A non-finite loss, gradient or
+ * parameter stops training with the step and tensor named, before anything non-finite is
+ * saved; a failed save (full disk, unwritable folder) stops it too, the previous checkpoint
+ * intact. The same seed and thread count reproduce the same losses bit for bit. Under MPI
+ * (make MPI=1, train/dist.h) the ranks share each batch: rank 0 alone validates, logs, prints
+ * and saves, and tells the others what it decided.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,13 +27,9 @@
 #include "base/files.h"
 #include "base/usage.h"
 #include "nmt/text.h"
-#include "train/adam.h"
 #include "train/curves.h"
-#include "train/batching.h"
-#include "train/ema.h"
-#include "train/dist.h"
 #include "train/new_model.h"
-#include "nmt/metrics/scoring.h"
+#include "train/trainer.h"
 
 /* Set by the signal handler; read by the loop between steps. */
 static volatile sig_atomic_t stop_signal = 0;
@@ -42,25 +37,6 @@ static volatile sig_atomic_t stop_signal = 0;
 static void on_signal(int sig) {
     if (stop_signal) _exit(128 + sig); /* second signal: leave at once, touch nothing */
     stop_signal = sig;
-}
-
-static void usage(FILE *out) {
-    fprintf(out, "usage: train CONFIG [--set section.key=value ...] [--resume[=CHECKPOINT]]\n"
-                 "Trains a GRU encoder / Bahdanau attention / GRU decoder translator.\n"
-                 "  CONFIG                   INI file (see configs/toy.ini); its keys are below\n"
-                 "  --set section.key=value  override one key (may be repeated)\n"
-                 "  --resume[=CHECKPOINT]    continue from a checkpoint with its optimiser state\n"
-                 "                           (default: OUT_DIR/last.ckpt)\n"
-                 "  -h, --help               this text\n"
-                 "Writes OUT_DIR/best.ckpt (best dev BLEU), OUT_DIR/last.ckpt (resumable),\n"
-                 "OUT_DIR/train_log.tsv, OUT_DIR/curves.svg (redrawn at each validation) and\n"
-                 "OUT_DIR/config.ini (the settings, with absolute paths: it reruns the run); when\n"
-                 "[data] test is set, scores the best model on it at the end. OUT_DIR/.lock is\n"
-                 "locked while it runs: a second training into the folder is refused.\n");
-    char mpi[256];
-    dist_build_info(mpi, sizeof mpi);
-    fprintf(out, "%s\n\n", mpi);
-    config_help(out);
 }
 
 static double now(void) {
@@ -96,36 +72,6 @@ static void describe_non_finite(const Model *m, char *buf, size_t size) {
     snprintf(buf, size, "every parameter and gradient is finite");
 }
 
-typedef struct {
-    const Config *cfg;
-    Dist dist;        /* this rank among the processes training together (1 without MPI) */
-    int signal;       /* the stop signal all ranks agreed on at the last step (0: none) */
-    bool out_of_time; /* all ranks agreed the time budget ([train] max_minutes) is spent */
-    NmtModel nm;
-    Adam adam;
-    Ema ema; /* the parameters' moving average; .avg NULL when [train] ema = 0 */
-    TrainState state;
-    Rng dropout_rng;
-    Corpus train_corpus, dev_corpus, test_corpus; /* test: empty unless [data] test is set */
-    TokenizedCorpus train_tokens, dev_tokens, test_tokens;
-    Dataset train;
-    BatchBuffer batches;
-    size_t *share; /* the pairs of the current batch this rank computes (all in one process) */
-    size_t epoch_batches; /* batches in the current epoch's plan */
-    Acts acts;
-    FILE *log;
-    char log_path[CONFIG_PATH_MAX + 32];
-    char best_path[CONFIG_PATH_MAX + 16], last_path[CONFIG_PATH_MAX + 16];
-    /* best.ckpt beside a checkpoint resumed from another folder: the best model until one of
-     * this run's validations beats it (empty when resuming in out_dir itself) */
-    char resumed_best[CONFIG_PATH_MAX + 16];
-    /* the newest resumable checkpoint known to be good: saved by this run or resumed from */
-    char good_path[CONFIG_PATH_MAX + 16];
-    uint64_t good_step;
-    double start_time;
-    int lock_fd; /* OUT_DIR/.lock, locked while this run writes the folder; -1 before */
-} Trainer;
-
 /* Wall time spent in the training loop: this run's and that of the runs it resumes. */
 static double seconds_trained(const Trainer *tr) {
     return tr->state.seconds + (now() - tr->start_time);
@@ -152,9 +98,8 @@ static int flush_log(Trainer *tr, Error *err) {
     return 0;
 }
 
-/* Stops training on a non-finite value: says at which step, what was not finite and where,
- * and which checkpoint to go back to. Nothing is saved, so no checkpoint holds the damage. */
-static int diverged(const Trainer *tr, const char *what, Error *err) {
+/* Nothing is saved after a divergence, so no checkpoint holds the damage. */
+int trainer_diverged(const Trainer *tr, const char *what, Error *err) {
     char where[256], good[CONFIG_PATH_MAX + 64];
     describe_non_finite(&tr->nm.model, where, sizeof where);
     if (tr->good_path[0])
@@ -172,8 +117,8 @@ static int diverged(const Trainer *tr, const char *what, Error *err) {
 static int score_dev(Trainer *tr, Scores *sc, int *improved, Error *err) {
     real *params = tr->nm.model.params;
     ema_swap(&tr->ema, params);
-    int rc = score_corpus(&tr->nm, &tr->dev_corpus, &tr->dev_tokens, tr->cfg->data.dev, 64, 1, sc,
-                          NULL, NULL, err);
+    int rc = tr->program->score(tr, &tr->nm, &tr->dev_corpus, &tr->dev_tokens, tr->cfg->data.dev,
+                                sc, err);
     if (rc) error_prefix(err, "validation: ");
     *improved = rc == 0 && sc->bleu.score > tr->state.best_bleu;
     if (*improved) rc = checkpoint_save(tr->best_path, &tr->nm, NULL, err);
@@ -203,20 +148,23 @@ static int validate(Trainer *tr, double train_loss, double tok_per_s, double lr,
             st->plateau_bad = 0;
         }
     }
-    char elapsed[32];
+    char elapsed[32], loss[64] = "", log_loss[64] = "\t";
     format_duration(elapsed, sizeof elapsed, now() - tr->start_time);
+    if (isfinite(sc.loss)) { /* the reference scores by BLEU and chrF alone */
+        snprintf(loss, sizeof loss, "  dev loss %.4f  ppl %.3f", sc.loss, sc.perplexity);
+        snprintf(log_loss, sizeof log_loss, "%.6f\t%.6f", sc.loss, sc.perplexity);
+    }
     if (isatty(STDERR_FILENO)) fprintf(stderr, "\r\033[K");
-    printf("step %llu  epoch %llu  dev loss %.4f  ppl %.3f  BLEU %.2f  chrF %.2f  (best %.2f%s)"
-           "  %s\n",
-           (unsigned long long)st->step, (unsigned long long)st->epoch + 1, sc.loss, sc.perplexity,
-           sc.bleu.score, sc.chrf.score, st->best_bleu, improved ? ", saved best.ckpt" : "",
-           elapsed);
+    printf("step %llu  epoch %llu%s  BLEU %.2f  chrF %.2f  (best %.2f%s)  %s\n",
+           (unsigned long long)st->step, (unsigned long long)st->epoch + 1, loss, sc.bleu.score,
+           sc.chrf.score, st->best_bleu, improved ? ", saved best.ckpt" : "", elapsed);
     fflush(stdout);
-    fprintf(tr->log, "%llu\t%llu\t%.6f\t%.6g\t%.6f\t%.6f\t%.4f\t%.4f\t%.1f\t%.2f\t%.4f\n",
+    fprintf(tr->log, "%llu\t%llu\t%.6f\t%.6g\t%s\t%.4f\t%.4f\t%.1f\t%.2f\t%.4f\n",
             (unsigned long long)st->step, (unsigned long long)st->epoch + 1, train_loss, lr,
-            sc.loss, sc.perplexity, sc.bleu.score, sc.chrf.score, tok_per_s, now() - tr->start_time,
-            padding);
-    if (flush_log(tr, err) || save_last(tr, err) || curves_update(tr->log_path, err)) return -1;
+            log_loss, sc.bleu.score, sc.chrf.score, tok_per_s, now() - tr->start_time, padding);
+    if (flush_log(tr, err) || (tr->program->resumable && save_last(tr, err)) ||
+        curves_update(tr->log_path, err))
+        return -1;
     if (cfg->train.patience > 0 && st->bad_validations >= cfg->train.patience) {
         printf("early stop: dev BLEU has not improved for %d validations\n", cfg->train.patience);
         *stop = 1;
@@ -259,67 +207,69 @@ static int check_resume_matches(const NmtModel *nm, const Config *cfg, const cha
     return 0;
 }
 
+/* The settings as config_print writes them, in a string to free(); with absolute paths when
+ * absolute is set. */
+static char *settings_text(const Config *cfg, bool absolute, size_t *len, Error *err) {
+    Config *copy = checked_calloc(1, sizeof *copy, "the settings to record", err);
+    if (!copy) return NULL;
+    *copy = *cfg;
+    char *text = NULL;
+    FILE *out = NULL;
+    if (absolute && config_absolute_paths(copy, err)) goto done;
+    out = open_memstream(&text, len);
+    if (!out) {
+        error_set(err, "out of memory printing the settings");
+        goto done;
+    }
+    config_print(copy, out);
+    if (fclose(out) != 0) {
+        free(text);
+        text = NULL;
+        error_set(err, "out of memory printing the settings");
+    }
+done:
+    free(copy);
+    return text;
+}
+
 /* Writes the resolved settings to path through a temporary file, so a full disk cannot leave
  * a truncated record of a run in place of a complete one. Its paths are absolute: relative
  * ones would be read against OUT_DIR, and `bin/train OUT_DIR/config.ini` must rerun the run. */
 static int write_config(const Config *cfg, const char *path, Error *err) {
-    Config *absolute = checked_calloc(1, sizeof *absolute, "the settings to record", err);
-    if (!absolute) return -1;
-    *absolute = *cfg;
+    size_t len;
+    char *text = settings_text(cfg, true, &len, err);
+    if (!text) return -1;
     OutputFile out;
-    int rc = config_absolute_paths(absolute, err);
-    if (rc == 0) rc = output_file_open(&out, path, false, err);
+    int rc = output_file_open(&out, path, false, err);
     if (rc == 0) {
-        config_print(absolute, out.file);
+        fwrite(text, 1, len, out.file);
         rc = output_file_commit(&out, err);
     }
-    free(absolute);
+    free(text);
     return rc;
 }
 
-/* The memory training will touch, checked before it is allocated: the Adam moments and the
- * parameter average (unless a resumed checkpoint brought them) and the activations of the
- * largest batch. */
-static int check_training_memory(const Trainer *tr, bool have_adam, Error *err) {
-    double adam = (have_adam ? 0 : 2.0 + (tr->cfg->train.ema > 0)) * sizeof(real) *
-                  (double)tr->nm.model.table.total;
-    double acts = acts_bytes(&tr->nm.model.dims, training_max_pairs(&tr->train, &tr->cfg->train),
-                             tr->train.max_src + 1, tr->train.max_tgt + 1, NULL);
-    return memory_check(adam + acts, "the optimiser state and the activations of a training batch",
-                        err);
-}
+/* ---- the folder: its lock and its record of who trains in it --------------------------- */
 
-/* The moving average: taken over from the resumed checkpoint when it has one, started from the
- * current parameters otherwise; dropped when [train] ema = 0. */
-static int setup_ema(Trainer *tr, const char *resume, Error *err) {
-    TrainState *st = &tr->state;
-    size_t n = tr->nm.model.table.total;
-    double decay = tr->cfg->train.ema;
-    if (decay > 0 && st->ema) {
-        ema_adopt(&tr->ema, n, decay, st->ema, st->ema_updates);
-        st->ema = NULL;
-        return 0;
-    }
-    free(st->ema);
-    st->ema = NULL;
-    if (decay == 0) return 0;
-    if (resume)
-        printf("note: %s has no parameter average; [train] ema = %g starts one from its "
-               "parameters\n",
-               resume, decay);
-    return ema_init(&tr->ema, n, decay, tr->nm.model.params, err);
-}
-
-/* Claims out_dir for this run: a POSIX lock on OUT_DIR/.lock, which holds the owner's process
- * id. Two runs writing one folder would overwrite each other's checkpoints and log, so a
- * second is refused, naming the process that has the folder. The lock goes with the process,
- * so a killed run leaves no stale claim. */
-static int lock_out_dir(Trainer *tr, Error *err) {
-    const char *dir = tr->cfg->train.out_dir;
+/* Claims dir for this run: a POSIX lock on dir/.lock, which holds the owner's process id. Two
+ * writers of one folder (bin/train and bin/reference-train alike) would overwrite each other's
+ * checkpoints and log, so a second is refused, naming the process that has the folder. The
+ * lock goes with the process, so a killed run leaves no stale claim. The lock file is opened
+ * without following a symbolic link, and must be a regular file of one name: writing the
+ * process id must never truncate some other file. */
+static int lock_folder(const char *dir, int *lock_fd, Error *err) {
     char path[CONFIG_PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/.lock", dir);
-    int fd = open(path, O_RDWR | O_CREAT, 0666);
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == ELOOP)
+        return error_set(err, "%s is a symbolic link, not a lock file: remove it", path);
     if (fd < 0) return error_set(err, "cannot create %s: %s", path, strerror(errno));
+    struct stat file;
+    if (fstat(fd, &file) != 0 || !S_ISREG(file.st_mode) || file.st_nlink != 1) {
+        close(fd);
+        return error_set(err, "%s is not a lock file (a regular file of one name): remove it",
+                         path);
+    }
     struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
     if (fcntl(fd, F_SETLK, &lock) != 0) {
         int saved = errno;
@@ -342,127 +292,249 @@ static int lock_out_dir(Trainer *tr, Error *err) {
         close(fd);
         return error_set(err, "cannot write %s: %s", path, strerror(saved));
     }
-    tr->lock_fd = fd;
+    *lock_fd = fd;
     return 0;
 }
 
-static int setup(Trainer *tr, const char *resume, Error *err) {
-    const Config *cfg = tr->cfg;
-    /* a folder that exists already is claimed before any work, so a second run is refused at
-     * once; a new one is made (and claimed) below, once every input has been checked */
-    struct stat folder;
-    if (tr->dist.rank == 0 && stat(cfg->train.out_dir, &folder) == 0 && S_ISDIR(folder.st_mode) &&
-        lock_out_dir(tr, err))
-        return -1;
-    snprintf(tr->best_path, sizeof tr->best_path, "%s/best.ckpt", cfg->train.out_dir);
-    snprintf(tr->last_path, sizeof tr->last_path, "%s/last.ckpt", cfg->train.out_dir);
-    if (corpus_load(cfg->data.train, cfg->data.lowercase, &tr->train_corpus, &tr->train_tokens,
-                    err) ||
-        corpus_load(cfg->data.dev, cfg->data.lowercase, &tr->dev_corpus, &tr->dev_tokens, err))
-        return -1;
-    TrainState *st = &tr->state;
-    *st = (TrainState){.lr_scale = 1, .best_bleu = -1, .best_dev_loss = INFINITY};
-    rng_seed(&tr->dropout_rng, cfg->train.seed, 2);
-    if (resume) {
-        bool has_state;
-        if (checkpoint_load(resume, &tr->nm, st, &has_state, err)) return -1;
-        if (tr->nm.model.quant)
-            return error_set(err,
-                             "%s is an int8 checkpoint (written by bin/quantize): training "
-                             "resumes only from the float checkpoint it was made from",
-                             resume);
-        if (!has_state)
-            return error_set(err,
-                             "%s has no optimiser state to resume from (it is a model "
-                             "for translation only)",
-                             resume);
-        snprintf(tr->good_path, sizeof tr->good_path, "%s", resume);
-        tr->good_step = st->step;
-        if (path_beside(tr->resumed_best, sizeof tr->resumed_best, resume, "best.ckpt") ||
-            strcmp(tr->resumed_best, tr->best_path) == 0)
-            tr->resumed_best[0] = '\0';
-        /* the optimiser takes over the moments the checkpoint brought */
-        tr->adam = (Adam){.n = tr->nm.model.table.total,
-                          .t = st->adam_t,
-                          .beta1 = cfg->optim.beta1,
-                          .beta2 = cfg->optim.beta2,
-                          .eps = cfg->optim.eps,
-                          .m = st->adam_m,
-                          .v = st->adam_v};
-        memcpy(tr->dropout_rng.s, st->dropout_rng, sizeof tr->dropout_rng.s);
-    } else if (nmt_model_from_config(&tr->nm, cfg, &tr->train_tokens, cfg->train.seed, err)) {
-        return -1;
+/* The settings that make a folder's model, hashed: [data] but its dev and test splits, and
+ * [model]. Other keys (the step budget, the seed, a test set) may change when a run resumes. */
+static int model_settings_hash(const Config *cfg, uint64_t *hash, Error *err) {
+    size_t len;
+    char *text = settings_text(cfg, true, &len, err);
+    if (!text) return -1;
+    *hash = FNV1A_START;
+    bool counts = false;
+    char *rest;
+    for (char *line = strtok_r(text, "\n", &rest); line; line = strtok_r(NULL, "\n", &rest)) {
+        if (line[0] == '[') counts = strcmp(line, "[data]") == 0 || strcmp(line, "[model]") == 0;
+        bool split = strncmp(line, "dev ", 4) == 0 || strncmp(line, "test ", 5) == 0 ||
+                     strncmp(line, "# dev ", 6) == 0 || strncmp(line, "# test ", 7) == 0;
+        if (counts && !split) *hash = fnv1a(*hash, line, strlen(line) + 1);
     }
-    /* the moments and the average are the trainer's now, so a mismatch below frees them */
-    if (setup_ema(tr, resume, err) || (resume && check_resume_matches(&tr->nm, cfg, resume, err)))
+    free(text);
+    return 0;
+}
+
+/* OUT_DIR/trained-by: which program wrote the folder's checkpoints, from which settings. */
+static void record_path(const Trainer *tr, char *path, size_t size) {
+    snprintf(path, size, "%s/trained-by", tr->cfg->train.out_dir);
+}
+
+/* Refuses a folder whose checkpoints another program made, or, unless this run resumes a
+ * checkpoint (check_resume_matches checks that model against the config), other settings: its
+ * record says so. Training here would replace them. A folder with no record is taken as is. */
+static int check_record(const Trainer *tr, uint64_t settings, bool resumed, Error *err) {
+    char path[CONFIG_PATH_MAX + 16], line[CONFIG_PATH_MAX + 32];
+    char program[sizeof line] = "", config[sizeof line] = "?";
+    unsigned long long hash = 0;
+    record_path(tr, path, sizeof path);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (strncmp(line, "program ", 8) == 0) snprintf(program, sizeof program, "%s", line + 8);
+        if (strncmp(line, "config ", 7) == 0) snprintf(config, sizeof config, "%s", line + 7);
+        if (strncmp(line, "settings ", 9) == 0) hash = strtoull(line + 9, NULL, 16);
+    }
+    fclose(f);
+    const char *dir = tr->cfg->train.out_dir, *me = tr->program->name;
+    if (strcmp(program, me) != 0)
+        return error_set(err,
+                         "%s holds the checkpoints of bin/%s (see %s): bin/%s does not replace "
+                         "them; set another folder: --set train.out_dir=DIR",
+                         dir, program[0] ? program : "another program", path, me);
+    if (!resumed && hash != settings)
+        return error_set(err,
+                         "%s holds checkpoints trained from other [data] or [model] settings "
+                         "(%s, see %s); set another folder (--set train.out_dir=DIR) or remove it",
+                         dir, config, path);
+    return 0;
+}
+
+static int write_record(const Trainer *tr, uint64_t settings, Error *err) {
+    char path[CONFIG_PATH_MAX + 16];
+    record_path(tr, path, sizeof path);
+    OutputFile out;
+    if (output_file_open(&out, path, false, err)) return -1;
+    fprintf(out.file, "program %s\nconfig %s\nsettings %016llx\n", tr->program->name,
+            tr->config_path, (unsigned long long)settings);
+    return output_file_commit(&out, err);
+}
+
+/* Claims out_dir (rank 0 alone): its lock, then its record, which must name this program and
+ * (unless resumed) these settings when the folder has one. */
+static int claim_folder(Trainer *tr, bool resumed, Error *err) {
+    uint64_t settings;
+    if (tr->lock_fd < 0 && lock_folder(tr->cfg->train.out_dir, &tr->lock_fd, err)) return -1;
+    return model_settings_hash(tr->cfg, &settings, err) || check_record(tr, settings, resumed, err);
+}
+
+/* ---- setup ------------------------------------------------------------------------------- */
+
+/* The moving average: taken over from the resumed checkpoint when it has one, started from the
+ * current parameters otherwise; dropped when [train] ema = 0. */
+static int setup_ema(Trainer *tr, const char *resume, Error *err) {
+    TrainState *st = &tr->state;
+    size_t n = tr->nm.model.table.total;
+    double decay = tr->cfg->train.ema;
+    if (decay > 0 && st->ema) {
+        ema_adopt(&tr->ema, n, decay, st->ema, st->ema_updates);
+        st->ema = NULL;
+        return 0;
+    }
+    free(st->ema);
+    st->ema = NULL;
+    if (decay == 0) return 0;
+    if (resume)
+        printf("note: %s has no parameter average; [train] ema = %g starts one from its "
+               "parameters\n",
+               resume, decay);
+    return ema_init(&tr->ema, n, decay, tr->nm.model.params, err);
+}
+
+/* The model, its training state and optimiser from a resumable checkpoint. */
+static int resume_from(Trainer *tr, const char *resume, Error *err) {
+    const Config *cfg = tr->cfg;
+    TrainState *st = &tr->state;
+    bool has_state;
+    if (checkpoint_load(resume, &tr->nm, st, &has_state, err)) return -1;
+    if (tr->nm.model.quant)
+        return error_set(err,
+                         "%s is an int8 checkpoint (written by bin/quantize): training "
+                         "resumes only from the float checkpoint it was made from",
+                         resume);
+    if (!has_state)
+        return error_set(err,
+                         "%s has no optimiser state to resume from (it is a model "
+                         "for translation only)",
+                         resume);
+    snprintf(tr->good_path, sizeof tr->good_path, "%s", resume);
+    tr->good_step = st->step;
+    if (path_beside(tr->resumed_best, sizeof tr->resumed_best, resume, "best.ckpt") ||
+        strcmp(tr->resumed_best, tr->best_path) == 0)
+        tr->resumed_best[0] = '\0';
+    /* the optimiser takes over the moments the checkpoint brought */
+    tr->adam = (Adam){.n = tr->nm.model.table.total,
+                      .t = st->adam_t,
+                      .beta1 = cfg->optim.beta1,
+                      .beta2 = cfg->optim.beta2,
+                      .eps = cfg->optim.eps,
+                      .m = st->adam_m,
+                      .v = st->adam_v};
+    memcpy(tr->dropout_rng.s, st->dropout_rng, sizeof tr->dropout_rng.s);
+    return 0;
+}
+
+/* The model to train: resumed, or new from the config; then its moving average. */
+static int start_model(Trainer *tr, const char *resume, Error *err) {
+    const Config *cfg = tr->cfg;
+    tr->state = (TrainState){.lr_scale = 1, .best_bleu = -1, .best_dev_loss = INFINITY};
+    rng_seed(&tr->dropout_rng, cfg->train.seed, 2);
+    if (resume ? resume_from(tr, resume, err)
+               : nmt_model_from_config(&tr->nm, cfg, &tr->train_tokens, cfg->train.seed, err))
         return -1;
-    if (nmt_dataset(&tr->train, &tr->nm, &tr->train_tokens, &tr->train_corpus, cfg->data.max_len,
-                    err))
+    /* the moments and the average are the trainer's now, so a mismatch below frees them */
+    return setup_ema(tr, resume, err) ||
+           (resume && check_resume_matches(&tr->nm, cfg, resume, err));
+}
+
+/* The training pairs in the model's units, and dev and test read and checked now: a pair too
+ * long to score would only fail at the first validation or at the end. */
+static int read_splits(Trainer *tr, Error *err) {
+    const ConfigData *cd = &tr->cfg->data;
+    if (nmt_dataset(&tr->train, &tr->nm, &tr->train_tokens, &tr->train_corpus, cd->max_len, err))
         return -1;
     if (tr->train.count == 0)
-        return error_set(err, "%s: no pair of at most max_len = %d tokens", cfg->data.train,
-                         cfg->data.max_len);
-    /* a dev or test pair too long to score would only fail at the first validation or at the
-     * end; read and check both now */
-    if (cfg->data.test[0] &&
-        (corpus_load(cfg->data.test, tr->nm.lowercase, &tr->test_corpus, &tr->test_tokens, err) ||
-         score_check_lengths(&tr->nm, &tr->test_corpus, &tr->test_tokens, cfg->data.test, err)))
+        return error_set(err, "%s: no pair of at most max_len = %d tokens", cd->train, cd->max_len);
+    if (cd->test[0] &&
+        (corpus_load(cd->test, tr->nm.lowercase, &tr->test_corpus, &tr->test_tokens, err) ||
+         score_check_lengths(&tr->nm, &tr->test_corpus, &tr->test_tokens, cd->test, err)))
         return -1;
-    if (score_check_lengths(&tr->nm, &tr->dev_corpus, &tr->dev_tokens, cfg->data.dev, err) ||
-        check_training_memory(tr, resume != NULL, err))
-        return -1;
-    if (!resume && adam_init(&tr->adam, tr->nm.model.table.total, cfg->optim.beta1,
-                             cfg->optim.beta2, cfg->optim.eps, err))
-        return -1;
-    /* the largest batch any epoch can produce (under batch_tokens: from the data) */
-    int B = training_max_pairs(&tr->train, &cfg->train);
-    tr->share = checked_calloc((size_t)B, sizeof(size_t), "a batch's pair indices", err);
-    if (!tr->share ||
-        batch_buffer_init(&tr->batches, B, tr->train.max_src, tr->train.max_tgt, err) ||
-        acts_init_plan(&tr->acts, &tr->nm.model.dims, B, tr->train.max_src + 1,
-                       tr->train.max_tgt + 1, &(ActsPlan){.huge_pages = 1}, err))
-        return -1;
+    return score_check_lengths(&tr->nm, &tr->dev_corpus, &tr->dev_tokens, cd->dev, err);
+}
 
-    if (tr->dist.rank != 0) return 0; /* the files and the messages are rank 0's */
-    /* out_dir only now, when every input has been checked: a mistyped path or a bad value
-     * leaves no empty folder behind */
-    if (make_dirs(cfg->train.out_dir, err) || (tr->lock_fd < 0 && lock_out_dir(tr, err))) return -1;
+/* The batches of the largest batch any epoch can produce (under batch_tokens: from the
+ * data), and the program's own state for them. */
+static int allocate_batches(Trainer *tr, bool resumed, Error *err) {
+    int B = training_max_pairs(&tr->train, &tr->cfg->train);
+    tr->share = checked_calloc((size_t)B, sizeof(size_t), "a batch's pair indices", err);
+    tr->own = checked_calloc(1, tr->program->own_size, "the trainer's own state", err);
+    if (!tr->share || !tr->own || tr->program->prepare(tr, B, resumed, err)) return -1;
+    return batch_buffer_init(&tr->batches, B, tr->train.max_src, tr->train.max_tgt, err);
+}
+
+/* The folder's files, by rank 0: out_dir only now, when every input has been checked, so a
+ * mistyped path or a bad value leaves no empty folder behind; then its record, config.ini and
+ * the log (appended to when resuming). */
+static int open_folder(Trainer *tr, bool resumed, Error *err) {
+    const char *dir = tr->cfg->train.out_dir;
+    uint64_t settings;
+    if (make_dirs(dir, err) || claim_folder(tr, resumed, err) ||
+        model_settings_hash(tr->cfg, &settings, err) || write_record(tr, settings, err))
+        return -1;
     char cfg_path[CONFIG_PATH_MAX + 32];
-    snprintf(tr->log_path, sizeof tr->log_path, "%s/train_log.tsv", cfg->train.out_dir);
-    snprintf(cfg_path, sizeof cfg_path, "%s/config.ini", cfg->train.out_dir);
-    if (write_config(cfg, cfg_path, err)) return -1;
-    tr->log = fopen(tr->log_path, resume ? "a" : "w");
+    snprintf(tr->log_path, sizeof tr->log_path, "%s/train_log.tsv", dir);
+    snprintf(cfg_path, sizeof cfg_path, "%s/config.ini", dir);
+    if (write_config(tr->cfg, cfg_path, err)) return -1;
+    tr->log = fopen(tr->log_path, resumed ? "a" : "w");
     if (!tr->log) return error_set(err, "cannot write %s: %s", tr->log_path, strerror(errno));
     /* a new log starts with its header, also a resumed run's in a folder that has no log yet
      * (--resume=CHECKPOINT from another run's folder) */
     if (fseek(tr->log, 0, SEEK_END) == 0 && ftell(tr->log) == 0)
         fprintf(tr->log, "step\tepoch\tloss\tlr\tdev_loss\tdev_ppl\tdev_bleu\tdev_chrf\t"
                          "tok_per_s\telapsed_s\tpadding\n");
-    if (flush_log(tr, err)) return -1;
+    return flush_log(tr, err);
+}
 
+/* What is trained on what, and how, at the start. */
+static void print_opening(const Trainer *tr, const char *resume) {
+    const Config *cfg = tr->cfg;
     const ModelDims *d = &tr->nm.model.dims;
+    const TrainState *st = &tr->state;
+    char how[128];
+    tr->program->describe(tr, how, sizeof how);
     printf("train: %zu pairs from %s (%zu longer than max_len = %d skipped, %zu empty lines), "
            "dev: %zu pairs\n",
            tr->train.count, cfg->data.train, tr->train.skipped, cfg->data.max_len,
            tr->train_corpus.empty_lines, tr->dev_corpus.count);
-    printf("model: Vs=%d Vt=%d E=%d H=%d%s D=%d A=%d O=%d%s%s, %zu parameters, %s precision, "
-           "%d threads x %d ranks\n",
-           d->src_vocab, d->tgt_vocab, d->emb, d->enc_hidden, d->bidirectional ? " (bi)" : "",
-           d->dec_hidden, d->att, d->readout, d->tie_embeddings ? " (tied)" : "",
-           d->layer_norm ? " (layer-normalised GRUs)" : "", tr->nm.model.table.total, REAL_NAME,
-           omp_get_max_threads(), tr->dist.size);
+    printf("model: Vs=%d Vt=%d E=%d H=%d%s D=%d A=%d O=%d%s%s, %zu parameters, %s\n", d->src_vocab,
+           d->tgt_vocab, d->emb, d->enc_hidden, d->bidirectional ? " (bi)" : "", d->dec_hidden,
+           d->att, d->readout, d->tie_embeddings ? " (tied)" : "",
+           d->layer_norm ? " (layer-normalised GRUs)" : "", tr->nm.model.table.total, how);
     if (resume)
         printf("resuming from %s at step %llu (epoch %llu, batch %llu)\n", resume,
                (unsigned long long)st->step, (unsigned long long)st->epoch + 1,
                (unsigned long long)st->batch_in_epoch);
     fflush(stdout);
+}
+
+static int setup(Trainer *tr, const char *resume, Error *err) {
+    const Config *cfg = tr->cfg;
+    /* a folder that exists already is claimed before any work, so a second run is refused at
+     * once; a new one is made (and claimed) by open_folder, once every input has been checked */
+    struct stat folder;
+    if (tr->dist.rank == 0 && stat(cfg->train.out_dir, &folder) == 0 && S_ISDIR(folder.st_mode) &&
+        claim_folder(tr, resume != NULL, err))
+        return -1;
+    snprintf(tr->best_path, sizeof tr->best_path, "%s/best.ckpt", cfg->train.out_dir);
+    snprintf(tr->last_path, sizeof tr->last_path, "%s/last.ckpt", cfg->train.out_dir);
+    if (corpus_load(cfg->data.train, cfg->data.lowercase, &tr->train_corpus, &tr->train_tokens,
+                    err) ||
+        corpus_load(cfg->data.dev, cfg->data.lowercase, &tr->dev_corpus, &tr->dev_tokens, err) ||
+        start_model(tr, resume, err) || read_splits(tr, err) ||
+        allocate_batches(tr, resume != NULL, err))
+        return -1;
+    if (tr->dist.rank != 0) return 0; /* the files and the messages are rank 0's */
+    if (open_folder(tr, resume != NULL, err)) return -1;
+    print_opening(tr, resume);
     return 0;
 }
 
 static void trainer_free(Trainer *tr) {
     if (tr->log) fclose(tr->log);
     if (tr->lock_fd >= 0) close(tr->lock_fd); /* releases the folder */
-    acts_free(&tr->acts);
+    if (tr->own) tr->program->free_own(tr);
+    free(tr->own);
     free(tr->share);
     batch_buffer_free(&tr->batches);
     dataset_free(&tr->train);
@@ -499,14 +571,15 @@ static int score_test(const Trainer *tr, const char *path, Error *err) {
     NmtModel best;
     if (checkpoint_load(path, &best, NULL, NULL, err)) return -1;
     Scores sc;
-    int rc = score_corpus(&best, &tr->test_corpus, &tr->test_tokens, cfg->data.test, 64, 1, &sc,
-                          NULL, NULL, err);
+    int rc =
+        tr->program->score(tr, &best, &tr->test_corpus, &tr->test_tokens, cfg->data.test, &sc, err);
     if (rc == 0) {
-        char bleu[METRICS_LINE_MAX];
+        char bleu[METRICS_LINE_MAX], perplexity[64] = "";
         bleu_format(&sc.bleu, bleu, sizeof bleu);
-        printf("test (%s, %zu pairs, %s model): %s, chrF2 %.2f, perplexity %.3f\n", cfg->data.test,
-               sc.sentences, path == tr->last_path ? "last" : "best", bleu, sc.chrf.score,
-               sc.perplexity);
+        if (isfinite(sc.perplexity))
+            snprintf(perplexity, sizeof perplexity, ", perplexity %.3f", sc.perplexity);
+        printf("test (%s, %zu pairs, %s model): %s, chrF2 %.2f%s\n", cfg->data.test, sc.sentences,
+               path == tr->last_path ? "last" : "best", bleu, sc.chrf.score, perplexity);
     }
     nmt_model_free(&best);
     return rc;
@@ -543,51 +616,29 @@ static double budget_used(const Trainer *tr) {
     return used;
 }
 
-/* One optimiser step on one batch (the caller's next batch): forward, zero the gradients,
- * backward, (MPI: sum the ranks' gradients), clip, Adam, and the loss into the log's window. A
- * non-finite loss, gradient or parameter stops training (diverged). */
-static int train_step(Trainer *tr, const Batch *batch, const ForwardOptions *fwd, Progress *p,
-                      double *loss, Error *err) {
-    Model *m = &tr->nm.model;
-    size_t n = m->table.total;
+/* One optimiser step on one batch (the caller's next batch): the program's forward, zero
+ * grad and backward, (MPI: the ranks' gradients summed), the learning rate, the program's clip
+ * and Adam, and the loss into the log's window. */
+static int train_step(Trainer *tr, const Batch *batch, Progress *p, double *loss, Error *err) {
+    const TrainerProgram *program = tr->program;
     /* under MPI, batch is this rank's share (maybe empty) and the step is combined below */
     Rng rank_rng;
-    ForwardOptions opt = *fwd;
-    opt.rng = dist_dropout_stream(&tr->dist, fwd->rng, &rank_rng);
+    Rng *dropout = dist_dropout_stream(&tr->dist, &tr->dropout_rng, &rank_rng);
     long n_tokens = 0;
     *loss = 0;
-    if (batch->B > 0) {
-        if (model_forward(m, &tr->acts, batch, &opt, loss, err)) return -1;
-        model_zero_grad(m);
-        model_backward(m, &tr->acts);
-        n_tokens = tr->acts.n_tokens;
-    }
+    if (program->gradients(tr, batch, dropout, loss, &n_tokens, err)) return -1;
 
     /* MPI: the gradients become the sum of the ranks' (the loss, tokens and stop reasons too);
      * alone, nothing changes */
     int stop[STOP_REASONS] = {[STOP_SIGNAL] = stop_signal, [STOP_TIME] = time_is_up(tr)};
     double used = budget_used(tr);
-    if (dist_reduce_step(&tr->dist, m->grads, n, loss, &n_tokens, stop, &used, err)) return -1;
-    if (tr->dist.size > 1) m->grads_zero = false; /* the sum is in them, even with no batch */
+    if (dist_reduce_step(&tr->dist, tr->nm.model.grads, tr->nm.model.table.total, loss, &n_tokens,
+                         stop, &used, err))
+        return -1;
     tr->signal = stop[STOP_SIGNAL], tr->out_of_time = stop[STOP_TIME];
 
-    /* the rows backward left alone are still zero, unless other ranks' batches added to them */
-    ZeroGrads zero = NO_ZERO_GRADS;
-    if (batch->B > 0 && tr->dist.size == 1)
-        zero = (ZeroGrads){tr->acts.untouched, tr->acts.n_untouched};
-    double norm;
-    real clip = clip_grad_norm(m->grads, n, zero, tr->cfg->optim.clip_norm, &norm);
-    if (!isfinite(*loss) || !isfinite(norm)) {
-        char what[64];
-        snprintf(what, sizeof what, "the %s is %g", isfinite(*loss) ? "gradient norm" : "loss",
-                 isfinite(*loss) ? norm : *loss);
-        return diverged(tr, what, err);
-    }
-
     p->lr = schedule_lr(&tr->cfg->optim, tr->state.step, tr->state.lr_scale, used);
-    if (!adam_step(&tr->adam, m->params, m->grads, zero, clip, p->lr))
-        return diverged(tr, "the Adam update overflowed", err);
-    m->grads_zero = true; /* adam_step zeroed each gradient as it read it */
+    if (program->update(tr, *loss, p->lr, err)) return -1;
     tr->state.step++;
 
     p->window_loss += *loss * (double)n_tokens;
@@ -679,7 +730,7 @@ static int report_step(Trainer *tr, Progress *p, double loss, Error *err) {
 
 /* The rest of the current epoch, from batch_in_epoch on, until a stop (the step limit, a
  * signal, early stopping). */
-static int run_epoch(Trainer *tr, Progress *p, const ForwardOptions *fwd, Error *err) {
+static int run_epoch(Trainer *tr, Progress *p, Error *err) {
     TrainState *st = &tr->state;
     EpochPlan plan;
     if (training_plan(&plan, &tr->train, &tr->cfg->train, st->epoch, err)) return -1;
@@ -706,7 +757,7 @@ static int run_epoch(Trainer *tr, Progress *p, const ForwardOptions *fwd, Error 
         const Batch *batch = batch_fill(&tr->batches, &tr->train, tr->share, (int)count);
         padding_add(&p->padding, batch); /* this rank's share: rank 0's is logged */
         double loss;
-        rc = train_step(tr, batch, fwd, p, &loss, err);
+        rc = train_step(tr, batch, p, &loss, err);
         if (rc == 0) {
             ema_update(&tr->ema, tr->nm.model.params);
             st->batch_in_epoch = b + 1;
@@ -724,15 +775,11 @@ static int run_epoch(Trainer *tr, Progress *p, const ForwardOptions *fwd, Error 
 /* Whether every rank trains with the same resolved settings (config_print's text, hashed):
  * ranks started with different configs are stopped at the start, not after hours. */
 static int same_settings(const Trainer *tr, bool *same, Error *err) {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *out = open_memstream(&text, &len);
-    if (!out) return error_set(err, "out of memory comparing the ranks' settings");
-    config_print(tr->cfg, out);
-    int bad = fclose(out) != 0;
-    uint64_t hash = bad ? 0 : fnv1a(FNV1A_START, text, len);
+    size_t len;
+    char *text = settings_text(tr->cfg, false, &len, err);
+    if (!text) return -1;
+    uint64_t hash = fnv1a(FNV1A_START, text, len);
     free(text);
-    if (bad) return error_set(err, "out of memory comparing the ranks' settings");
     /* four 16-bit pieces: exact in any real */
     real pieces[4];
     for (int k = 0; k < 4; k++) pieces[k] = (real)((hash >> (16 * k)) & 0xffff);
@@ -756,10 +803,6 @@ static int train(Trainer *tr, Error *err) {
     if (ct->max_steps > 0 && (uint64_t)ct->max_steps < p.total_steps) p.total_steps = ct->max_steps;
     if (ct->max_steps > 0 && (uint64_t)ct->max_steps < p.expected_steps)
         p.expected_steps = ct->max_steps;
-    ForwardOptions fwd = {.dropout = (real)ct->dropout,
-                          .label_smoothing = (real)ct->label_smoothing,
-                          .rng = &tr->dropout_rng,
-                          .word_dropout = (real)ct->word_dropout};
     tr->start_time = p.window_start = now();
     bool same;
     if (same_settings(tr, &same, err)) return -1;
@@ -770,7 +813,7 @@ static int train(Trainer *tr, Error *err) {
     if (!same) return error_set(err, "the ranks start from different parameters");
     while (!p.stop && !tr->out_of_time && st->step < p.total_steps &&
            !(ct->epochs > 0 && st->epoch >= (uint64_t)ct->epochs)) {
-        if (run_epoch(tr, &p, &fwd, err)) return -1;
+        if (run_epoch(tr, &p, err)) return -1;
         if (tr->signal) {
             if (tr->dist.rank != 0) return 128 + tr->signal;
             if (p.interactive) fprintf(stderr, "\n");
@@ -792,22 +835,54 @@ static int train(Trainer *tr, Error *err) {
     return cfg->data.test[0] ? score_test(tr, best, err) : 0;
 }
 
-int main(int argc, char **argv) {
-    const char *resume = NULL;
+/* The settings: CONFIG with the --set overrides, the program's own checks, and its own
+ * folder (out_dir + the program's suffix) unless --set names one. */
+static int load_settings(Config *cfg, const TrainerProgram *program, const char *path,
+                         const char **overrides, int n_overrides, Error *err) {
+    if (config_load(cfg, path, overrides, n_overrides, err) ||
+        (program->check_config && program->check_config(cfg, err)))
+        return -1;
+    const char *suffix = program->folder_suffix;
+    bool named = false;
+    for (int i = 0; i < n_overrides; i++) named |= strncmp(overrides[i], "train.out_dir=", 14) == 0;
+    if (!suffix || named) return 0;
+    char *dir = cfg->train.out_dir;
+    size_t len = strlen(dir), n = strlen(suffix);
+    while (len > 1 && dir[len - 1] == '/') dir[--len] = '\0';
+    if (len >= n && strcmp(dir + len - n, suffix) == 0) return 0; /* its own config.ini */
+    if (len + n >= sizeof cfg->train.out_dir)
+        return error_set(err, "[train] out_dir %s%s is too long", dir, suffix);
+    memcpy(dir + len, suffix, n + 1);
+    return 0;
+}
+
+/* A stop signal is noted for the loop to save and end at the next step. */
+static void catch_signals(void) {
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+int trainer_main(int argc, char **argv, const TrainerProgram *program) {
+    const char *name = program->name, *resume = NULL;
     int want_resume = 0;
     const char **overrides = calloc((size_t)argc + 1, sizeof(char *));
     int n_overrides = 0;
     if (!overrides) {
-        fprintf(stderr, "train: out of memory\n");
+        fprintf(stderr, "%s: out of memory\n", name);
         return 1;
     }
-    static const struct option longs[] = {{"set", required_argument, 0, 's'},
-                                          {"resume", optional_argument, 0, 'r'},
-                                          {"help", no_argument, 0, 'h'},
-                                          {0, 0, 0, 0}};
+    static const struct option resumable[] = {{"set", required_argument, 0, 's'},
+                                              {"resume", optional_argument, 0, 'r'},
+                                              {"help", no_argument, 0, 'h'},
+                                              {0, 0, 0, 0}};
+    static const struct option plain[] = {
+        {"set", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     opterr = 0; /* usage_getopt_error says what was wrong, in every program's words */
-    while ((c = getopt_long(argc, argv, ":h", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", program->resumable ? resumable : plain, NULL)) !=
+           -1) {
         switch (c) {
         case 's':
             overrides[n_overrides++] = optarg;
@@ -816,27 +891,31 @@ int main(int argc, char **argv) {
             want_resume = 1, resume = optarg;
             break;
         case 'h':
-            usage(stdout);
+            program->usage(stdout);
             free(overrides);
             return 0;
         default:
             free(overrides);
-            return usage_getopt_error("train", argv, c);
+            return usage_getopt_error(name, argv, c);
         }
     }
     if (optind != argc - 1) {
         char quoted[96];
         free(overrides);
         return usage_error(
-            "train", optind < argc ? "expected one CONFIG, got extra '%s'" : "missing CONFIG%s",
+            name, optind < argc ? "expected one CONFIG, got extra '%s'" : "missing CONFIG%s",
             optind < argc ? text_for_message(quoted, sizeof quoted, argv[optind + 1], 60) : "");
     }
     Config cfg;
     Error err;
-    Trainer tr = {.cfg = &cfg, .lock_fd = -1};
-    if (dist_init(&tr.dist, &argc, &argv, &err) ||
-        config_load(&cfg, argv[optind], overrides, n_overrides, &err)) {
-        fprintf(stderr, "train: %s\n", err.msg);
+    Trainer tr = {.program = program,
+                  .cfg = &cfg,
+                  .config_path = argv[optind],
+                  .dist = {.rank = 0, .size = 1},
+                  .lock_fd = -1};
+    if ((program->resumable && dist_init(&tr.dist, &argc, &argv, &err)) ||
+        load_settings(&cfg, program, argv[optind], overrides, n_overrides, &err)) {
+        fprintf(stderr, "%s: %s\n", name, err.msg);
         free(overrides);
         dist_finalize(&tr.dist, true);
         return 1;
@@ -848,19 +927,16 @@ int main(int argc, char **argv) {
         snprintf(default_resume, sizeof default_resume, "%s/last.ckpt", cfg.train.out_dir);
         resume = default_resume;
     }
-    struct sigaction sa = {.sa_handler = on_signal};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    if (program->resumable) catch_signals();
 
     int rc = setup(&tr, resume, &err);
     if (rc == 0) rc = train(&tr, &err);
     if (rc < 0) {
         if (isatty(STDERR_FILENO)) fprintf(stderr, "\r\033[K"); /* clear the progress line */
         if (tr.dist.size > 1)
-            fprintf(stderr, "train: rank %d of %d: %s\n", tr.dist.rank, tr.dist.size, err.msg);
+            fprintf(stderr, "%s: rank %d of %d: %s\n", name, tr.dist.rank, tr.dist.size, err.msg);
         else
-            fprintf(stderr, "train: %s\n", err.msg);
+            fprintf(stderr, "%s: %s\n", name, err.msg);
     }
     trainer_free(&tr);
     dist_finalize(&tr.dist, rc < 0);
