@@ -63,8 +63,9 @@ MAIN_SRC = train/train.c notes/attend.c data/toy/gencorpus.c \
            $(addprefix tools/,$(addsuffix .c,$(filter-out train attend gencorpus,$(PROGRAMS))))
 LIB_SRC  = $(filter-out $(MAIN_SRC),$(wildcard base/*.c model/*.c data/*.c nmt/*.c reference/*.c \
                                                train/*.c tools/*.c notes/*.c))
-# The attention page's style sheet and script, linked in as data (nmt/align_html.c).
-PAGE_SRC = nmt/attention-page.css nmt/attention-page.js
+# The attention page's style sheets and scripts (the shared heatmap, then its own), linked in
+# as data (nmt/align_html.c).
+PAGE_SRC = nmt/heatmap.css nmt/heatmap.js nmt/attention-page.css nmt/attention-page.js
 PAGE_OBJ = $(PAGE_SRC:%=$(BUILD)/%.o)
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o) $(PAGE_OBJ)
 # What a program that embeds the translator links: the layers up to nmt/, not training.
@@ -295,7 +296,7 @@ $(WASM_BUILD)/nmt-live.js: $(WASM_OBJ) $(WASM_STAMP)
 	$(EMCC) $(WASM_LDFLAGS) $(WASM_OBJ) -o $@
 
 live: bin/quantize
-	@sh live/need-emcc.sh && $(MAKE) --no-print-directory $(WASM_BUILD)/nmt-live.js && \
-	    sh live/make-live.sh '$(COMPUTE)' $(WASM_BUILD)/nmt-live.js '$(MODEL)' '$(OUT)'
+	@sh live/make-live.sh '$(COMPUTE)' $(WASM_BUILD)/nmt-live.js '$(MODEL)' '$(OUT)' \
+	    'sh live/need-emcc.sh && $(MAKE) --no-print-directory $(WASM_BUILD)/nmt-live.js'
 
 -include $(WASM_OBJ:.o=.d)

@@ -76,6 +76,16 @@ make --no-print-directory -s live MODEL="$MODEL" OUT="$T/live.html" COMPUTE=int8
 size=$(wc -c <"$T/live.html")
 [ "$size" -lt "$float_size" ] || fail "the int8 page ($size bytes) is not smaller than the float one ($float_size)"
 say "make live MODEL=$MODEL: a page of $float_size bytes (float), $size bytes with COMPUTE=int8"
+# the self-test is the tests' own: a user's page does not carry it
+grep -q 'function selftest' "$T/live-float.html" "$T/live.html" && fail "make live wrote the self-test into the page"
+
+# A page of MODEL with the self-test script (tests/browser/live-selftest.js) and the
+# references BEAM=FILE: sh live/make-page.sh, as make live runs it, plus --selftest.
+test_page() {
+    local model=$1 out=$2
+    shift 2
+    sh live/make-page.sh build/wasm/nmt-live.js "$model" "$out" --selftest tests/browser/live-selftest.js "$@"
+}
 
 # Loads PAGE#selftest into NAME.dom; prints the result (the <pre>'s text).
 selftest() {
@@ -86,7 +96,7 @@ selftest() {
     sed -n '/<pre id="selftest-result"/,/<\/pre>/p' "$T/$name.dom" | sed 's/<[^>]*>//g'
 }
 
-sh live/make-page.sh build/wasm/nmt-live.js "$MODEL" "$T/selftest.html" 1="$T/greedy.jsonl" \
+test_page "$MODEL" "$T/selftest.html" 1="$T/greedy.jsonl" \
     4="$T/beam4.jsonl" 2>/dev/null || fail "make-page.sh with references"
 result=$(selftest "$T/selftest.html" selftest)
 case "$result" in
@@ -97,7 +107,7 @@ if grep -E 'Uncaught|SyntaxError|TypeError|ReferenceError' "$T/selftest.log" >/d
     fail "JavaScript error: $(grep -E 'Uncaught|Error' "$T/selftest.log" | head -n 3)"
 fi
 grep -o '<html[^>]*>' "$T/selftest.dom" | grep -q xpwned && fail "a script from the hostile text ran"
-[ "$(grep -o '<script' "$T/selftest.dom" | wc -l)" = 5 ] || fail "the DOM has other script elements"
+[ "$(grep -o '<script' "$T/selftest.dom" | wc -l)" = 6 ] || fail "the DOM has other script elements"
 say "self-test: $(printf '%s\n' "$result" | head -n 1)"
 first=$(printf '%s\n' "$result" | sed -n 's/^first translation: \([0-9]*\) ms.*/\1/p')
 [ -n "$first" ] || fail "the self-test reported no first-translation time: $result"
@@ -111,7 +121,7 @@ bin/quantize "$MODEL" "$QUANTIZED" || fail "bin/quantize $MODEL"
 bin/align -m "$QUANTIZED" --format json "${SENTENCES[@]}" >"$T/int8-1.jsonl" &&
     bin/align -m "$QUANTIZED" --beam 4 --format json "${SENTENCES[@]:0:3}" >"$T/int8-4.jsonl" ||
     fail "bin/align -m $QUANTIZED"
-sh live/make-page.sh build/wasm/nmt-live.js "$QUANTIZED" "$T/int8.html" 1="$T/int8-1.jsonl" \
+test_page "$QUANTIZED" "$T/int8.html" 1="$T/int8-1.jsonl" \
     4="$T/int8-4.jsonl" 2>/dev/null || fail "make-page.sh (int8)"
 result=$(selftest "$T/int8.html" int8)
 case "$result" in
@@ -139,8 +149,7 @@ for score in dot general scaled_dot; do
     bin/align -m "$T/$score/best.ckpt" --format json "${SENTENCES[@]:0:3}" >"$T/$score-1.jsonl" &&
         bin/align -m "$T/$score/best.ckpt" --beam 3 --format json "${SENTENCES[@]:0:2}" \
             >"$T/$score-3.jsonl" || fail "bin/align ($score)"
-    sh live/make-page.sh build/wasm/nmt-live.js "$T/$score/best.ckpt" "$T/$score.html" \
-        1="$T/$score-1.jsonl" 3="$T/$score-3.jsonl" 2>/dev/null || fail "make-page.sh ($score)"
+    test_page "$T/$score/best.ckpt" "$T/$score.html" 1="$T/$score-1.jsonl" 3="$T/$score-3.jsonl" 2>/dev/null || fail "make-page.sh ($score)"
     result=$(selftest "$T/$score.html" "$score")
     case "$result" in
     'PASS '*) say "$score: $(printf '%s\n' "$result" | head -n 1)" ;;
@@ -155,8 +164,7 @@ awk 'NR == 1 {
     $0 = substr($0, 1, at - 1) sprintf("%.9g", value) substr(rest, RLENGTH + 1)
 } { print }' "$T/greedy.jsonl" >"$T/broken.jsonl"
 cmp -s "$T/greedy.jsonl" "$T/broken.jsonl" && fail "broken: the awk edit changed nothing"
-sh live/make-page.sh build/wasm/nmt-live.js "$MODEL" "$T/broken.html" 1="$T/broken.jsonl" \
-    2>/dev/null || fail "make-page.sh (broken)"
+test_page "$MODEL" "$T/broken.html" 1="$T/broken.jsonl" 2>/dev/null || fail "make-page.sh (broken)"
 result=$(selftest "$T/broken.html" broken)
 case "$result" in
 *FAIL*'beam 1 sentence 1 step 1: alpha_0 '*) say "broken weight: the self-test fails as it should: $(printf '%s\n' "$result" | sed -n 2p)" ;;

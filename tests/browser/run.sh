@@ -27,6 +27,21 @@ fail() {
     exit 1
 }
 
+# ---- the pages' scripts and styles: node --check (syntax) and 100 columns ----
+SCRIPTS=(nmt/heatmap.js nmt/attention-page.js live/live.js tests/browser/attention-selftest.js
+    tests/browser/live-selftest.js)
+if command -v node >/dev/null 2>&1; then
+    for script in "${SCRIPTS[@]}"; do
+        problem=$(node --check "$script" 2>&1) ||
+            fail "node --check $script: $(printf '%s\n' "$problem" | head -n 5)"
+    done
+    say "node --check: the ${#SCRIPTS[@]} scripts of the pages and their self-tests parse"
+else
+    say "SKIPPED node --check: node is not installed (apt-get install -y nodejs)"
+fi
+wide=$(awk 'length > 100 { print FILENAME ":" FNR }' "${SCRIPTS[@]}" nmt/*.css live/*.css)
+[ -z "$wide" ] || fail "lines over 100 columns: $wide"
+
 # ---- the browser (and xmllint) ----
 install_packages() {
     export DEBIAN_FRONTEND=noninteractive
@@ -57,11 +72,16 @@ CHROMIUM=("$CHROMIUM_BIN" --headless --no-sandbox --disable-gpu --disable-quic -
     --disable-background-networking --disable-component-update --disable-sync
     --enable-logging=stderr --v=0)
 
-# Loads PAGE#selftest into NAME.dom; prints the result block (the <pre> through </pre>).
+# Adds the self-test script (tests/browser/attention-selftest.js: users' pages do not carry it)
+# to PAGE as NAME.test.html, loads that with #selftest into NAME.dom, and prints the result
+# block (the <pre> through </pre>).
 selftest() {
     local page=$1 name=$2
+    awk '/^<\/body>$/ { print "<script>"; while ((getline line < script) > 0) print line; print "</script>" }
+        { print }' script=tests/browser/attention-selftest.js "$page" >"$T/$name.test.html" ||
+        fail "$name: could not add the self-test"
     timeout 120 "${CHROMIUM[@]}" --user-data-dir="$T/profile-$name" \
-        --dump-dom "file://$page#selftest" >"$T/$name.dom" 2>"$T/$name.log" ||
+        --dump-dom "file://$T/$name.test.html#selftest" >"$T/$name.dom" 2>"$T/$name.log" ||
         fail "$name: chromium failed (exit $?): $(tail -n 3 "$T/$name.log")"
     sed -n '/<pre id="selftest-result"/,/<\/pre>/p' "$T/$name.dom"
 }
@@ -116,7 +136,7 @@ bin/align -m "$SMALL" --format html -o "$T/hostile.html" --ref "$HOSTILE_TARGET"
 expect_pass "$T/hostile.html" hostile
 dom="$T/hostile.dom"
 grep -o '<html[^>]*>' "$dom" | grep -q xpwned && fail "hostile: a script from the text ran (xpwned set)"
-[ "$(grep -o '<script' "$dom" | wc -l)" = 2 ] || fail "hostile: the DOM has other script elements"
+[ "$(grep -o '<script' "$dom" | wc -l)" = 3 ] || fail "hostile: the DOM has other script elements"
 grep -q '<span class="source">&lt;b&gt;x&lt;/b&gt; &amp; "dogs" --&gt; '$'\u2028'' &lt;/script&gt;&lt;script&gt;document' "$dom" ||
     fail "hostile: the source is not in the DOM verbatim"
 grep -qF '<q class="reference">&lt;/script&gt;&lt;script&gt;document.documentElement.setAttribute("x"+"pwned","target")&lt;/script&gt; &lt;!-- javascript:alert(1) "q" '"'a'"' &amp; &lt;img src=x onerror=' "$dom" ||
