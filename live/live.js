@@ -1,6 +1,6 @@
 'use strict';
 // live.js: the script of the live attention page (live/page.html, written by live/make-page.sh
-// with `make live`), after nmt/heatmap.js in the same <script> element. The model's checkpoint
+// with `make live`), after nmt/heatmap.js in the same script element. The model's checkpoint
 // is in the page as base64; the translation library runs as WebAssembly (make wasm,
 // live/live.c), so every number shown is the C engine's own: the search's weights and
 // probabilities, and for a cell the vectors of that step (the --explain trace of bin/align).

@@ -1,6 +1,6 @@
 'use strict';
 // attention-page.js: the page `bin/align --format html` writes (nmt/align_html.c), after
-// nmt/heatmap.js in the same <script> element. The page lists the sentences; for each it
+// nmt/heatmap.js in the same script element. The page lists the sentences; for each it
 // draws the heatmap of its attention weights from the data element (4-character codes, see
 // align_html.c) and, for the output token pointed at or focused (Tab, arrow keys, across
 // sentences), works that step's softmax out. #s2t3 opens with step 3 of sentence 2 shown.

@@ -3,7 +3,7 @@
 // (nmt/attention-page.js) and the live page of `make live` (live/live.js). Elements made from
 // text only, the colour scale, the heatmap of one sentence, the keys that move through it, the
 // score formulas and the softmax of one row worked out as the course notes do it. Each page's
-// own script follows this one in the same <script> element (nmt/align_html.c,
+// own script follows this one in the same script element (nmt/align_html.c,
 // live/make-page.sh) and adds only what that page does. Self-test code is not here: the
 // browser tests add it to the pages they check (tests/browser/).
 

@@ -8,10 +8,12 @@
 # for small models of the three other attention scores), and checks:
 #   - `make live` writes the page in one command (float, the default), at most 5 MB, and
 #     `make live COMPUTE=int8` the int8 one, smaller;
-#   - #selftest: the page translates the same sentences and matches bin/align's translations,
-#     weights and probabilities to 1e-5, every cell's worked step adds up, and hostile text
-#     typed into the box (markup, </script>, 10,000 characters, lone surrogates) is refused or
-#     translated without breaking the page: PASS, no JavaScript error;
+#   - #selftest (tests/browser/live-selftest.js, added with make-page.sh --selftest; the pages
+#     of make live carry no test code): the page translates the same sentences and matches
+#     bin/align's translations, weights and probabilities to 1e-5, every cell's worked step
+#     adds up, and hostile text typed into the box (markup, </script>, 10,000 characters,
+#     lone surrogates) is refused or translated without breaking the page: PASS, no JavaScript
+#     error;
 #   - the first translation appears within 1 s of the page starting to load;
 #   - a page whose bin/align weight is off by 2e-5 FAILs;
 #   - the same self-test for the toy model quantized (bin/quantize) against `bin/align -m

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # run.sh (make test-browser): the attention page (bin/align --format html) in a real browser,
-# headless Chromium. Each page is opened with #selftest: its own test code hovers and focuses
-# every output token and checks what it shows against its embedded data, then writes PASS or
-# FAIL into <pre id="selftest-result">, which this script reads from the dumped DOM. Checked:
+# headless Chromium. First the pages' scripts go through `node --check` (SKIPPED without node)
+# and no line of them or their styles may pass 100 columns. Each page then gets the self-test
+# script (attention-selftest.js, which users' pages do not carry) and is opened with #selftest:
+# the test hovers and focuses every output token and checks what the page shows against its
+# embedded data, then writes PASS or FAIL into <pre id="selftest-result">, which this script
+# reads from the dumped DOM. Checked:
 #   - pages of searched translations (bin/align; bin/translate --nbest --align-format html);
 #   - a force-decoded page whose tokens and texts are hostile (</script>, -->, quotes, &,
 #     javascript:, U+2028): the self-test passes, no script from the text ran, the DOM holds
