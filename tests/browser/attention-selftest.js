@@ -1,26 +1,13 @@
 'use strict';
 // attention-selftest.js: the self-test of the attention page (nmt/attention-page.js), which
-// tests/browser/run.sh adds to the pages it checks as a last <script> element; users' pages do
-// not carry it. Opened with #selftest, it hovers and focuses every output token like a user,
-// checks what the page shows against the page's own data, and writes PASS or FAIL into
-// #selftest-result, which run.sh reads from headless Chromium's DOM dump.
-
-// Where the verdict goes: a <pre id="selftest-result"> at the end of the page, which the
-// browser tests read from the DOM dump.
-function resultBox() {
-  const out = document.createElement('pre');
-  out.id = 'selftest-result';
-  document.body.append(out);
-  return out;
-}
+// tests/browser/run.sh adds, after tests/browser/selftest.js, to the pages it checks (users'
+// pages do not carry it). Opened with #selftest, it hovers and focuses every output token like
+// a user, checks what the page shows against the page's own data, and writes PASS or FAIL
+// into #selftest-result, which run.sh reads from headless Chromium's DOM dump.
 
 function selftest() {
-  let checks = 0, failed = 0, synthesized = 0;
-  const fails = [];
-  const check = (ok, what) => {
-    checks++;
-    if (!ok && failed++ < 30) fails.push(what);
-  };
+  const results = tally(), check = results.check;
+  let synthesized = 0;
   const near = (shown, value, tol) => Math.abs(parseFloat(shown) - value) <= tol;
   const data = JSON.parse(document.getElementById('alignment-data').textContent);
   check(sentences.length === data.sentences.length, 'every sentence drawn');
@@ -83,11 +70,8 @@ function selftest() {
     'no script element but the page\u2019s own (' + document.scripts.length + ')');
   check(!document.documentElement.hasAttribute('xpwned'), 'no script from the text ran');
   pageErrors.forEach((e) => check(false, 'JavaScript error: ' + e));
-  const out = resultBox();
-  out.textContent = fails.length
-    ? 'FAIL ' + failed + ' of ' + checks + ' checks:\n' + fails.join('\n')
-    : 'PASS ' + checks + ' checks' + (synthesized ? ' (the window had no focus: ' + synthesized
-      + ' focus events dispatched by hand)' : '');
+  report(verdict(results, synthesized ? ' (the window had no focus: ' + synthesized
+    + ' focus events dispatched by hand)' : ''));
 }
 
 // Row t of s is selected, drawn from the data, and its worked step shows the data's numbers.
@@ -137,6 +121,6 @@ if (location.hash === '#selftest') {
   try {
     selftest();
   } catch (err) {
-    resultBox().textContent = 'FAIL the self-test stopped: ' + err.message + '\n' + err.stack;
+    report('FAIL the self-test stopped: ' + err.message + '\n' + err.stack);
   }
 }

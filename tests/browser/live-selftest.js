@@ -1,7 +1,7 @@
 'use strict';
 // live-selftest.js: the self-test of the live page (live/live.js), which tests/browser/live.sh
-// adds to the pages it makes (live/make-page.sh --selftest) as a last <script> element; users'
-// pages do not carry it. Opened with #selftest, it drives the page like a user and checks it
+// adds, after tests/browser/selftest.js, to the pages it makes (live/make-page.sh --selftest);
+// users' pages do not carry it. Opened with #selftest, it drives the page like a user and checks it
 // against what bin/align wrote for the same model (the references element), then writes PASS
 // or FAIL into #selftest-result, which live.sh reads from headless Chromium's DOM dump.
 
@@ -21,22 +21,8 @@ function typeAndTranslate(text, beam, nbest) {
   document.getElementById('translate').click();
 }
 
-// Where the verdict goes: a <pre id="selftest-result"> at the end of the page, which the
-// browser tests read from the DOM dump.
-function resultBox() {
-  const out = document.createElement('pre');
-  out.id = 'selftest-result';
-  document.body.append(out);
-  return out;
-}
-
 function selftest() {
-  let checks = 0, failed = 0;
-  const fails = [], scriptsBefore = document.scripts.length;
-  const check = (ok, what) => {
-    checks++;
-    if (!ok && failed++ < 30) fails.push(what);
-  };
+  const results = tally(), check = results.check, scriptsBefore = document.scripts.length;
   const near = (a, b, tol) => Math.abs(a - b) <= tol;
   const refs = JSON.parse(document.getElementById('references').textContent).runs;
   let sentences = 0;
@@ -73,17 +59,14 @@ function selftest() {
   check(!document.documentElement.hasAttribute('xpwned'), 'no script from the text ran');
   pageErrors.forEach((e) => check(false, 'JavaScript error: ' + e));
   const first = page.timings.first, tm = page.timings;
-  const out = resultBox();
-  out.textContent = (fails.length ? 'FAIL ' + failed + ' of ' + checks + ' checks:\n'
-    + fails.join('\n') : 'PASS ' + checks + ' checks, ' + sentences
-    + ' sentences against bin/align to 1e-5')
+  report(verdict(results, ', ' + sentences + ' sentences against bin/align to 1e-5')
     + (page.engine.info.int8 ? '\n8-bit weights: the steps\u2019 float decoder within '
       + INT8_STEP_TOLERANCE + ' of the search (at most ' + stepGap.worst.toExponential(2) + ')'
       : '')
     + '\nfirst translation: ' + (first === null ? 'none' : first.toFixed(0)
       + ' ms after the page started loading') + ' (model decoded in ' + tm.decode.toFixed(0)
     + ' ms, module ready in ' + tm.module.toFixed(0) + ' ms, model opened in '
-    + tm.open.toFixed(0) + ' ms)';
+    + tm.open.toFixed(0) + ' ms)');
 }
 
 // What the page shows for hypothesis h: the n-best list, the heatmap, and every cell's
@@ -213,6 +196,6 @@ if (location.hash === '#selftest') {
     if (page.failure) throw page.failure;
     selftest();
   } catch (err) {
-    resultBox().textContent = 'FAIL the page stopped: ' + err.message + '\n' + (err.stack || '');
+    report('FAIL the page stopped: ' + err.message + '\n' + (err.stack || ''));
   }
 }

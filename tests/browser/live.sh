@@ -81,12 +81,13 @@ say "make live MODEL=$MODEL: a page of $float_size bytes (float), $size bytes wi
 # the self-test is the tests' own: a user's page does not carry it
 grep -q 'function selftest' "$T/live-float.html" "$T/live.html" && fail "make live wrote the self-test into the page"
 
-# A page of MODEL with the self-test script (tests/browser/live-selftest.js) and the
+# A page of MODEL with the self-test (tests/browser/selftest.js and live-selftest.js) and the
 # references BEAM=FILE: sh live/make-page.sh, as make live runs it, plus --selftest.
+cat tests/browser/selftest.js tests/browser/live-selftest.js >"$T/selftest.js" || fail "cat"
 test_page() {
     local model=$1 out=$2
     shift 2
-    sh live/make-page.sh build/wasm/nmt-live.js "$model" "$out" --selftest tests/browser/live-selftest.js "$@"
+    sh live/make-page.sh build/wasm/nmt-live.js "$model" "$out" --selftest "$T/selftest.js" "$@"
 }
 
 # Loads PAGE#selftest into NAME.dom; prints the result (the <pre>'s text).

@@ -2,10 +2,10 @@
 # run.sh (make test-browser): the attention page (bin/align --format html) in a real browser,
 # headless Chromium. First the pages' scripts go through `node --check` (SKIPPED without node)
 # and no line of them or their styles may pass 100 columns. Each page then gets the self-test
-# script (attention-selftest.js, which users' pages do not carry) and is opened with #selftest:
-# the test hovers and focuses every output token and checks what the page shows against its
-# embedded data, then writes PASS or FAIL into <pre id="selftest-result">, which this script
-# reads from the dumped DOM. Checked:
+# (selftest.js and attention-selftest.js, which users' pages do not carry) and is opened with
+# #selftest: the test hovers and focuses every output token and checks what the page shows
+# against its embedded data, then writes PASS or FAIL into <pre id="selftest-result">, which
+# this script reads from the dumped DOM. Checked:
 #   - pages of searched translations (bin/align; bin/translate --nbest --align-format html);
 #   - a force-decoded page whose tokens and texts are hostile (</script>, -->, quotes, &,
 #     javascript:, U+2028): the self-test passes, no script from the text ran, the DOM holds
@@ -31,7 +31,8 @@ fail() {
 }
 
 # ---- the pages' scripts and styles: node --check (syntax) and 100 columns ----
-SCRIPTS=(nmt/heatmap.js nmt/attention-page.js live/live.js tests/browser/attention-selftest.js
+SCRIPTS=(nmt/heatmap.js nmt/attention-page.js live/live.js tests/browser/selftest.js
+    tests/browser/attention-selftest.js
     tests/browser/live-selftest.js)
 if command -v node >/dev/null 2>&1; then
     for script in "${SCRIPTS[@]}"; do
@@ -74,14 +75,15 @@ trap 'rm -rf "$T"' EXIT
 CHROMIUM=("$CHROMIUM_BIN" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run
     --disable-background-networking --disable-component-update --disable-sync
     --enable-logging=stderr --v=0)
+cat tests/browser/selftest.js tests/browser/attention-selftest.js >"$T/selftest.js" || fail "cat"
 
-# Adds the self-test script (tests/browser/attention-selftest.js: users' pages do not carry it)
-# to PAGE as NAME.test.html, loads that with #selftest into NAME.dom, and prints the result
-# block (the <pre> through </pre>).
+# Adds the self-test (tests/browser/selftest.js and attention-selftest.js, which users' pages
+# do not carry) to PAGE as NAME.test.html, loads that with #selftest into NAME.dom, and prints
+# the result block (the <pre> through </pre>).
 selftest() {
     local page=$1 name=$2
-    awk '/^<\/body>$/ { print "<script>"; while ((getline line < script) > 0) print line; print "</script>" }
-        { print }' script=tests/browser/attention-selftest.js "$page" >"$T/$name.test.html" ||
+    awk '/^<\/body>$/ { print "<script>"; while ((getline line < test) > 0) print line; print "</script>" }
+        { print }' test="$T/selftest.js" "$page" >"$T/$name.test.html" ||
         fail "$name: could not add the self-test"
     timeout 120 "${CHROMIUM[@]}" --user-data-dir="$T/profile-$name" \
         --dump-dom "file://$T/$name.test.html#selftest" >"$T/$name.dom" 2>"$T/$name.log" ||
