@@ -1,8 +1,8 @@
 'use strict';
 // selftest.js: what the two pages' self-tests share. The browser tests put it before each of
 // them in the one script element they add to a page (run.sh: attention-selftest.js, live.sh:
-// live-selftest.js): a tally of checks, and the <pre id="selftest-result"> that the verdict
-// goes in, which the tests read from headless Chromium's DOM dump.
+// live-selftest.js): a tally of checks, and the element #selftest-result (a pre) that the
+// verdict goes in, which the tests read from headless Chromium's DOM dump.
 
 // check(ok, what) counts a check and keeps the words of the first 30 that failed.
 function tally() {
