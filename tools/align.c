@@ -289,8 +289,10 @@ static int parse_options(Options *o, int argc, char **argv) {
         problem = "--ref force-decodes; it does not search with --beam";
     }
     if (problem) return usage_error("align", "%s", problem);
-    if (o->output && (status = format_for_output(o->output, format, &o->format)) != 0)
-        return status;
+    if (o->output) {
+        status = format_for_output(o->output, format, &o->format);
+        return status ? status : CLI_GO_ON;
+    }
     if (!format_given) o->format = isatty(STDOUT_FILENO) ? ALIGN_TEXT : ALIGN_TSV;
     return CLI_GO_ON;
 }
