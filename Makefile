@@ -69,9 +69,10 @@ room_src = $(filter-out $(MAIN_SRC),$(wildcard $(1)/*.c))
 room_obj = $(patsubst %.c,$(BUILD)/%.o,$(call room_src,$(1)))
 room_lib = $(foreach room,$(1),$(BUILD)/lib$(subst /,-,$(room)).a)
 LIB_SRC  = $(foreach room,$(ROOMS),$(call room_src,$(room)))
-# The attention page's style sheet and script, linked in as data (nmt/pictures/align_html.c):
+# The attention page's style sheets and scripts (the heatmap both pages share, then its own),
+# linked in as data (nmt/pictures/align_html.c):
 # members of the pictures' archive, so only a program that writes the page carries them.
-PAGE_SRC = nmt/attention-page.css nmt/attention-page.js
+PAGE_SRC = nmt/heatmap.css nmt/heatmap.js nmt/attention-page.css nmt/attention-page.js
 PAGE_OBJ = $(PAGE_SRC:%=$(BUILD)/%.o)
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o) $(PAGE_OBJ)
 # What a program that embeds the translator links (make install): the rooms up to nmt/ and
@@ -327,7 +328,7 @@ $(WASM_BUILD)/nmt-live.js: $(WASM_OBJ) $(WASM_STAMP)
 	$(EMCC) $(WASM_LDFLAGS) $(WASM_OBJ) -o $@
 
 live: bin/quantize
-	@sh live/need-emcc.sh && $(MAKE) --no-print-directory $(WASM_BUILD)/nmt-live.js && \
-	    sh live/make-live.sh '$(COMPUTE)' $(WASM_BUILD)/nmt-live.js '$(MODEL)' '$(OUT)'
+	@sh live/make-live.sh '$(COMPUTE)' $(WASM_BUILD)/nmt-live.js '$(MODEL)' '$(OUT)' \
+	    'sh live/need-emcc.sh && $(MAKE) --no-print-directory $(WASM_BUILD)/nmt-live.js'
 
 -include $(WASM_OBJ:.o=.d)

@@ -1,18 +1,20 @@
 #!/bin/sh
 # make-page.sh (make live): writes the live attention page for one model, a single HTML file
-# that works from file:// with nothing else: live/page.html with live/live.css, the module
-# (make wasm's build/wasm/nmt-live.js), the checkpoint's bytes in base64 and live/live.js
-# put in at its marker lines.
+# that works from file:// with nothing else: live/page.html with the style (nmt/heatmap.css,
+# which the attention page shares, then live/live.css), the module (make wasm's
+# build/wasm/nmt-live.js), the checkpoint's bytes in base64 and the script (nmt/heatmap.js,
+# then live/live.js) put in at its marker lines.
 #
-#   sh live/make-page.sh MODULE MODEL OUT [BEAM=ALIGN.jsonl ...]
+#   sh live/make-page.sh MODULE MODEL OUT [--selftest SCRIPT BEAM=ALIGN.jsonl ...]
 #
-# Each BEAM=FILE embeds what `bin/align -m MODEL --beam BEAM --format json` wrote for some
-# sentences: opened with #selftest, the page translates the same sentences itself and
-# compares (tests/browser/run.sh). The page is written to OUT.tmp and renamed over OUT when
-# complete. Everything that goes inside a <script> element is checked or escaped so that no
-# text in it can end the element: base64 has no '<', the module and the script are checked
-# for "</script", and in JSON (the model's name, the references) '<', '>' and '&' become
-# \u003c, \u003e and \u0026, which can occur in JSON only inside strings.
+# --selftest, for the browser tests only (tests/browser/live.sh), adds SCRIPT (their
+# live-selftest.js) as a last script element, and each BEAM=FILE embeds what `bin/align -m
+# MODEL --beam BEAM --format json` wrote for some sentences: opened with #selftest, the page
+# translates the same sentences itself and compares. The page is written to OUT.tmp and
+# renamed over OUT when complete. Everything that goes inside a <script> element is checked or
+# escaped so that no text in it can end the element: base64 has no '<', the module and the
+# scripts are checked for "</script", and in JSON (the model's name, the references) '<', '>'
+# and '&' become \u003c, \u003e and \u0026, which can occur in JSON only inside strings.
 set -u
 say() { echo "make-page: $*" >&2; }
 die() {
@@ -20,18 +22,27 @@ die() {
     rm -f "${OUT:-/nonexistent}.tmp"
     exit 1
 }
-[ $# -ge 3 ] || die "usage: make-page.sh MODULE MODEL OUT [BEAM=ALIGN.jsonl ...]"
-MODULE=$1 MODEL=$2 OUT=$3
+usage="usage: make-page.sh MODULE MODEL OUT [--selftest SCRIPT BEAM=ALIGN.jsonl ...]"
+[ $# -ge 3 ] || die "$usage"
+MODULE=$1 MODEL=$2 OUT=$3 SELFTEST=
 shift 3
+if [ $# -gt 0 ]; then
+    [ "$1" = --selftest ] && [ $# -ge 2 ] || die "$usage"
+    SELFTEST=$2
+    shift 2
+fi
 HERE=$(dirname "$0")
-for f in "$MODULE" "$HERE/page.html" "$HERE/live.css" "$HERE/live.js"; do
+SHARED="$HERE/../nmt" # the heatmap the attention page shares
+for f in "$MODULE" "$HERE/page.html" "$SHARED/heatmap.css" "$HERE/live.css" "$SHARED/heatmap.js" \
+    "$HERE/live.js" ${SELFTEST:+"$SELFTEST"}; do
     [ -r "$f" ] || die "$f: cannot read it"
 done
+[ -d "$OUT" ] && die "$OUT is a folder: name the page's file"
 [ -r "$MODEL" ] || die "$MODEL: cannot read the model (MODEL=path of a checkpoint written by bin/train)"
 [ "$(head -c 8 "$MODEL")" = NMTCKPT1 ] || die "$MODEL: not a checkpoint (no NMTCKPT1 at its start)"
 # "</script" would end the element early, and "<!--" or "<script" could change how the
 # browser finds its end
-for f in "$MODULE" "$HERE/live.js"; do
+for f in "$MODULE" "$SHARED/heatmap.js" "$HERE/live.js" ${SELFTEST:+"$SELFTEST"}; do
     if grep -qiE '</script|<!--|<script' "$f"; then die "$f holds </script, <!-- or <script, which a script element cannot hold"; fi
 done
 for ref in "$@"; do
@@ -62,7 +73,7 @@ references() {
 write_page() {
     while IFS= read -r line; do
         case "$line" in
-        '@STYLE@') cat "$HERE/live.css" ;;
+        '@STYLE@') cat "$SHARED/heatmap.css" "$HERE/live.css" ;;
         '@MODEL-INFO@')
             printf '{"name":"%s","bytes":%d}\n' "$(json_string "$(basename "$MODEL")")" \
                 "$(wc -c <"$MODEL")"
@@ -70,7 +81,8 @@ write_page() {
         '@MODEL@') base64 -w 0 "$MODEL" && echo ;;
         '@REFERENCES@') references "$@" && echo ;;
         '@MODULE@') cat "$MODULE" && echo ;;
-        '@SCRIPT@') cat "$HERE/live.js" ;;
+        '@SCRIPT@') cat "$SHARED/heatmap.js" "$HERE/live.js" ;;
+        '@SELFTEST@') [ -z "$SELFTEST" ] || printf '<script>\n%s\n</script>\n' "$(cat "$SELFTEST")" ;;
         *) printf '%s\n' "$line" ;;
         esac || return 1
     done <"$HERE/page.html"

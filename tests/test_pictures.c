@@ -656,6 +656,138 @@ START_TEST(programs_write_curves_and_pages) {
 }
 END_TEST
 
+/* -o NAME: an extension of align's own formats chooses the format (or must agree with
+ * --format); one of a kind of file align never writes is refused, and nothing is written
+ * (issue #45: `-o attention.png` wrote TSV into a .png file without a word). */
+START_TEST(align_output_extension_chooses_or_refuses_format) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char model[256], out[256];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    RunResult r;
+    static const char *const refused[][3] = {
+        {"attention.png", NULL, ".png"},     {"attention.PDF", NULL, ".PDF"},
+        {"attention.png", "svg", ".png"},    {"attention.svg", "tsv", ".svg"},
+        {"attention.html", "json", ".html"}, {"attention.npy", "text", ".npy"},
+    };
+    for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++) {
+        scratch_path(&s, refused[k][0], out, sizeof out);
+        const char *format = refused[k][1] ? refused[k][1] : "tsv";
+        const char *const with[] = {"../bin/align", "-m",   model,     "-o", out,
+                                    "--format",     format, "the cat", NULL};
+        const char *const without[] = {"../bin/align", "-m", model, "-o", out, "the cat", NULL};
+        run_program(&r, &s, refused[k][1] ? with : without, NULL, 30, NULL);
+        assert_one_line_error(&r, "align", 2, (const char *const[]){refused[k][2], NULL});
+        ck_assert_msg(access(out, F_OK) != 0, "%s was written", out);
+    }
+    /* the extension chooses: .svg, .html, .json, .htm */
+    static const char *const chosen[][2] = {{"a.svg", "<svg"},
+                                            {"a.html", "<!DOCTYPE html>"},
+                                            {"a.htm", "<!DOCTYPE html>"},
+                                            {"a.json", "{\"source\": \"the cat\""}};
+    for (size_t k = 0; k < sizeof chosen / sizeof chosen[0]; k++) {
+        scratch_path(&s, chosen[k][0], out, sizeof out);
+        run_program(&r, &s,
+                    (const char *const[]){"../bin/align", "-m", model, "-o", out, "the cat", NULL},
+                    NULL, 30, NULL);
+        ck_assert_msg(r.status == 0, "%s: %s", out, r.err);
+        size_t len;
+        char *text = (char *)slurp_file(out, &len);
+        ck_assert_ptr_nonnull(text);
+        ck_assert_msg(strstr(text, chosen[k][1]), "%s does not hold %s", out, chosen[k][1]);
+        free(text);
+    }
+    /* .txt holds any format of lines; a name align does not know takes --format */
+    static const char *const allowed[][2] = {{"links.txt", "pharaoh"}, {"weights.dat", "tsv"}};
+    for (size_t k = 0; k < sizeof allowed / sizeof allowed[0]; k++) {
+        scratch_path(&s, allowed[k][0], out, sizeof out);
+        run_program(&r, &s,
+                    (const char *const[]){"../bin/align", "-m", model, "-o", out, "--format",
+                                          allowed[k][1], "the cat", NULL},
+                    NULL, 30, NULL);
+        ck_assert_msg(r.status == 0 && access(out, F_OK) == 0, "%s: %s", out, r.err);
+    }
+    scratch_free(&s);
+}
+END_TEST
+
+/* ---- make live's checks (live/make-live.sh), which run before emscripten is needed ---- */
+
+/* Runs live/make-live.sh COMPUTE with a stand-in module; MAKE-MODULE touches `built`, which
+ * tells whether the checks let it go as far as building the module. */
+static void make_live(RunResult *r, const Scratch *s, const char *compute, const char *model,
+                      const char *out) {
+    char module[256], built[256], make_module[300];
+    scratch_path(s, "module.js", module, sizeof module);
+    scratch_path(s, "built", built, sizeof built);
+    snprintf(make_module, sizeof make_module, "touch '%s'", built);
+    run_program(r, s,
+                (const char *const[]){"/bin/sh", "../live/make-live.sh", compute, module, model,
+                                      out, make_module, NULL},
+                NULL, 60, NULL);
+}
+
+/* A damaged checkpoint, or OUT naming a folder, is refused before the module is built and
+ * nothing is written (issue #45: half a checkpoint, one flipped byte and a truncated int8 file
+ * gave "wrote x.html"; OUT=folder exited 0 leaving folder/folder.tmp). */
+START_TEST(make_live_refuses_damaged_models_and_folders) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    scratch_write_text(&s, "module.js", "var createLiveModule = null;\n");
+    char model[256], int8[256], out[256], built[256], path[256];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    scratch_path(&s, "int8.ckpt", int8, sizeof int8);
+    scratch_path(&s, "built", built, sizeof built);
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/quantize", model, int8, NULL}, NULL, 30,
+                NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    size_t len, len8;
+    unsigned char *bytes = slurp_file(model, &len), *bytes8 = slurp_file(int8, &len8);
+    ck_assert(bytes && bytes8 && len > 200 && len8 > 200);
+    scratch_write(&s, "half.ckpt", bytes, len / 2);
+    bytes[len / 2] ^= 0x10;
+    scratch_write(&s, "flipped.ckpt", bytes, len);
+    scratch_write(&s, "int8-cut.ckpt", bytes8, len8 - 100);
+    static const char *const damaged[][2] = {
+        {"half.ckpt", "float"}, {"flipped.ckpt", "float"}, {"int8-cut.ckpt", "int8"}};
+    for (size_t k = 0; k < sizeof damaged / sizeof damaged[0]; k++) {
+        scratch_path(&s, damaged[k][0], path, sizeof path);
+        scratch_path(&s, "page.html", out, sizeof out);
+        make_live(&r, &s, damaged[k][1], path, out);
+        ck_assert_msg(r.status == 1, "%s: exit %d: %s", path, r.status, r.err);
+        ck_assert_msg(strstr(r.err, path) && (strstr(r.err, "checksum") || strstr(r.err, "size")),
+                      "%s: %s", path, r.err);
+        ck_assert_msg(access(out, F_OK) != 0, "%s: a page was written", path);
+        ck_assert_msg(access(built, F_OK) != 0, "%s: checked after the module was built", path);
+    }
+    /* OUT an existing folder: refused, the folder left empty */
+    scratch_path(&s, "outdir", out, sizeof out);
+    ck_assert_int_eq(mkdir(out, 0755), 0);
+    make_live(&r, &s, "float", model, out);
+    ck_assert_msg(r.status == 1 && strstr(r.err, "is a folder"), "exit %d: %s", r.status, r.err);
+    ck_assert_msg(rmdir(out) == 0, "%s is not empty", out);
+    ck_assert(access(built, F_OK) != 0);
+    /* a float model into an int8-only request and back: the good paths write the page */
+    scratch_path(&s, "page.html", out, sizeof out);
+    make_live(&r, &s, "float", int8, out);
+    ck_assert_msg(r.status == 1 && strstr(r.err, "int8 checkpoint"), "%s", r.err);
+    make_live(&r, &s, "float", model, out);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(access(built, F_OK) == 0, "the module was not built");
+    char *page = (char *)slurp_file(out, &len);
+    ck_assert_ptr_nonnull(page);
+    assert_contains(page, "var createLiveModule = null;");
+    assert_contains(page, "\"name\":\"best.ckpt\"");
+    free(page);
+    free(bytes);
+    free(bytes8);
+    scratch_free(&s);
+}
+END_TEST
+
 Suite *pictures_suite(void) {
     Suite *s = suite_create("pictures");
     TCase *html = tcase_create("html");
@@ -677,6 +809,8 @@ Suite *pictures_suite(void) {
     TCase *programs = tcase_create("programs");
     tcase_set_timeout(programs, 120);
     tcase_add_test(programs, programs_write_curves_and_pages);
+    tcase_add_test(programs, align_output_extension_chooses_or_refuses_format);
+    tcase_add_test(programs, make_live_refuses_damaged_models_and_folders);
     suite_add_tcase(s, programs);
     return s;
 }

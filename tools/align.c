@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "nmt/pictures/align_write.h"
@@ -38,7 +39,8 @@ static void usage(FILE *out) {
         "                     best hypothesis's\n"
         "  --format F         tsv, npy, json, svg, text, marian, pharaoh or html (default:\n"
         "                     from the extension of -o PATH, else text on a terminal, else\n"
-        "                     tsv)\n"
+        "                     tsv); -o PATH ending in another format's extension (.svg\n"
+        "                     with --format tsv, or .png) is an error\n"
         "  -o, --output PATH  write to PATH (through PATH.tmp.*, renamed when whole)\n"
         "                     instead of standard output; npy needs a file (default align.npy)\n"
         "  --explain          print every decoding step as worked arithmetic (query, scores,\n"
@@ -215,18 +217,43 @@ static void free_inputs(Inputs *in) {
     }
 }
 
-/* The format -o PATH implies by its extension, when it names one. */
-static bool format_from_path(const char *path, AlignFormat *format) {
+/* What -o PATH's extension says of the format. An extension of align's own formats chooses
+ * the format, or must agree with --format (.txt suits every format of lines); the extension
+ * of a kind of file align never writes (a picture, a document, a table) is refused either
+ * way: `-o attention.png` would otherwise get TSV text under a picture's name. Any other
+ * name takes --format, or the default. Returns 0, or the usage error's status. */
+static int format_for_output(const char *path, const char *given, AlignFormat *format) {
     static const struct {
         const char *ext;
         AlignFormat format;
-    } known[] = {{".tsv", ALIGN_TSV},    {".npy", ALIGN_NPY}, {".json", ALIGN_JSON},
-                 {".jsonl", ALIGN_JSON}, {".svg", ALIGN_SVG}, {".txt", ALIGN_TEXT},
-                 {".html", ALIGN_HTML}};
-    const char *dot = strrchr(path, '.');
-    for (size_t k = 0; dot && k < sizeof known / sizeof known[0]; k++)
-        if (strcmp(dot, known[k].ext) == 0) return *format = known[k].format, true;
-    return false;
+    } ours[] = {{".tsv", ALIGN_TSV},    {".npy", ALIGN_NPY}, {".json", ALIGN_JSON},
+                {".jsonl", ALIGN_JSON}, {".svg", ALIGN_SVG}, {".txt", ALIGN_TEXT},
+                {".html", ALIGN_HTML},  {".htm", ALIGN_HTML}};
+    static const char *const foreign[] = {".png", ".jpg",  ".jpeg", ".gif", ".webp", ".bmp",
+                                          ".tif", ".tiff", ".pdf",  ".eps", ".ps",   ".csv",
+                                          ".xml", ".md",   ".npz",  ".xls", ".xlsx"};
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    const char *dot = strrchr(base, '.');
+    char quoted[96];
+    if (dot && dot != base) {
+        for (size_t k = 0; k < sizeof ours / sizeof ours[0]; k++) {
+            if (strcasecmp(dot, ours[k].ext) != 0) continue;
+            if (!given) return *format = ours[k].format, 0;
+            bool lines = ours[k].format == ALIGN_TEXT && align_format_streams(*format);
+            if (ours[k].format == *format || lines) return 0;
+            return usage_error(
+                "align", "-o %s: the name ends in %s, which is not the --format %s given",
+                text_for_message(quoted, sizeof quoted, path, 60), ours[k].ext, given);
+        }
+        for (size_t k = 0; k < sizeof foreign / sizeof foreign[0]; k++)
+            if (strcasecmp(dot, foreign[k]) == 0)
+                return usage_error("align",
+                                   "-o %s: align writes no %s file; a picture is .svg or .html "
+                                   "(formats: .tsv .npy .json .svg .txt .html)",
+                                   text_for_message(quoted, sizeof quoted, path, 60), foreign[k]);
+    }
+    if (!given) *format = ALIGN_TSV;
+    return 0;
 }
 
 /* Parses the options; returns CLI_GO_ON, or the status to exit with. */
@@ -263,8 +290,11 @@ static int parse_options(Options *o, int argc, char **argv) {
         problem = "--ref force-decodes; it does not search with --beam";
     }
     if (problem) return usage_error("align", "%s", problem);
-    if (!format_given && !(o->output && format_from_path(o->output, &o->format)))
-        o->format = !o->output && isatty(STDOUT_FILENO) ? ALIGN_TEXT : ALIGN_TSV;
+    if (o->output) {
+        status = format_for_output(o->output, format, &o->format);
+        return status ? status : CLI_GO_ON;
+    }
+    if (!format_given) o->format = isatty(STDOUT_FILENO) ? ALIGN_TEXT : ALIGN_TSV;
     return CLI_GO_ON;
 }
 

@@ -4,9 +4,9 @@
  * tokens as columns) and, for the output token under the pointer or the keyboard focus, works
  * that decoding step out as the course notes do: each score e_ti, exp, their sum, the weights
  * alpha_ti as bars, the chosen token and its probability. CSS and JavaScript are inline and
- * nothing is fetched, so the file reads offline from file://. The style sheet and the script
- * are nmt/attention-page.css and nmt/attention-page.js. Opened with #selftest, the page
- * drives itself and writes PASS or FAIL into #selftest-result (tests/browser/run.sh).
+ * nothing is fetched, so the file reads offline from file://. The style sheets and scripts are
+ * nmt/heatmap.css and .js (shared with the live page), then nmt/attention-page.css and .js.
+ * The browser tests add a self-test script to the pages they check (tests/browser/run.sh).
  *
  * Tokens are never markup: the data travels as JSON in a <script type="application/json">
  * element with '<', '>', '&' and U+2028/9 escaped as \uXXXX (so no "</script" or "<!--" can
@@ -31,9 +31,11 @@ static const double CODE_UNIT = 1e-5; /* value of one step of a code; the page u
 static const char CODE_DIGITS[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-/* The page's style sheet and script, nmt/attention-page.css and nmt/attention-page.js, linked
- * into the program as they are (the Makefile's `ld -r -b binary`, which names each symbol
- * after the file's path). */
+/* The page's style sheets and scripts, linked into the program as they are (the Makefile's
+ * `ld -r -b binary`, which names each symbol after the file's path): what it shares with the
+ * live page (nmt/heatmap.css and .js), then its own (nmt/attention-page.css and .js). */
+extern const char _binary_nmt_heatmap_css_start[], _binary_nmt_heatmap_css_end[];
+extern const char _binary_nmt_heatmap_js_start[], _binary_nmt_heatmap_js_end[];
 extern const char _binary_nmt_attention_page_css_start[], _binary_nmt_attention_page_css_end[];
 extern const char _binary_nmt_attention_page_js_start[], _binary_nmt_attention_page_js_end[];
 
@@ -132,6 +134,7 @@ int alignment_write_html(FILE *out, const Alignment *list, int n, Error *err) {
         xml_write_text(out, list[0].source);
     }
     fputs("</title>\n<style>\n", out);
+    write_embedded(out, _binary_nmt_heatmap_css_start, _binary_nmt_heatmap_css_end);
     write_embedded(out, _binary_nmt_attention_page_css_start, _binary_nmt_attention_page_css_end);
     fputs("</style>\n</head>\n<body>\n<header>\n<h1>Where the decoder looks</h1>\n"
           "<p class=\"hint\">Each heatmap shows the attention weights \u03b1<sub>ti</sub> "
@@ -144,7 +147,6 @@ int alignment_write_html(FILE *out, const Alignment *list, int n, Error *err) {
           "<main id=\"sentences\"></main>\n"
           "<noscript><p>This page draws its heatmaps with JavaScript; the numbers are in the "
           "alignment-data element of its source.</p></noscript>\n"
-          "<pre id=\"selftest-result\" hidden></pre>\n"
           "<!-- alignment-data: per sentence its texts and tokens; lse[t] = log sum_i "
           "exp(e_ti); nlp and q hold 4-character codes (base64url digits of a 24-bit number "
           "times 1e-5): nlp[t] = -log p_t, q[t*S+i] = lse[t] - e_ti, so alpha_ti = "
@@ -156,6 +158,7 @@ int alignment_write_html(FILE *out, const Alignment *list, int n, Error *err) {
         write_sentence(out, &list[k]);
     }
     fputs("\n]}\n</script>\n<script>\n", out);
+    write_embedded(out, _binary_nmt_heatmap_js_start, _binary_nmt_heatmap_js_end);
     write_embedded(out, _binary_nmt_attention_page_js_start, _binary_nmt_attention_page_js_end);
     fputs("</script>\n</body>\n</html>\n", out);
     return stream_status(out, err);

@@ -8,10 +8,12 @@
 # for small models of the three other attention scores), and checks:
 #   - `make live` writes the page in one command (float, the default), at most 5 MB, and
 #     `make live COMPUTE=int8` the int8 one, smaller;
-#   - #selftest: the page translates the same sentences and matches bin/align's translations,
-#     weights and probabilities to 1e-5, every cell's worked step adds up, and hostile text
-#     typed into the box (markup, </script>, 10,000 characters, lone surrogates) is refused or
-#     translated without breaking the page: PASS, no JavaScript error;
+#   - #selftest (tests/browser/live-selftest.js, added with make-page.sh --selftest; the pages
+#     of make live carry no test code): the page translates the same sentences and matches
+#     bin/align's translations, weights and probabilities to 1e-5, every cell's worked step
+#     adds up, and hostile text typed into the box (markup, </script>, 10,000 characters,
+#     lone surrogates) is refused or translated without breaking the page: PASS, no JavaScript
+#     error;
 #   - the first translation appears within 1 s of the page starting to load;
 #   - a page whose bin/align weight is off by 2e-5 FAILs;
 #   - the same self-test for the toy model quantized (bin/quantize) against `bin/align -m
@@ -76,6 +78,17 @@ make --no-print-directory -s live MODEL="$MODEL" OUT="$T/live.html" COMPUTE=int8
 size=$(wc -c <"$T/live.html")
 [ "$size" -lt "$float_size" ] || fail "the int8 page ($size bytes) is not smaller than the float one ($float_size)"
 say "make live MODEL=$MODEL: a page of $float_size bytes (float), $size bytes with COMPUTE=int8"
+# the self-test is the tests' own: a user's page does not carry it
+grep -q 'function selftest' "$T/live-float.html" "$T/live.html" && fail "make live wrote the self-test into the page"
+
+# A page of MODEL with the self-test (tests/browser/selftest.js and live-selftest.js) and the
+# references BEAM=FILE: sh live/make-page.sh, as make live runs it, plus --selftest.
+cat tests/browser/selftest.js tests/browser/live-selftest.js >"$T/selftest.js" || fail "cat"
+test_page() {
+    local model=$1 out=$2
+    shift 2
+    sh live/make-page.sh build/wasm/nmt-live.js "$model" "$out" --selftest "$T/selftest.js" "$@"
+}
 
 # Loads PAGE#selftest into NAME.dom; prints the result (the <pre>'s text).
 selftest() {
@@ -86,7 +99,7 @@ selftest() {
     sed -n '/<pre id="selftest-result"/,/<\/pre>/p' "$T/$name.dom" | sed 's/<[^>]*>//g'
 }
 
-sh live/make-page.sh build/wasm/nmt-live.js "$MODEL" "$T/selftest.html" 1="$T/greedy.jsonl" \
+test_page "$MODEL" "$T/selftest.html" 1="$T/greedy.jsonl" \
     4="$T/beam4.jsonl" 2>/dev/null || fail "make-page.sh with references"
 result=$(selftest "$T/selftest.html" selftest)
 case "$result" in
@@ -97,7 +110,7 @@ if grep -E 'Uncaught|SyntaxError|TypeError|ReferenceError' "$T/selftest.log" >/d
     fail "JavaScript error: $(grep -E 'Uncaught|Error' "$T/selftest.log" | head -n 3)"
 fi
 grep -o '<html[^>]*>' "$T/selftest.dom" | grep -q xpwned && fail "a script from the hostile text ran"
-[ "$(grep -o '<script' "$T/selftest.dom" | wc -l)" = 5 ] || fail "the DOM has other script elements"
+[ "$(grep -o '<script' "$T/selftest.dom" | wc -l)" = 6 ] || fail "the DOM has other script elements"
 say "self-test: $(printf '%s\n' "$result" | head -n 1)"
 first=$(printf '%s\n' "$result" | sed -n 's/^first translation: \([0-9]*\) ms.*/\1/p')
 [ -n "$first" ] || fail "the self-test reported no first-translation time: $result"
@@ -111,7 +124,7 @@ bin/quantize "$MODEL" "$QUANTIZED" || fail "bin/quantize $MODEL"
 bin/align -m "$QUANTIZED" --format json "${SENTENCES[@]}" >"$T/int8-1.jsonl" &&
     bin/align -m "$QUANTIZED" --beam 4 --format json "${SENTENCES[@]:0:3}" >"$T/int8-4.jsonl" ||
     fail "bin/align -m $QUANTIZED"
-sh live/make-page.sh build/wasm/nmt-live.js "$QUANTIZED" "$T/int8.html" 1="$T/int8-1.jsonl" \
+test_page "$QUANTIZED" "$T/int8.html" 1="$T/int8-1.jsonl" \
     4="$T/int8-4.jsonl" 2>/dev/null || fail "make-page.sh (int8)"
 result=$(selftest "$T/int8.html" int8)
 case "$result" in
@@ -139,8 +152,7 @@ for score in dot general scaled_dot; do
     bin/align -m "$T/$score/best.ckpt" --format json "${SENTENCES[@]:0:3}" >"$T/$score-1.jsonl" &&
         bin/align -m "$T/$score/best.ckpt" --beam 3 --format json "${SENTENCES[@]:0:2}" \
             >"$T/$score-3.jsonl" || fail "bin/align ($score)"
-    sh live/make-page.sh build/wasm/nmt-live.js "$T/$score/best.ckpt" "$T/$score.html" \
-        1="$T/$score-1.jsonl" 3="$T/$score-3.jsonl" 2>/dev/null || fail "make-page.sh ($score)"
+    test_page "$T/$score/best.ckpt" "$T/$score.html" 1="$T/$score-1.jsonl" 3="$T/$score-3.jsonl" 2>/dev/null || fail "make-page.sh ($score)"
     result=$(selftest "$T/$score.html" "$score")
     case "$result" in
     'PASS '*) say "$score: $(printf '%s\n' "$result" | head -n 1)" ;;
@@ -155,8 +167,7 @@ awk 'NR == 1 {
     $0 = substr($0, 1, at - 1) sprintf("%.9g", value) substr(rest, RLENGTH + 1)
 } { print }' "$T/greedy.jsonl" >"$T/broken.jsonl"
 cmp -s "$T/greedy.jsonl" "$T/broken.jsonl" && fail "broken: the awk edit changed nothing"
-sh live/make-page.sh build/wasm/nmt-live.js "$MODEL" "$T/broken.html" 1="$T/broken.jsonl" \
-    2>/dev/null || fail "make-page.sh (broken)"
+test_page "$MODEL" "$T/broken.html" 1="$T/broken.jsonl" 2>/dev/null || fail "make-page.sh (broken)"
 result=$(selftest "$T/broken.html" broken)
 case "$result" in
 *FAIL*'beam 1 sentence 1 step 1: alpha_0 '*) say "broken weight: the self-test fails as it should: $(printf '%s\n' "$result" | sed -n 2p)" ;;

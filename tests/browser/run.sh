@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # run.sh (make test-browser): the attention page (bin/align --format html) in a real browser,
-# headless Chromium. Each page is opened with #selftest: its own test code hovers and focuses
-# every output token and checks what it shows against its embedded data, then writes PASS or
-# FAIL into <pre id="selftest-result">, which this script reads from the dumped DOM. Checked:
+# headless Chromium. First the pages' scripts go through `node --check` (SKIPPED without node)
+# and no line of them or their styles may pass 100 columns. Each page then gets the self-test
+# (selftest.js and attention-selftest.js, which users' pages do not carry) and is opened with
+# #selftest: the test hovers and focuses every output token and checks what the page shows
+# against its embedded data, then writes PASS or FAIL into <pre id="selftest-result">, which
+# this script reads from the dumped DOM. Checked:
 #   - pages of searched translations (bin/align; bin/translate --nbest --align-format html);
 #   - a force-decoded page whose tokens and texts are hostile (</script>, -->, quotes, &,
 #     javascript:, U+2028): the self-test passes, no script from the text ran, the DOM holds
@@ -26,6 +29,22 @@ fail() {
     echo "test-browser: FAIL: $*"
     exit 1
 }
+
+# ---- the pages' scripts and styles: node --check (syntax) and 100 columns ----
+SCRIPTS=(nmt/heatmap.js nmt/attention-page.js live/live.js tests/browser/selftest.js
+    tests/browser/attention-selftest.js
+    tests/browser/live-selftest.js)
+if command -v node >/dev/null 2>&1; then
+    for script in "${SCRIPTS[@]}"; do
+        problem=$(node --check "$script" 2>&1) ||
+            fail "node --check $script: $(printf '%s\n' "$problem" | head -n 5)"
+    done
+    say "node --check: the ${#SCRIPTS[@]} scripts of the pages and their self-tests parse"
+else
+    say "SKIPPED node --check: node is not installed (apt-get install -y nodejs)"
+fi
+wide=$(awk 'length > 100 { print FILENAME ":" FNR }' "${SCRIPTS[@]}" nmt/*.css live/*.css)
+[ -z "$wide" ] || fail "lines over 100 columns: $wide"
 
 # ---- the browser (and xmllint) ----
 install_packages() {
@@ -56,12 +75,18 @@ trap 'rm -rf "$T"' EXIT
 CHROMIUM=("$CHROMIUM_BIN" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run
     --disable-background-networking --disable-component-update --disable-sync
     --enable-logging=stderr --v=0)
+cat tests/browser/selftest.js tests/browser/attention-selftest.js >"$T/selftest.js" || fail "cat"
 
-# Loads PAGE#selftest into NAME.dom; prints the result block (the <pre> through </pre>).
+# Adds the self-test (tests/browser/selftest.js and attention-selftest.js, which users' pages
+# do not carry) to PAGE as NAME.test.html, loads that with #selftest into NAME.dom, and prints
+# the result block (the <pre> through </pre>).
 selftest() {
     local page=$1 name=$2
+    awk '/^<\/body>$/ { print "<script>"; while ((getline line < test) > 0) print line; print "</script>" }
+        { print }' test="$T/selftest.js" "$page" >"$T/$name.test.html" ||
+        fail "$name: could not add the self-test"
     timeout 120 "${CHROMIUM[@]}" --user-data-dir="$T/profile-$name" \
-        --dump-dom "file://$page#selftest" >"$T/$name.dom" 2>"$T/$name.log" ||
+        --dump-dom "file://$T/$name.test.html#selftest" >"$T/$name.dom" 2>"$T/$name.log" ||
         fail "$name: chromium failed (exit $?): $(tail -n 3 "$T/$name.log")"
     sed -n '/<pre id="selftest-result"/,/<\/pre>/p' "$T/$name.dom"
 }
@@ -116,7 +141,7 @@ bin/align -m "$SMALL" --format html -o "$T/hostile.html" --ref "$HOSTILE_TARGET"
 expect_pass "$T/hostile.html" hostile
 dom="$T/hostile.dom"
 grep -o '<html[^>]*>' "$dom" | grep -q xpwned && fail "hostile: a script from the text ran (xpwned set)"
-[ "$(grep -o '<script' "$dom" | wc -l)" = 2 ] || fail "hostile: the DOM has other script elements"
+[ "$(grep -o '<script' "$dom" | wc -l)" = 3 ] || fail "hostile: the DOM has other script elements"
 grep -q '<span class="source">&lt;b&gt;x&lt;/b&gt; &amp; "dogs" --&gt; '$'\u2028'' &lt;/script&gt;&lt;script&gt;document' "$dom" ||
     fail "hostile: the source is not in the DOM verbatim"
 grep -qF '<q class="reference">&lt;/script&gt;&lt;script&gt;document.documentElement.setAttribute("x"+"pwned","target")&lt;/script&gt; &lt;!-- javascript:alert(1) "q" '"'a'"' &amp; &lt;img src=x onerror=' "$dom" ||
