@@ -73,6 +73,17 @@ int load_model_compute(const char *path, const char *compute, NmtModel *nm, Erro
     return 0;
 }
 
+long read_sentence_line(FILE *in, char **line, size_t *cap, Error *refusal) {
+    refusal->msg[0] = '\0';
+    long len = read_line(in, line, cap);
+    const char *nul = len > 0 ? memchr(*line, '\0', (size_t)len) : NULL;
+    if (nul) {
+        error_set(refusal, "control character U+0000 (NUL) at byte %ld", (long)(nul - *line));
+        (*line)[0] = '\0';
+    }
+    return len;
+}
+
 int parse_int_option(const char *option, const char *text, long lo, long hi, long *out,
                      Error *err) {
     char *end;
