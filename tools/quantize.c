@@ -25,6 +25,11 @@ int main(int argc, char **argv) {
     if (status != CLI_GO_ON) return status;
     if (argc - optind != 2) return usage_error("quantize", "expected IN.ckpt OUT.ckpt");
     const char *in = argv[optind], *out = argv[optind + 1];
+    if (same_file(in, out)) { /* the rename would replace the float model for good */
+        fprintf(stderr, "quantize: %s and %s are the same file; write the int8 copy elsewhere\n",
+                in, out);
+        return 1;
+    }
     Error err;
     NmtModel nm;
     if (checkpoint_load(in, &nm, NULL, NULL, &err)) {
