@@ -156,7 +156,7 @@ int cli_parse(const char *program, int argc, char **argv, const CliOption *table
             usage(stdout);
             return 0;
         }
-        if (c == '?' || c == ':') return usage_getopt_error(program, argv, c);
+        if (c == '?' || c == ':') return usage_getopt_error(program, argv, c, longs);
         size_t k = 0;
         while (k < n && longs[k].val != c) k++;
         Error err;

@@ -315,7 +315,7 @@ int main(int argc, char **argv) {
             usage(stdout);
             return 0;
         }
-        return usage_getopt_error("reference-train", argv, c);
+        return usage_getopt_error("reference-train", argv, c, longs);
     }
     if (optind != argc - 1) {
         char quoted[96];

@@ -821,7 +821,7 @@ int main(int argc, char **argv) {
             return 0;
         default:
             free(overrides);
-            return usage_getopt_error("train", argv, c);
+            return usage_getopt_error("train", argv, c, longs);
         }
     }
     if (optind != argc - 1) {
