@@ -178,16 +178,33 @@ static int check_links(const char *md_path, char *report) {
     return broken;
 }
 
+/* Overwrites a markdown text's code (fenced blocks and `spans`) with spaces, line ends kept:
+ * what code shows is an example, not a citation. */
+static void blank_code(char *text) {
+    int in_block = 0;
+    for (char *line = text; *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : "") {
+        size_t len = strcspn(line, "\n");
+        if (is_fence(line)) in_block = !in_block;
+        int in_span = in_block;
+        for (size_t i = 0; i < len; i++) {
+            if (!in_block && line[i] == '`') in_span = !in_span;
+            if (in_span || line[i] == '`') line[i] = ' ';
+        }
+    }
+}
+
 /* Every citation of a heading in path's text written `FILE.md, "Heading words"` (a config's
- * comments cite the docs this way): FILE.md, found from the repository root or beside path,
- * must have a heading that starts with those words (compared as GitHub anchors). Each one that
- * does not is reported; returns how many. */
+ * comments cite the docs this way; in a markdown page, outside code): FILE.md, found from the
+ * repository root or beside path, must have a heading that starts with those words (compared
+ * as GitHub anchors). Each one that does not is reported; returns how many. */
 static int check_heading_citations(const char *path, const char *root, char *report) {
     char *text = read_text(path);
     if (!text) {
         report_add(report, path, 0, "", "cannot be read");
         return 1;
     }
+    size_t path_len = strlen(path);
+    if (path_len > 3 && strcmp(path + path_len - 3, ".md") == 0) blank_code(text);
     int problems = 0, line_no = 1;
     const char *counted = text;
     for (const char *at = strstr(text, ".md, \""); at; at = strstr(at + 1, ".md, \"")) {
@@ -385,11 +402,19 @@ START_TEST(docs_checker_reports_missing_cited_heading) {
                        "# measured (results.md, \"Round 2\"), a heading that never was\n"
                        "# (gone.md, \"Anything\") and (results.md, \"The levers of\n"
                        "# RNN translation\")\n");
+    scratch_write_text(&s, "page.md",
+                       "A page may show one: `(results.md, \"Round 2\")`, and\n"
+                       "```\n(results.md, \"Round 3\")\n```\n"
+                       "but not cite one: (results.md, \"Round 4\").\n");
     char config[128], report[REPORT_SIZE] = "";
     scratch_path(&s, "base.ini", config, sizeof config);
     int problems = check_heading_citations(config, "/nonexistent", report);
+    char page[128];
+    scratch_path(&s, "page.md", page, sizeof page);
+    problems += check_heading_citations(page, "/nonexistent", report);
     scratch_free(&s);
-    ck_assert_msg(problems == 3, "expected 3 problems, found %d:\n%s", problems, report);
+    ck_assert_msg(problems == 4, "expected 4 problems, found %d:\n%s", problems, report);
+    ck_assert_msg(strstr(report, "page.md:5: results.md, \"Round 4\" -> no heading"), "%s", report);
     ck_assert_msg(strstr(report, "base.ini:2: results.md, \"Round 2\" -> no heading"), "%s",
                   report);
     ck_assert_msg(strstr(report, "base.ini:3: gone.md, \"Anything\" -> no such file"), "%s",
