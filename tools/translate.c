@@ -52,8 +52,9 @@ static void usage(FILE *out) {
             "  --compute T        float or int8 (8-bit weights, faster; default: as the model\n"
             "                     file says: int8 for a file bin/quantize wrote)\n"
             "  -h, --help         this text\n"
-            "Inputs longer than %d tokens are refused (an error and an empty line). Words the\n"
-            "model does not know, and words copied in place of <unk>, are named on stderr.\n",
+            "Inputs longer than %d tokens are refused (an error and an empty line); a blank\n"
+            "line of standard input gives a blank line. Words the model does not know, and\n"
+            "words copied in place of <unk>, are named on stderr.\n",
             NMT_DEFAULT_BEAM, NMT_MAX_TOKENS);
 }
 
