@@ -132,7 +132,7 @@ bin/translate:       $(call room_lib,tools nmt/pictures nmt nmt/formats data mod
 bin/align:           $(call room_lib,tools nmt/pictures nmt nmt/formats data model base)
 bin/evaluate:        $(call room_lib,tools nmt/metrics nmt nmt/formats data model base)
 bin/quantize:        $(call room_lib,tools nmt/formats data model base)
-bin/gradref:         $(call room_lib,tools train reference nmt nmt/formats data model base)
+bin/gradref:         $(call room_lib,tools train reference nmt/metrics nmt nmt/formats data model base)
 bin/gradcheck:       $(call room_lib,tools reference model base)
 bin/plot:            $(call room_lib,tools train nmt/pictures base)
 bin/attend:          $(call room_lib,notes tools base)

@@ -5,10 +5,59 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
+
+/* The temporary files open for writing, for the signal handler below, which can reach
+ * nothing but file-scope state: the module's one mutable table. A slot is free (0), being
+ * filled (1) or names a temporary file (2). */
+enum { TRACKED = 16, SLOT_FREE = 0, SLOT_FILLING = 1, SLOT_LIVE = 2 };
+static char tracked_name[TRACKED][sizeof((OutputFile *)0)->tmp];
+static atomic_int tracked_state[TRACKED];
+static atomic_flag handlers_installed = ATOMIC_FLAG_INIT;
+
+/* Removes every temporary file, then lets the signal do what it would have done. */
+static void remove_temporaries_and_die(int sig) {
+    for (int k = 0; k < TRACKED; k++)
+        if (atomic_load(&tracked_state[k]) == SLOT_LIVE) unlink(tracked_name[k]);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* Installs the handler for the signals that end a program, unless the program handles them
+ * itself (bin/train saves its checkpoint on SIGINT) or ignores them (nohup). */
+static void install_handlers(void) {
+    if (atomic_flag_test_and_set(&handlers_installed)) return;
+    static const int ending[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t k = 0; k < sizeof ending / sizeof ending[0]; k++) {
+        struct sigaction now;
+        if (sigaction(ending[k], NULL, &now) != 0 || now.sa_handler != SIG_DFL) continue;
+        struct sigaction mine = {.sa_handler = remove_temporaries_and_die};
+        sigemptyset(&mine.sa_mask);
+        sigaction(ending[k], &mine, NULL);
+    }
+}
+
+static void track(OutputFile *o) {
+    install_handlers();
+    for (int k = 0; k < TRACKED; k++) {
+        int expected = SLOT_FREE;
+        if (!atomic_compare_exchange_strong(&tracked_state[k], &expected, SLOT_FILLING)) continue;
+        memcpy(tracked_name[k], o->tmp, sizeof o->tmp);
+        atomic_store(&tracked_state[k], SLOT_LIVE);
+        o->tracked = k + 1;
+        return;
+    } /* more than TRACKED files open at once: the rest are not removed on a signal */
+}
+
+static void untrack(OutputFile *o) {
+    if (o->tracked) atomic_store(&tracked_state[o->tracked - 1], SLOT_FREE);
+    o->tracked = 0;
+}
 
 int output_file_open(OutputFile *o, const char *path, bool durable, Error *err) {
     memset(o, 0, sizeof *o);
@@ -31,6 +80,7 @@ int output_file_open(OutputFile *o, const char *path, bool durable, Error *err) 
         remove(o->tmp);
         return error_set(err, "cannot create %s: %s", o->tmp, strerror(saved));
     }
+    track(o);
     return 0;
 }
 
@@ -58,13 +108,16 @@ int output_file_commit(OutputFile *o, Error *err) {
     o->file = NULL;
     if (!ok) {
         remove(o->tmp);
+        untrack(o);
         return error_set(err, "cannot write %s: %s", o->tmp, strerror(saved ? saved : EIO));
     }
     if (rename(o->tmp, o->path) != 0) {
         saved = errno;
         remove(o->tmp);
+        untrack(o);
         return error_set(err, "cannot rename %s to %s: %s", o->tmp, o->path, strerror(saved));
     }
+    untrack(o);
     if (o->durable) sync_folder_of(o->path);
     return 0;
 }
@@ -74,6 +127,13 @@ void output_file_abort(OutputFile *o) {
     fclose(o->file);
     o->file = NULL;
     remove(o->tmp);
+    untrack(o);
+}
+
+bool same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
 }
 
 int path_beside(char *out, size_t size, const char *path, const char *name) {

@@ -6,7 +6,9 @@
  * every byte is out, so a crash, a full disk or a failed write never leaves a half-written
  * file in place of a good one. The temporary name is the writer's own (PATH.tmp.PID.N, created
  * exclusively): two writers of one PATH never write into each other's file, and the last
- * rename wins with a whole file.
+ * rename wins with a whole file. A SIGINT, SIGTERM or SIGHUP that would end the program while
+ * a temporary file is open removes the file first (when the program has not set its own
+ * handler for that signal), so an interrupted writer leaves nothing behind either.
  */
 #ifndef NMT_BASE_FILES_H
 #define NMT_BASE_FILES_H
@@ -20,6 +22,7 @@
 typedef struct {
     FILE *file;
     bool durable; /* fsync the data before the rename and the folder after it */
+    int tracked;  /* 1 + its slot in the table of temporaries a signal removes; 0: none */
     char path[4096], tmp[4096 + 48];
 } OutputFile;
 
@@ -35,6 +38,11 @@ int output_file_commit(OutputFile *o, Error *err);
 /* Closes and removes the temporary file (after a failure); harmless on a committed or
  * unopened file. */
 void output_file_abort(OutputFile *o);
+
+/* Whether a and b name one existing file (the same device and inode, whatever the spelling,
+ * symbolic links followed, hard links included), as cp checks before copying a file onto
+ * itself. */
+bool same_file(const char *a, const char *b);
 
 /* Writes into out[size] the path of `name` in the folder of `path` ("dir/run.ckpt" and
  * "best.ckpt" give "dir/best.ckpt"; a path without a folder gives name alone); -1 when it does

@@ -53,7 +53,8 @@ nmt_model *nmt_open_with(const char *path, const nmt_open_options *options, nmt_
     ComputeType type = compute == NMT_COMPUTE_INT8    ? COMPUTE_INT8
                        : compute == NMT_COMPUTE_FLOAT ? COMPUTE_FLOAT
                                                       : COMPUTE_AS_STORED;
-    if (checkpoint_load(path, &m->nm, NULL, NULL, &e) || nmt_model_set_compute(&m->nm, type, &e)) {
+    if (checkpoint_load(path, &m->nm, NULL, NULL, &e) || nmt_model_set_compute(&m->nm, type, &e) ||
+        translator_probe(&m->nm, path, &e)) {
         copy_error(err, &e);
         nmt_model_free(&m->nm);
         free(m);

@@ -3,6 +3,9 @@
  */
 #include "nmt/translator.h"
 
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +47,27 @@ static int plan_search(Translator *t, int src_len, Error *err) {
     return 0;
 }
 
+/* Finite weights can still overflow in the arithmetic (huge embeddings or output weights):
+ * the probabilities turn NaN, no hypothesis survives the search, and the output would be a
+ * silent blank. */
+static const char NON_FINITE[] = "the model's probabilities are not finite numbers (its weights "
+                                 "overflow), so there is no translation";
+
+/* Whether a search found hypotheses and every score, probability and attention weight of them
+ * is a number. */
+static bool translation_is_finite(const Translation *x) {
+    if (x->count == 0) return false; /* even out of steps a search ends its open hypotheses */
+    for (int h = 0; h < x->count; h++) {
+        const Hypothesis *y = &x->hyps[h];
+        if (!isfinite(y->score)) return false;
+        for (int t = 0; t < y->rows; t++)
+            if (!isfinite(y->prob[t])) return false;
+        for (size_t k = 0; k < (size_t)y->rows * y->src_len; k++)
+            if (!isfinite(y->alpha[k])) return false;
+    }
+    return true;
+}
+
 /* Encodes one text into *ids, or says in out why it is refused. */
 static void encode_one(const NmtModel *nm, const char *text, int **ids, int *len,
                        TranslatedText *out) {
@@ -83,8 +107,12 @@ int translator_run(Translator *t, const char *const *texts, int n, TranslatedTex
         if (rc == 0)
             rc = search_translate(&t->searcher, &t->nm->model, src, lens, good, &opt, found, err);
     }
-    for (int i = 0, g = 0; i < n && rc == 0; i++)
-        if (!out[i].refused) out[i].best = found[g++];
+    for (int i = 0, g = 0; i < n && rc == 0; i++) {
+        if (out[i].refused) continue;
+        out[i].best = found[g++];
+        if (!translation_is_finite(&out[i].best))
+            out[i].refused = 1, error_set(&out[i].error, "%s", NON_FINITE);
+    }
     for (int i = 0; ids && i < n; i++) free(ids[i]);
     free(ids), free(lens), free(src), free(found);
     return rc;
@@ -92,4 +120,34 @@ int translator_run(Translator *t, const char *const *texts, int n, TranslatedTex
 
 void translated_free(TranslatedText *out, int n) {
     for (int i = 0; i < n; i++) translation_free(&out[i].best);
+}
+
+int translator_probe(const NmtModel *nm, const char *path, Error *err) {
+    enum { WORDS = 8 };
+    char text[WORDS * 64 + 1] = "";
+    size_t used = 0;
+    for (size_t id = TOK_SPECIALS; id < TOK_SPECIALS + WORDS && id < nm->src_vocab.size; id++) {
+        const char *word = vocab_token(&nm->src_vocab, (int)id);
+        if (word && strlen(word) < 64)
+            used +=
+                (size_t)snprintf(text + used, sizeof text - used, "%s%s", used ? " " : "", word);
+    }
+    Translator t;
+    SearchOptions opt = {.beam = 1, .nbest = 1, .len_norm = 1.0, .max_len = WORDS};
+    if (translator_init(&t, nm, 1, &opt, err)) return -1;
+    const char *texts[1] = {text};
+    TranslatedText out;
+    if (translator_run(&t, texts, 1, &out, err)) {
+        translator_free(&t);
+        return -1;
+    }
+    translated_free(&out, 1);
+    translator_free(&t);
+    /* a probe of a few known words is refused only for what the model computes */
+    if (out.refused && out.tokens > 0)
+        return error_set(err,
+                         "%s: the model overflows on a probe sentence (its probabilities are not "
+                         "finite numbers): its weights are too large to translate with",
+                         path);
+    return 0;
 }

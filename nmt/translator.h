@@ -9,6 +9,8 @@
  *     with the source length, and a line that long is almost always a missing line end or a
  *     pasted document; cutting it would print a translation of part of the input as if it
  *     were the whole.
+ *   - a search whose probabilities are not finite numbers (weights that overflow): refused,
+ *     never a silent blank (translator_probe catches such a model when it is opened).
  * Unless fixed, the output length limit of a call is nmt_max_output_len of its longest input.
  */
 #ifndef NMT_TRANSLATOR_H
@@ -53,5 +55,11 @@ int translator_run(Translator *t, const char *const *texts, int n, TranslatedTex
 
 /* Frees the hypotheses of out[0..n). */
 void translated_free(TranslatedText *out, int n);
+
+/* Translates a probe sentence (the first words of the source vocabulary) and refuses the model
+ * of file `path` (-1, naming it) when its probabilities are not finite numbers: finite weights
+ * large enough to overflow the arithmetic, which would otherwise translate every sentence into
+ * a silent blank. Run when a model is opened to translate. */
+int translator_probe(const NmtModel *nm, const char *path, Error *err);
 
 #endif

@@ -352,11 +352,13 @@ END_TEST
 
 START_TEST(test_unknown_section) {
     expect_failure(REQUIRED_KEYS "[bogus]\nx = 1\n", 4, "unknown section [bogus]");
+    expect_failure(REQUIRED_KEYS "[modle]\nx = 1\n", 4, "; did you mean [model]?");
 }
 END_TEST
 
 START_TEST(test_unknown_key) {
-    expect_failure(REQUIRED_KEYS "[model]\nemb_szie = 8\n", 5, "unknown key [model] emb_szie");
+    expect_failure(REQUIRED_KEYS "[model]\nemb_szie = 8\n", 5,
+                   "unknown key [model] emb_szie; did you mean emb_size?");
     /* A key of another section is unknown in this one. */
     expect_failure(REQUIRED_KEYS "[model]\nlr = 0.1\n", 5, "unknown key [model] lr");
 }
@@ -731,6 +733,7 @@ START_TEST(test_bad_overrides) {
     expect_override_failure("model.bidirectional=maybe", "[model] bidirectional = 'maybe'");
     expect_override_failure("data.train=", "[data] train = '': empty value");
     expect_override_failure("optim.bogus=1", "unknown key [optim] bogus");
+    expect_override_failure("train.batch_sise=2", "[train] batch_sise; did you mean batch_size?");
     expect_override_failure("bogus.lr=1", "unknown key [bogus] lr");
     expect_override_failure("optim.lr", "expected section.key=value");
     expect_override_failure("lr=1", "expected section.key=value");

@@ -2,7 +2,9 @@
  * test_docs.c: the documentation holds no broken link and names no program that is not built.
  *
  * Every relative link of README.md and of the .md pages in docs/ must name a file that exists,
- * and a #anchor a heading of the page it points into (GitHub's slugs: lower case, spaces to
+ * a #anchor a heading of the page it points into, and a heading cited in words (`FILE.md,
+ * "Heading"`, in those pages and in the configs' comments) one that FILE.md has (GitHub's slugs:
+ * lower case, spaces to
  * '-', other punctuation dropped, "-1", "-2" after repeats). Every bin/NAME the README names
  * must be a program of the Makefile's PROGRAMS that `make` built (make test builds them all
  * before it runs the suites), or a target of its own (bin/bench). Tests run from tests/, so
@@ -70,24 +72,34 @@ static void heading_slug(const char *text, size_t len, char *slug) {
     slug[n] = '\0';
 }
 
+/* When line (of len bytes, outside code) is a heading: its slug into slug, and 1. */
+static int heading_of_line(const char *line, size_t len, char *slug) {
+    size_t hashes = strspn(line, "#");
+    if (hashes == 0 || hashes > 6 || line[hashes] != ' ') return 0;
+    const char *heading = line + hashes + 1;
+    size_t heading_len = len - hashes - 1;
+    while (heading_len > 0 && (heading[heading_len - 1] == ' ' || heading[heading_len - 1] == '\r'))
+        heading_len--;
+    heading_slug(heading, heading_len, slug);
+    return 1;
+}
+
 /* Whether anchor is the slug of one of the headings of markdown text; a heading whose slug
- * came before gets "-1", "-2", ... as on GitHub. */
-static int has_anchor(const char *text, const char *anchor) {
+ * came before gets "-1", "-2", ... as on GitHub. With `prefix`, whether a heading's slug
+ * starts with anchor (a heading cited by its words, without the date it ends with). */
+static int has_heading(const char *text, const char *anchor, int prefix) {
     char(*bases)[SLUG_SIZE] = calloc(MAX_HEADINGS, sizeof *bases);
     ck_assert_ptr_nonnull(bases);
     int count = 0, in_code = 0, found = 0;
     for (const char *line = text; *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : "") {
         size_t len = strcspn(line, "\n");
         if (is_fence(line)) in_code = !in_code;
-        size_t hashes = strspn(line, "#");
-        if (in_code || hashes == 0 || hashes > 6 || line[hashes] != ' ') continue;
-        const char *heading = line + hashes + 1;
-        size_t heading_len = len - hashes - 1;
-        while (heading_len > 0 &&
-               (heading[heading_len - 1] == ' ' || heading[heading_len - 1] == '\r'))
-            heading_len--;
+        if (in_code || !heading_of_line(line, len, bases[count])) continue;
         char slug[SLUG_SIZE + 16];
-        heading_slug(heading, heading_len, bases[count]);
+        if (prefix && strncmp(bases[count], anchor, strlen(anchor)) == 0) {
+            found = 1;
+            break;
+        }
         int repeats = 0;
         for (int k = 0; k < count; k++) repeats += strcmp(bases[k], bases[count]) == 0;
         if (repeats)
@@ -126,7 +138,7 @@ static int check_target(const char *md_path, const char *md_text, int line_no, c
     int markdown = path_len == 0 || (path_len > 3 && strncmp(target + path_len - 3, ".md", 3) == 0);
     if (!markdown) return 0;
     char *text = path_len == 0 ? NULL : read_text(path);
-    int found = has_anchor(text ? text : md_text, hash + 1);
+    int found = has_heading(text ? text : md_text, hash + 1, 0);
     free(text);
     if (found) return 0;
     report_add(report, md_path, line_no, target, "-> no heading with that anchor");
@@ -164,6 +176,76 @@ static int check_links(const char *md_path, char *report) {
     }
     free(text);
     return broken;
+}
+
+/* Overwrites a markdown text's code (fenced blocks and `spans`) with spaces, line ends kept:
+ * what code shows is an example, not a citation. */
+static void blank_code(char *text) {
+    int in_block = 0;
+    for (char *line = text; *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : "") {
+        size_t len = strcspn(line, "\n");
+        if (is_fence(line)) in_block = !in_block;
+        int in_span = in_block;
+        for (size_t i = 0; i < len; i++) {
+            if (!in_block && line[i] == '`') in_span = !in_span;
+            if (in_span || line[i] == '`') line[i] = ' ';
+        }
+    }
+}
+
+/* Every citation of a heading in path's text written `FILE.md, "Heading words"` (a config's
+ * comments cite the docs this way; in a markdown page, outside code): FILE.md, found from the
+ * repository root or beside path, must have a heading that starts with those words (compared
+ * as GitHub anchors). Each one that does not is reported; returns how many. */
+static int check_heading_citations(const char *path, const char *root, char *report) {
+    char *text = read_text(path);
+    if (!text) {
+        report_add(report, path, 0, "", "cannot be read");
+        return 1;
+    }
+    size_t path_len = strlen(path);
+    if (path_len > 3 && strcmp(path + path_len - 3, ".md") == 0) blank_code(text);
+    int problems = 0, line_no = 1;
+    const char *counted = text;
+    for (const char *at = strstr(text, ".md, \""); at; at = strstr(at + 1, ".md, \"")) {
+        for (; counted < at; counted++) line_no += *counted == '\n';
+        const char *name = at;
+        while (name > text &&
+               strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
+                      "./-",
+                      name[-1]))
+            name--;
+        const char *words = at + 6;
+        size_t words_len = strcspn(words, "\"\n");
+        char file[512], cited[600], slug[SLUG_SIZE];
+        snprintf(file, sizeof file, "%.*s", (int)(at + 3 - name), name);
+        snprintf(cited, sizeof cited, "%s, \"%.*s\"", file, (int)words_len, words);
+        if (words[words_len] != '"') {
+            report_add(report, path, line_no, cited, "-> the quoted heading is cut by a line end");
+            problems++;
+            continue;
+        }
+        heading_slug(words, words_len, slug);
+        char candidate[1024];
+        snprintf(candidate, sizeof candidate, "%s/%s", root, file);
+        char *doc = read_text(candidate);
+        if (!doc) {
+            const char *slash = strrchr(path, '/');
+            snprintf(candidate, sizeof candidate, "%.*s%s", slash ? (int)(slash - path + 1) : 0,
+                     path, file);
+            doc = read_text(candidate);
+        }
+        if (!doc) {
+            report_add(report, path, line_no, cited, "-> no such file");
+            problems++;
+        } else if (!has_heading(doc, slug, 1)) {
+            report_add(report, path, line_no, cited, "-> no heading with those words");
+            problems++;
+        }
+        free(doc);
+    }
+    free(text);
+    return problems;
 }
 
 /* The Makefile's PROGRAMS (continuation lines included) as " a b c ", for " name " lookups. */
@@ -248,6 +330,31 @@ START_TEST(docs_links_resolve) {
 }
 END_TEST
 
+/* The configs' comments, the README and docs/ cite headings that exist: base.ini cited
+ * docs/results.md, "Round 2", which never did (issue #45). */
+START_TEST(docs_cited_headings_exist) {
+    char report[REPORT_SIZE] = "";
+    const char *const folders[][2] = {{"../configs", ".ini"}, {"../docs", ".md"}};
+    int problems = check_heading_citations("../README.md", "..", report), files = 0;
+    for (size_t f = 0; f < 2; f++) {
+        DIR *dir = opendir(folders[f][0]);
+        ck_assert_msg(dir != NULL, "cannot open %s", folders[f][0]);
+        for (struct dirent *e; (e = readdir(dir));) {
+            size_t len = strlen(e->d_name), ext = strlen(folders[f][1]);
+            if (len <= ext || strcmp(e->d_name + len - ext, folders[f][1]) != 0) continue;
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s", folders[f][0], e->d_name);
+            problems += check_heading_citations(path, "..", report);
+            files++;
+        }
+        closedir(dir);
+    }
+    ck_assert_msg(files >= 10, "only %d configs and pages", files);
+    ck_assert_msg(problems == 0, "%d citations of headings that do not exist:\n%s", problems,
+                  report);
+}
+END_TEST
+
 START_TEST(docs_readme_names_built_programs) {
     char report[REPORT_SIZE] = "";
     int problems = check_programs("../README.md", "../Makefile", "../bin", report);
@@ -285,6 +392,38 @@ START_TEST(docs_checker_reports_broken_link_and_anchor) {
 }
 END_TEST
 
+START_TEST(docs_checker_reports_missing_cited_heading) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_text(&s, "results.md",
+                       "# Results\n\n## The levers of RNN translation (2026-11-27)\n");
+    scratch_write_text(&s, "base.ini",
+                       "# measured (results.md, \"The levers of RNN translation\"), good\n"
+                       "# measured (results.md, \"Round 2\"), a heading that never was\n"
+                       "# (gone.md, \"Anything\") and (results.md, \"The levers of\n"
+                       "# RNN translation\")\n");
+    scratch_write_text(&s, "page.md",
+                       "A page may show one: `(results.md, \"Round 2\")`, and\n"
+                       "```\n(results.md, \"Round 3\")\n```\n"
+                       "but not cite one: (results.md, \"Round 4\").\n");
+    char config[128], report[REPORT_SIZE] = "";
+    scratch_path(&s, "base.ini", config, sizeof config);
+    int problems = check_heading_citations(config, "/nonexistent", report);
+    char page[128];
+    scratch_path(&s, "page.md", page, sizeof page);
+    problems += check_heading_citations(page, "/nonexistent", report);
+    scratch_free(&s);
+    ck_assert_msg(problems == 4, "expected 4 problems, found %d:\n%s", problems, report);
+    ck_assert_msg(strstr(report, "page.md:5: results.md, \"Round 4\" -> no heading"), "%s", report);
+    ck_assert_msg(strstr(report, "base.ini:2: results.md, \"Round 2\" -> no heading"), "%s",
+                  report);
+    ck_assert_msg(strstr(report, "base.ini:3: gone.md, \"Anything\" -> no such file"), "%s",
+                  report);
+    ck_assert_msg(strstr(report, "base.ini:3: results.md, \"The levers of\" -> the quoted"), "%s",
+                  report);
+}
+END_TEST
+
 START_TEST(docs_checker_reports_program_not_built) {
     Scratch s;
     scratch_make(&s);
@@ -312,6 +451,8 @@ Suite *docs_suite(void) {
     TCase *tc = tcase_create("docs");
     tcase_add_test(tc, docs_links_resolve);
     tcase_add_test(tc, docs_readme_names_built_programs);
+    tcase_add_test(tc, docs_cited_headings_exist);
+    tcase_add_test(tc, docs_checker_reports_missing_cited_heading);
     tcase_add_test(tc, docs_checker_reports_broken_link_and_anchor);
     tcase_add_test(tc, docs_checker_reports_program_not_built);
     suite_add_tcase(s, tc);

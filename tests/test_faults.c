@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "tests/harness.h"
 #include "tests/suites.h"
 #include "train/adam.h"
@@ -400,6 +401,53 @@ START_TEST(faults_output_to_full_device_is_reported) {
 }
 END_TEST
 
+/* A writer ended by SIGINT or SIGTERM while its temporary file (PATH.tmp.PID.N) is open: the
+ * temporary is gone with it (bin/quantize left it behind, issue #45) and the old PATH is as
+ * it was. Every program writes through base/files.c, so the writer is tested itself, in a
+ * child that waits with the file open. */
+START_TEST(faults_signal_removes_the_temporary_file) {
+    static const int signals[] = {SIGINT, SIGTERM};
+    for (size_t k = 0; k < sizeof signals / sizeof signals[0]; k++) {
+        Scratch s;
+        scratch_make(&s);
+        scratch_write_text(&s, "out.ckpt", "the old output\n");
+        char path[512];
+        scratch_path(&s, "out.ckpt", path, sizeof path);
+        int ready[2];
+        ck_assert_int_eq(pipe(ready), 0);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL), signal(SIGHUP, SIG_DFL);
+            OutputFile o;
+            Error err;
+            if (output_file_open(&o, path, true, &err) || fputs("half of a new ", o.file) < 0 ||
+                fflush(o.file))
+                _exit(126);
+            if (write(ready[1], "!", 1) != 1) _exit(126);
+            for (;;) pause();
+        }
+        close(ready[1]);
+        char byte = 0;
+        bool opened = read(ready[0], &byte, 1) == 1;
+        close(ready[0]);
+        bool tmp_while_open = temporary_file_beside(path);
+        kill(pid, signals[k]);
+        int status = 0;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        bool tmp_after = temporary_file_beside(path);
+        size_t len;
+        char *old = (char *)slurp_file(path, &len);
+        scratch_free(&s);
+        ck_assert_msg(opened && tmp_while_open, "the child did not open its temporary file");
+        ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == signals[k], "status %d", status);
+        ck_assert_msg(!tmp_after, "signal %d left the temporary file behind", signals[k]);
+        ck_assert_str_eq(old, "the old output\n");
+        free(old);
+    }
+}
+END_TEST
+
 /* ---- memory ----------------------------------------------------------------------------- */
 
 /* A training pair of 1000 tokens a side: the activation memory grows with the product of the
@@ -514,6 +562,7 @@ Suite *faults_suite(void) {
     tcase_add_test(disk, faults_read_only_out_dir_keeps_last_checkpoint);
     tcase_add_test(disk, faults_file_size_limit_keeps_last_checkpoint);
     tcase_add_test(disk, faults_output_to_full_device_is_reported);
+    tcase_add_test(disk, faults_signal_removes_the_temporary_file);
     suite_add_tcase(s, disk);
 
     TCase *memory = tcase_create("memory");

@@ -27,7 +27,9 @@
 #include "train/adam.h"
 #include "nmt/formats/checkpoint.h"
 #include "train/config.h"
+#include "nmt/pictures/align_write.h"
 #include "nmt/metrics/scoring.h"
+#include "nmt/translator.h"
 
 /* ---- configs through bin/train ---------------------------------------------------------- */
 
@@ -57,14 +59,16 @@ static void expect_config_text_error(const char *text, int line, const char *con
 #define SETUP_DATA "[data]\ntrain = train.tsv\ndev = dev.tsv\n"
 
 START_TEST(hostile_config_unknown_section) {
-    expect_config_text_error(SETUP_DATA "[trian]\nbatch_size = 2\n", 4,
-                             (const char *const[]){"unknown section [trian]", NULL});
+    expect_config_text_error(
+        SETUP_DATA "[trian]\nbatch_size = 2\n", 4,
+        (const char *const[]){"unknown section [trian]", "; did you mean [train]?", NULL});
 }
 END_TEST
 
 START_TEST(hostile_config_unknown_key) {
     expect_config_text_error(SETUP_DATA "[train]\nbatch_sise = 2\n", 5,
-                             (const char *const[]){"unknown key [train] batch_sise", NULL});
+                             (const char *const[]){"unknown key [train] batch_sise",
+                                                   "; did you mean batch_size?", NULL});
 }
 END_TEST
 
@@ -954,6 +958,49 @@ static void expect_translate_input(const char *input, const char *fragment, cons
     scratch_free(&s);
 }
 
+/* input as argument 2 of bin/translate is refused with one line holding fragment, and the
+ * arguments around it are translated. */
+static void expect_translate_argument(const char *input, const char *fragment) {
+    Scratch s;
+    char model[512], lines[512];
+    input_scratch(&s, "", input, "", model, lines);
+    RunResult r;
+    run_program(&r, &s,
+                (const char *const[]){"../bin/translate", "-m", model, "I love cats", input,
+                                      "the black cat", NULL},
+                NULL, 60, NULL);
+    scratch_free(&s);
+    assert_one_line_error(&r, "translate", 1,
+                          (const char *const[]){"translate: argument 2: ", fragment, NULL});
+}
+
+/* A blank line of standard input (input: nothing but spaces) made bin/translate exit 1 after
+ * translating the rest (issue #45). It is a blank translation: an empty output line in its
+ * place, one line on stderr however many blank lines there are, exit 0. */
+static void expect_translate_blank_lines(const char *input) {
+    Scratch s;
+    char model[512], lines[512];
+    size_t size = 2 * strlen(input) + 64;
+    char *after = malloc(size);
+    ck_assert_ptr_nonnull(after);
+    snprintf(after, size, "the black cat\n%s\n", input);
+    input_scratch(&s, "I love cats\n", input, after, model, lines);
+    free(after);
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/translate", "-m", model, NULL}, lines, 60,
+                NULL);
+    scratch_free(&s);
+    assert_one_line_error(&r, "translate", 0,
+                          (const char *const[]){"translate: line 2: blank", NULL});
+    char first[256] = "", third[256] = "";
+    int n = sscanf(r.out, "%255[^\n]\n", first);
+    const char *rest = strchr(r.out, '\n');
+    ck_assert_msg(n == 1 && rest && rest[1] == '\n', "line 2 is not blank: '%s'", r.out);
+    ck_assert(sscanf(rest + 2, "%255[^\n]", third) == 1);
+    ck_assert_msg(strcmp(rest + 2 + strlen(third), "\n\n") == 0, "line 4 is not blank: '%s'",
+                  r.out);
+}
+
 /* The same input given to bin/align (as argument 1 and as line 1 of standard input) is
  * refused with one line holding fragment, or aligned when fragment is NULL. */
 static void expect_align_input(const char *input, const char *fragment) {
@@ -981,14 +1028,48 @@ static void expect_align_input(const char *input, const char *fragment) {
 }
 
 START_TEST(hostile_input_empty_string) {
-    expect_translate_input("", "empty sentence, nothing to translate", NULL);
+    expect_translate_argument("", "empty sentence, nothing to translate");
+    expect_translate_blank_lines("");
     expect_align_input("", "empty sentence, nothing to translate");
 }
 END_TEST
 
 START_TEST(hostile_input_only_spaces) {
-    expect_translate_input("    \t  ", "empty sentence, nothing to translate", NULL);
+    expect_translate_argument("    \t  ", "empty sentence, nothing to translate");
+    expect_translate_blank_lines("    \t  ");
     expect_align_input("    \t  ", "empty sentence, nothing to translate");
+}
+END_TEST
+
+/* A NUL byte in a line of standard input ended the C string the line became, so the first
+ * part was translated (or aligned) as if it were the whole, silently, exit 0 (issue #45). It
+ * is refused as other control characters are: one line naming the line and the byte, an
+ * empty output line, exit 1. */
+START_TEST(hostile_input_nul_byte) {
+    static const char input[] = "I love cats\nI love machine learning\0 the black dog\nthe "
+                                "black cat\n";
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    scratch_write(&s, "nul.txt", input, sizeof input - 1);
+    char model[512], lines[512];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    scratch_path(&s, "nul.txt", lines, sizeof lines);
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/translate", "-m", model, NULL}, lines, 60,
+                NULL);
+    assert_one_line_error(&r, "translate", 1,
+                          (const char *const[]){"translate: line 2: ",
+                                                "control character U+0000 (NUL) at byte 23", NULL});
+    const char *second = strchr(r.out, '\n');
+    ck_assert_msg(second && second[1] == '\n' && strchr(second + 2, '\n'),
+                  "not three lines, the second empty: '%s'", r.out);
+    run_program(&r, &s, (const char *const[]){"../bin/align", "-m", model, "--format", "tsv", NULL},
+                lines, 60, NULL);
+    scratch_free(&s);
+    assert_one_line_error(&r, "align", 1,
+                          (const char *const[]){"align: line 2: ",
+                                                "control character U+0000 (NUL) at byte 23", NULL});
 }
 END_TEST
 
@@ -1307,6 +1388,138 @@ START_TEST(hostile_bpe_mebibyte_word_in_dev_and_test) {
 }
 END_TEST
 
+/* ---- the surfaces of issue #45 ------------------------------------------------------------ */
+
+/* bin/quantize M.ckpt M.ckpt renamed the int8 copy over the float model it read. An output
+ * that is the input's file, however spelt (another path, a symbolic link, a hard link), is
+ * refused with one line, and the input keeps every byte. */
+START_TEST(hostile_quantize_onto_its_input) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char model[512], dotted[600], symbolic[512], hard[512], copy[512];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    snprintf(dotted, sizeof dotted, "%s/run/../run/./best.ckpt", s.dir);
+    scratch_path(&s, "link.ckpt", symbolic, sizeof symbolic);
+    scratch_path(&s, "hard.ckpt", hard, sizeof hard);
+    scratch_path(&s, "int8.ckpt", copy, sizeof copy);
+    ck_assert_int_eq(symlink(model, symbolic), 0);
+    ck_assert_int_eq(link(model, hard), 0);
+    size_t before_size, after_size;
+    unsigned char *before = slurp_file(model, &before_size);
+    const char *const outputs[] = {model, dotted, symbolic, hard};
+    for (size_t k = 0; k < sizeof outputs / sizeof outputs[0]; k++) {
+        RunResult r;
+        run_program(&r, &s, (const char *const[]){"../bin/quantize", model, outputs[k], NULL}, NULL,
+                    60, NULL);
+        assert_one_line_error(&r, "quantize", 1, (const char *const[]){"the same file", NULL});
+        unsigned char *after = slurp_file(model, &after_size);
+        ck_assert_msg(after_size == before_size && memcmp(before, after, after_size) == 0,
+                      "quantize onto %s changed its input", outputs[k]);
+        free(after);
+    }
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/quantize", model, copy, NULL}, NULL, 60,
+                NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    free(before);
+    scratch_free(&s);
+}
+END_TEST
+
+/* Sets every value of tensor p of the trained model to `value` (or, for an int8 model, every
+ * row scale of p) and saves it as path. */
+static void forge_huge_weights(const char *trained, const char *path, ParamId p, float value,
+                               bool int8) {
+    NmtModel nm;
+    Error err;
+    ck_assert_msg(checkpoint_load(trained, &nm, NULL, NULL, &err) == 0, "%s", err.msg);
+    if (int8) ck_assert_msg(model_quantize(&nm.model, &err) == 0, "%s", err.msg);
+    const ParamInfo *info = &nm.model.table.info[p];
+    ck_assert_uint_gt(info->size, 0);
+    if (int8)
+        for (int r = 0; r < nm.model.quant->m[p].rows; r++) nm.model.quant->m[p].scale[r] = value;
+    else
+        for (size_t i = 0; i < info->size; i++) nm.model.params[info->offset + i] = value;
+    ck_assert_msg(checkpoint_save(path, &nm, NULL, &err) == 0, "%s", err.msg);
+    nmt_model_free(&nm);
+}
+
+/* Finite weights large enough to overflow (out.w at 3e38, int8 row scales of 2.6e36) made every
+ * probability NaN: bin/translate printed blank lines with exit 0 and bin/align --format json
+ * wrote bare -nan (issue #45). The model is refused when it is opened, naming the file; a
+ * search whose probabilities are not finite is refused, never a blank; JSON writes null. */
+START_TEST(hostile_checkpoint_overflowing_weights) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char trained[512], path[512];
+    scratch_path(&s, "run/best.ckpt", trained, sizeof trained);
+    scratch_path(&s, "huge.ckpt", path, sizeof path);
+    const struct {
+        float value;
+        bool int8;
+    } cases[] = {{3e38f, false}, {-3e38f, false}, {2.6e36f, true}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        forge_huge_weights(trained, path, P_OUT_W, cases[k].value, cases[k].int8);
+        const char *const programs[][9] = {
+            {"../bin/translate", "-m", path, "I love cats", NULL},
+            {"../bin/align", "-m", path, "--format", "json", "I love cats", NULL},
+            {"../bin/align", "-m", path, "--format", "json", "--ref", "j'aime les chats",
+             "I love cats", NULL}};
+        for (size_t p = 0; p < 3; p++) {
+            RunResult r;
+            run_program(&r, &s, programs[p], NULL, 60, NULL);
+            assert_one_line_error(
+                &r, p == 0 ? "translate" : "align", 1,
+                (const char *const[]){path, "overflows on a probe sentence", NULL});
+            ck_assert_ptr_null(strstr(r.out, "nan"));
+        }
+    }
+    /* past the probe (a caller that loads the model itself): the search of the probe's
+     * sentence (the first source words, greedy), whose probabilities overflow, is refused */
+    forge_huge_weights(trained, path, P_OUT_W, 3e38f, false);
+    NmtModel nm;
+    Error err;
+    ck_assert_int_eq(checkpoint_load(path, &nm, NULL, NULL, &err), 0);
+    char probe[512] = "";
+    for (int id = TOK_SPECIALS; id < TOK_SPECIALS + 8 && id < (int)nm.src_vocab.size; id++)
+        snprintf(probe + strlen(probe), sizeof probe - strlen(probe), "%s%s", probe[0] ? " " : "",
+                 vocab_token(&nm.src_vocab, id));
+    Translator t;
+    SearchOptions opt = {.beam = 1, .nbest = 1, .len_norm = 1.0, .max_len = 8};
+    ck_assert_int_eq(translator_init(&t, &nm, 1, &opt, &err), 0);
+    TranslatedText out;
+    const char *texts[1] = {probe};
+    ck_assert_int_eq(translator_run(&t, texts, 1, &out, &err), 0);
+    ck_assert_int_eq(out.refused, 1);
+    assert_contains(out.error.msg, "not finite numbers");
+    translated_free(&out, 1);
+    translator_free(&t);
+    nmt_model_free(&nm);
+    /* JSON has no NaN: a non-finite probability or weight is written as null */
+    real alpha[2] = {NAN, 1}, prob[1] = {INFINITY};
+    char *src_tokens[2] = {"cats", "</s>"}, *tgt_tokens[1] = {"</s>"};
+    Alignment a = {.rows = 1,
+                   .cols = 2,
+                   .complete = 1,
+                   .alpha = alpha,
+                   .energy = alpha,
+                   .prob = prob,
+                   .src_tokens = src_tokens,
+                   .tgt_tokens = tgt_tokens,
+                   .source = "cats",
+                   .translation = ""};
+    char json[1024] = "";
+    FILE *f = fmemopen(json, sizeof json - 1, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(alignment_write(f, ALIGN_JSON, &a, &err), 0);
+    fclose(f);
+    assert_contains(json, "\"alpha\": [[null, 1]], \"prob\": [null]}");
+    scratch_free(&s);
+}
+END_TEST
+
 Suite *hostile_suite(void) {
     Suite *s = suite_create("hostile");
     TCase *config = tcase_create("config");
@@ -1361,6 +1574,7 @@ Suite *hostile_suite(void) {
     tcase_add_test(input, hostile_input_ten_thousand_tokens);
     tcase_add_test(input, hostile_input_invalid_utf8);
     tcase_add_test(input, hostile_input_control_characters);
+    tcase_add_test(input, hostile_input_nul_byte);
     suite_add_tcase(s, input);
 
     TCase *found = tcase_create("fuzz findings");
@@ -1376,6 +1590,8 @@ Suite *hostile_suite(void) {
     tcase_add_test(surfaces, hostile_two_trainings_one_folder);
     tcase_add_test(surfaces, hostile_lock_file_that_is_not_a_lock);
     tcase_add_test(surfaces, hostile_bpe_mebibyte_word_in_dev_and_test);
+    tcase_add_test(surfaces, hostile_quantize_onto_its_input);
+    tcase_add_test(surfaces, hostile_checkpoint_overflowing_weights);
     suite_add_tcase(s, surfaces);
     return s;
 }

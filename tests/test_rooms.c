@@ -27,7 +27,7 @@ static const struct {
     {"align", "tools nmt/pictures nmt nmt/formats data model base"},
     {"evaluate", "tools nmt/metrics nmt nmt/formats data model base"},
     {"quantize", "tools nmt/formats data model base"},
-    {"gradref", "tools train reference nmt nmt/formats data model base"},
+    {"gradref", "tools train reference nmt/metrics nmt nmt/formats data model base"},
     {"gradcheck", "tools reference model base"},
     {"plot", "tools train nmt/pictures base"},
     {"attend", "notes tools base"},

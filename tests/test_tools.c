@@ -330,6 +330,23 @@ START_TEST(tools_report_bad_input_in_one_line) {
     ck_assert_int_eq(run(cmd, err_path), 1);
     read_text(err_path, msg, sizeof msg);
     ck_assert(strstr(msg, "missing.tsv") != NULL);
+    /* a pair longer than the translator's limit: a 524,288-token pair grew the dump's
+     * activations to 9.2 GB before anything was said (issue #45) */
+    char pairs[128];
+    snprintf(pairs, sizeof pairs, "%s/long.tsv", dir);
+    FILE *f = fopen(pairs, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("I love cats\tj'aime les chats\n", f);
+    for (int i = 0; i < 600; i++) fputs("cat ", f);
+    fputs("\tle chat\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "../bin/gradref -c ../configs/tiny.ini --pairs %s -o %s/d", pairs,
+             dir);
+    ck_assert_int_eq(run(cmd, err_path), 1);
+    read_text(err_path, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "long.tsv:2: the source has 600 tokens, more than the 250") &&
+                      strchr(msg, '\n') == msg + strlen(msg) - 1,
+                  "%s", msg);
     remove_dir(dir);
 }
 END_TEST
@@ -705,6 +722,12 @@ START_TEST(every_program_gives_usage_errors_in_one_form) {
         {{"../bin/translate", "--beam", "0", NULL},
          "translate: invalid --beam '0' (expected a whole number from 1 to 100) (see translate "
          "--help)\n"},
+        {{"../bin/translate", "--beem", "3", NULL},
+         "translate: unknown option '--beem'; did you mean '--beam'? (see translate --help)\n"},
+        {{"../bin/align", "--formt=json", NULL},
+         "align: unknown option '--formt'; did you mean '--format'? (see align --help)\n"},
+        {{"../bin/train", "--sett", "x", NULL},
+         "train: unknown option '--sett'; did you mean '--set'? (see train --help)\n"},
         {{"../bin/train", "--set", NULL},
          "train: option '--set' needs a value (see train --help)\n"},
         {{"../bin/train", NULL}, "train: missing CONFIG (see train --help)\n"},
@@ -781,6 +804,10 @@ START_TEST(translate_answers_each_line_as_it_arrives) {
     char command[256];
     snprintf(command, sizeof command, "../bin/translate -m %s", model);
     conversation_start(&c, (const char *const[]){script, "-q", "-c", command, "/dev/null", NULL});
+    /* with a line that says what to do: a newcomer otherwise faces a silent cursor */
+    ck_assert_msg(
+        conversation_wait_for(&c, "type a sentence, Enter to translate, Ctrl-D to end", 20),
+        "no hint on a terminal: '%s'", c.out);
     conversation_send(&c, "I love cats\n");
     ck_assert_msg(conversation_wait_for(&c, first, 20), "no answer on a terminal: '%s'", c.out);
     conversation_end(&c, 5);

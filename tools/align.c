@@ -118,15 +118,20 @@ static void report_bad_input(Run *r, const char *what, int index, const char *ms
     r->failures++;
 }
 
-/* Search, then alignment, of inputs [first, first + n). */
-static int align_chunk(Run *r, char *const *texts, int first, int n, const char *what, Error *err) {
+/* Search, then alignment, of inputs [first, first + n). refusals (NULL, or one a text) holds
+ * the reading's own verdict on each input: a message refuses it. */
+static int align_chunk(Run *r, char *const *texts, char *const *refusals, int first, int n,
+                       const char *what, Error *err) {
     TranslatedText out[CHUNK];
     if (translator_run(&r->translator, (const char *const *)texts + first, n, out, err)) return -1;
     int rc = 0;
     for (int k = 0; k < n && rc == 0; k++) {
-        if (out[k].refused || out[k].best.count == 0) {
+        const char *refusal = refusals ? refusals[first + k] : NULL;
+        if (refusal || out[k].refused || out[k].best.count == 0) {
             report_bad_input(r, what, first + k,
-                             out[k].refused ? out[k].error.msg : "no translation found");
+                             refusal          ? refusal
+                             : out[k].refused ? out[k].error.msg
+                                              : "no translation found");
             if (r->out) rc = alignment_write_missing(r->out, r->opt.format, err);
             continue;
         }
@@ -177,6 +182,7 @@ static int run_eval(Run *r, Error *err) {
 /* Input sentences: the arguments, or every line of standard input. */
 typedef struct {
     char **texts;
+    char **refusals; /* [count] standard input's: why a line is refused as read, or NULL */
     int count;
     bool owned; /* lines read from standard input, freed at the end */
 } Inputs;
@@ -191,7 +197,8 @@ static int read_inputs(Inputs *in, int argc, char **argv, Error *err) {
     for (;;) {
         char *line = NULL;
         size_t line_cap = 0;
-        long len = read_line(stdin, &line, &line_cap);
+        Error refusal;
+        long len = read_sentence_line(stdin, &line, &line_cap, &refusal);
         if (len < 0) {
             free(line);
             return len == -2 ? error_set(err, "cannot read standard input: %s", strerror(errno))
@@ -200,20 +207,29 @@ static int read_inputs(Inputs *in, int argc, char **argv, Error *err) {
         if ((size_t)in->count == cap) {
             cap = cap ? 2 * cap : 64;
             char **grown = realloc(in->texts, cap * sizeof *grown);
-            if (!grown) {
+            if (grown) in->texts = grown;
+            char **grown_refusals = grown ? realloc(in->refusals, cap * sizeof *grown) : NULL;
+            if (grown_refusals) in->refusals = grown_refusals;
+            if (!grown_refusals) {
                 free(line);
                 return error_set(err, "out of memory reading standard input");
             }
-            in->texts = grown;
         }
+        char *why = NULL;
+        if (refusal.msg[0] &&
+            !(why = checked_strndup(refusal.msg, strlen(refusal.msg), "a message", err))) {
+            free(line);
+            return -1;
+        }
+        in->refusals[in->count] = why;
         in->texts[in->count++] = line;
     }
 }
 
 static void free_inputs(Inputs *in) {
     if (in->owned) {
-        for (int i = 0; i < in->count; i++) free(in->texts[i]);
-        free(in->texts);
+        for (int i = 0; i < in->count; i++) free(in->texts[i]), free(in->refusals[i]);
+        free(in->texts), free(in->refusals);
     }
 }
 
@@ -317,7 +333,7 @@ static int align_inputs(Run *r, const Inputs *in, Error *err) {
         rc = align_reference(r, in->texts[0], err);
     else
         for (int first = 0; first < in->count && rc == 0; first += CHUNK)
-            rc = align_chunk(r, in->texts, first,
+            rc = align_chunk(r, in->texts, in->refusals, first,
                              in->count - first < CHUNK ? in->count - first : CHUNK, what, err);
     if (rc == 0 && r->opt.format == ALIGN_SVG && r->out)
         rc = alignment_write_svg(r->out, r->kept, r->n_kept, err);

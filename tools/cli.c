@@ -13,6 +13,17 @@
 #include "base/usage.h"
 #include "base/utf8.h"
 
+long read_sentence_line(FILE *in, char **line, size_t *cap, Error *refusal) {
+    refusal->msg[0] = '\0';
+    long len = read_line(in, line, cap);
+    const char *nul = len > 0 ? memchr(*line, '\0', (size_t)len) : NULL;
+    if (nul) {
+        error_set(refusal, "control character U+0000 (NUL) at byte %ld", (long)(nul - *line));
+        (*line)[0] = '\0';
+    }
+    return len;
+}
+
 int parse_int_option(const char *option, const char *text, long lo, long hi, long *out,
                      Error *err) {
     char *end;
@@ -82,7 +93,7 @@ int cli_parse(const char *program, int argc, char **argv, const CliOption *table
             usage(stdout);
             return 0;
         }
-        if (c == '?' || c == ':') return usage_getopt_error(program, argv, c);
+        if (c == '?' || c == ':') return usage_getopt_error(program, argv, c, longs);
         size_t k = 0;
         while (k < n && longs[k].val != c) k++;
         Error err;

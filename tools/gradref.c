@@ -11,6 +11,7 @@
 
 #include "tools/cli.h"
 #include "reference/refdump.h"
+#include "nmt/metrics/scoring.h"
 #include "nmt/text.h"
 #include "train/new_model.h"
 
@@ -34,7 +35,9 @@ static void usage(FILE *out) {
             "                       reference's alpha, dec_s and logits are zero)\n"
             "  -h, --help           this text\n"
             "Output: DIR/params/<name>.npy, DIR/grads/<name>.npy, DIR/batch/*.npy,\n"
-            "DIR/loss.npy, DIR/acts/{alpha,enc_h,dec_s,logits}.npy, DIR/config.json\n");
+            "DIR/loss.npy, DIR/acts/{alpha,enc_h,dec_s,logits}.npy, DIR/config.json\n"
+            "A side longer than %d tokens (the translator's limit) is refused.\n",
+            NMT_MAX_TOKENS);
 }
 
 typedef struct {
@@ -68,7 +71,9 @@ static int run(const Options *o, Error *err) {
     } else if (checkpoint_load(o->model, &nm, NULL, NULL, err)) {
         goto done;
     }
+    /* the translator's sentence limit: the dump's activations grow with S x T */
     if (corpus_load(o->pairs, nm.lowercase, &corpus, &tokens, err) ||
+        score_check_lengths(&nm, &corpus, &tokens, o->pairs, err) ||
         nmt_dataset(&ds, &nm, &tokens, &corpus, 0, err))
         goto done;
     if (ds.skipped) {

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nmt/translator.h"
+
 /* The folder above the program's own (the checkout for bin/translate), in root[size]; -1 when
  * the program cannot tell where it is. */
 static int program_root(char *root, size_t size) {
@@ -62,7 +64,9 @@ int load_model_compute(const char *path, const char *compute, NmtModel *nm, Erro
     ComputeType type;
     if (compute_type_parse(compute, &type, err)) return error_prefix(err, "--compute: ");
     if (load_model(path, nm, err)) return -1;
-    if (nmt_model_set_compute(nm, type, err)) {
+    char fallback[PATH_MAX + 32];
+    if (!path) default_model_path(fallback, sizeof fallback);
+    if (nmt_model_set_compute(nm, type, err) || translator_probe(nm, path ? path : fallback, err)) {
         nmt_model_free(nm);
         return -1;
     }

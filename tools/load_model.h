@@ -17,7 +17,8 @@ void default_model_path(char *buf, size_t size);
  * error that says which command makes it, and an installed program (not in a checkout, so
  * there is no default model) one that says -m MODEL is needed. */
 int load_model(const char *path, NmtModel *nm, Error *err);
-/* The same, then multiplying as --compute says (NULL: as the file says; see ComputeType). */
+/* The same, then multiplying as --compute says (NULL: as the file says; see ComputeType),
+ * and refusing a model that overflows on a probe sentence (translator_probe). */
 int load_model_compute(const char *path, const char *compute, NmtModel *nm, Error *err);
 
 #endif

@@ -36,6 +36,11 @@ int main(int argc, char **argv) {
         return usage_error("quantize",
                            check ? "--check takes one MODEL.ckpt" : "expected IN.ckpt OUT.ckpt");
     const char *in = argv[optind], *out = check ? NULL : argv[optind + 1];
+    if (out && same_file(in, out)) { /* the rename would replace the float model for good */
+        fprintf(stderr, "quantize: %s and %s are the same file; write the int8 copy elsewhere\n",
+                in, out);
+        return 1;
+    }
     Error err;
     NmtModel nm;
     if (checkpoint_load(in, &nm, NULL, NULL, &err)) {

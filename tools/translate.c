@@ -4,7 +4,8 @@
  * whole file). Beam search with length normalisation (a beam of NMT_DEFAULT_BEAM, the C API's
  * default), or greedy search with --beam 1.
  * A bad input line gets a one-line error naming it and an empty output line (so output lines
- * stay aligned with input lines); the exit status then is 1. --align FILE also writes each
+ * stay aligned with input lines); the exit status then is 1. A blank line of standard input is
+ * a blank translation (said once on stderr), not an error. --align FILE also writes each
  * best translation's attention alignment to FILE (see nmt/alignment.h for the formats).
  * Standard input is read in chunks of lines, which a file needs for speed, except from a
  * terminal or with --unbuffered, where each line is translated as soon as it arrives.
@@ -52,8 +53,9 @@ static void usage(FILE *out) {
             "  --compute T        float or int8 (8-bit weights, faster; default: as the model\n"
             "                     file says: int8 for a file bin/quantize wrote)\n"
             "  -h, --help         this text\n"
-            "Inputs longer than %d tokens are refused (an error and an empty line). Words the\n"
-            "model does not know, and words copied in place of <unk>, are named on stderr.\n",
+            "Inputs longer than %d tokens are refused (an error and an empty line); a blank\n"
+            "line of standard input gives a blank line. Words the model does not know, and\n"
+            "words copied in place of <unk>, are named on stderr.\n",
             NMT_DEFAULT_BEAM, NMT_MAX_TOKENS);
 }
 
@@ -62,6 +64,7 @@ typedef struct {
     int lines_per_chunk; /* standard input: CHUNK, or 1 to answer each line as it comes */
     Translator translator;
     int failures;
+    bool told_blank; /* a blank line of standard input has been mentioned once */
     size_t counter;  /* inputs seen, for messages and n-best numbering */
     FILE *align_out; /* --align: where alignments go; NULL without it */
     AlignFormat align_format;
@@ -175,17 +178,38 @@ static void warn_unknown_words(const Run *r, const char *text, const TranslatedT
     token_list_free(&units);
 }
 
+/* Whether a line of standard input holds nothing but spaces: a paragraph break in a file,
+ * which keeps its place in the output as a blank line. */
+static bool is_blank(const char *text) {
+    return text[strspn(text, " \t\v\f\r")] == '\0';
+}
+
 /* Translates and prints one chunk of inputs. A refused input gets a one-line error and, to
- * keep output lines in step with input lines, an empty line. */
-static int translate_chunk(Run *r, char **texts, int n, const char *what, Error *err) {
+ * keep output lines in step with input lines, an empty line. refusals (standard input's
+ * lines only, else NULL) holds the reading's own verdict on each line: a message refuses it. */
+static int translate_chunk(Run *r, char **texts, const Error *refusals, int n, const char *what,
+                           Error *err) {
     TranslatedText out[CHUNK];
     if (translator_run(&r->translator, (const char *const *)texts, n, out, err)) return -1;
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         size_t number = r->counter + (size_t)i + 1;
         const TranslatedText *x = &out[i];
-        if (x->refused) {
-            fprintf(stderr, "translate: %s %zu: %s\n", what, number, x->error.msg);
+        bool refused_by_reading = refusals && refusals[i].msg[0];
+        if (refusals && !refused_by_reading && is_blank(texts[i])) {
+            if (!r->told_blank)
+                fprintf(stderr,
+                        "translate: %s %zu: blank, so its translation is a blank line (said "
+                        "once)\n",
+                        what, number);
+            r->told_blank = true;
+            if (r->translator.opt.nbest == 1) printf("\n");
+            if (r->align_out) rc = write_alignment(r, texts[i], NULL, what, number, err);
+            continue;
+        }
+        if (x->refused || refused_by_reading) {
+            fprintf(stderr, "translate: %s %zu: %s\n", what, number,
+                    refused_by_reading ? refusals[i].msg : x->error.msg);
             r->failures++;
             if (r->translator.opt.nbest == 1) printf("\n");
             if (r->align_out) rc = write_alignment(r, texts[i], NULL, what, number, err);
@@ -206,20 +230,21 @@ static int translate_inputs(Run *r, int argc, char **argv, Error *err) {
     int rc = 0;
     if (argc > 0) {
         for (int first = 0; first < argc && rc == 0; first += CHUNK)
-            rc = translate_chunk(r, argv + first, argc - first < CHUNK ? argc - first : CHUNK,
+            rc = translate_chunk(r, argv + first, NULL, argc - first < CHUNK ? argc - first : CHUNK,
                                  "argument", err);
         return rc;
     }
     char *lines[CHUNK] = {0};
     size_t caps[CHUNK] = {0};
+    Error refusals[CHUNK];
     int n = 0;
     for (;;) {
-        long len = read_line(stdin, &lines[n], &caps[n]);
+        long len = read_sentence_line(stdin, &lines[n], &caps[n], &refusals[n]);
         int read_errno = errno;
         if (len >= 0) n++;
         if ((len < 0 || n == r->lines_per_chunk) &&
             n > 0) { /* lines before a read error still count */
-            rc = translate_chunk(r, lines, n, "line", err);
+            rc = translate_chunk(r, lines, refusals, n, "line", err);
             n = 0;
         }
         if (rc == 0 && len == -2)
@@ -273,6 +298,9 @@ int main(int argc, char **argv) {
     if (rc == 0) rc = translator_init(&r.translator, &r.nm, CHUNK, &opt, &err);
     if (rc == 0 && align_path) rc = output_file_open(&align_file, align_path, false, &err);
     r.align_out = align_file.file;
+    /* someone at a terminal otherwise faces a silent cursor */
+    if (rc == 0 && optind == argc && isatty(STDIN_FILENO))
+        fprintf(stderr, "translate: type a sentence, Enter to translate, Ctrl-D to end\n");
     if (rc == 0) rc = translate_inputs(&r, argc - optind, argv + optind, &err);
     if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout)))
         rc = error_set(&err, "cannot write to standard output: %s", strerror(errno));

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/files.h"
+#include "base/usage.h"
 #include "base/utf8.h"
 #include "train/ini.h"
 
@@ -234,6 +235,26 @@ static void list_sections(char *buf, size_t size) {
         if (n < 0 || (size_t)n >= size - used) return;
         used += (size_t)n;
     }
+}
+
+/* "; did you mean NAME?" for the key of `section` (or with key NULL, the section) that the
+ * typed name is a slip of, into buf; "" when none is near (base/usage.h, nearest_name). */
+static const char *did_you_mean(char *buf, size_t size, const char *section, size_t section_length,
+                                const char *typed, size_t typed_length) {
+    const char *names[KEY_COUNT];
+    size_t count = 0;
+    for (size_t i = 0; i < KEY_COUNT; i++) {
+        const ConfigKey *k = &config_keys[i];
+        if (!section && (i == 0 || strcmp(k->section, config_keys[i - 1].section) != 0))
+            names[count++] = k->section;
+        else if (section && strlen(k->section) == section_length &&
+                 memcmp(k->section, section, section_length) == 0)
+            names[count++] = k->key;
+    }
+    const char *near = nearest_name(typed, typed_length, names, count);
+    snprintf(buf, size, near ? (section ? "; did you mean %s?" : "; did you mean [%s]?") : "%s",
+             near ? near : "");
+    return buf;
 }
 
 static bool in_range(const ConfigKey *key, double x) {
@@ -480,16 +501,21 @@ static int handle_ini_entry(void *user, const IniEntry *entry, Error *err) {
     char quoted[96];
     if (!entry->key) {
         if (is_known_section(entry->section)) return 0;
-        char sections[128];
+        char sections[128], near[96];
         list_sections(sections, sizeof sections);
-        return error_set(err, "unknown section [%s] (expected one of %s)",
-                         text_for_message(quoted, sizeof quoted, entry->section, 60), sections);
+        return error_set(
+            err, "unknown section [%s] (expected one of %s)%s",
+            text_for_message(quoted, sizeof quoted, entry->section, 60), sections,
+            did_you_mean(near, sizeof near, NULL, 0, entry->section, strlen(entry->section)));
     }
     const ConfigKey *key =
         find_key(entry->section, strlen(entry->section), entry->key, strlen(entry->key));
+    char near[96];
     if (!key)
-        return error_set(err, "unknown key [%s] %s", entry->section,
-                         text_for_message(quoted, sizeof quoted, entry->key, 60));
+        return error_set(err, "unknown key [%s] %s%s", entry->section,
+                         text_for_message(quoted, sizeof quoted, entry->key, 60),
+                         did_you_mean(near, sizeof near, entry->section, strlen(entry->section),
+                                      entry->key, strlen(entry->key)));
     size_t index = (size_t)(key - config_keys);
     if (state->file_line[index] != 0)
         return error_set(err, "duplicate key [%s] %s (first set on line %d)", key->section,
@@ -516,9 +542,12 @@ static int apply_override(LoadState *state, const char *override, Error *err) {
                  override);
         snprintf(key_name, sizeof key_name, "%.*s", (int)(equals - name < 60 ? equals - name : 60),
                  name);
-        return error_set(err, "--set %s: unknown key [%s] %s", quoted,
+        char near[96];
+        return error_set(err, "--set %s: unknown key [%s] %s%s", quoted,
                          text_for_message(quoted_section, sizeof quoted_section, section, 60),
-                         text_for_message(quoted_key, sizeof quoted_key, key_name, 60));
+                         text_for_message(quoted_key, sizeof quoted_key, key_name, 60),
+                         did_you_mean(near, sizeof near, override, (size_t)(dot - override), name,
+                                      (size_t)(equals - name)));
     }
     state->is_set[key - config_keys] = true;
     if (set_value(state->cfg, key, equals + 1, "", err) != 0)

@@ -896,7 +896,7 @@ int trainer_main(int argc, char **argv, const TrainerProgram *program) {
             return 0;
         default:
             free(overrides);
-            return usage_getopt_error(name, argv, c);
+            return usage_getopt_error(name, argv, c, program->resumable ? resumable : plain);
         }
     }
     if (optind != argc - 1) {

@@ -61,6 +61,14 @@ static void json_string_list(FILE *out, char *const *items, int n) {
     fputc(']', out);
 }
 
+/* JSON has no NaN or infinity: such a value is null. */
+static void json_number(FILE *out, double x) {
+    if (isfinite(x))
+        fprintf(out, "%.*g", REAL_DIGITS, x);
+    else
+        fputs("null", out);
+}
+
 static void write_json(FILE *out, const Alignment *a) {
     fputs("{\"source\": ", out);
     json_write_string(out, a->source);
@@ -74,18 +82,16 @@ static void write_json(FILE *out, const Alignment *a) {
     for (int t = 0; t < a->rows; t++) {
         fputs(t ? ", [" : "[", out);
         for (int i = 0; i < a->cols; i++) {
-            double w = a->alpha[(size_t)t * a->cols + i];
             if (i) fputs(", ", out);
-            if (isfinite(w))
-                fprintf(out, "%.*g", REAL_DIGITS, w);
-            else
-                fputs("null", out); /* JSON has no NaN or infinity */
+            json_number(out, a->alpha[(size_t)t * a->cols + i]);
         }
         fputc(']', out);
     }
     fputs("], \"prob\": [", out);
-    for (int t = 0; t < a->rows; t++)
-        fprintf(out, t ? ", %.*g" : "%.*g", REAL_DIGITS, (double)a->prob[t]);
+    for (int t = 0; t < a->rows; t++) {
+        if (t) fputs(", ", out);
+        json_number(out, a->prob[t]);
+    }
     fputs("]}\n", out);
 }
 
