@@ -30,6 +30,9 @@ typedef struct {
  * out of memory. */
 int tokenize(const char *text, bool lowercase, TokenList *out, Error *err);
 
+/* The lower-case letter of cp as tokenize lower-cases it (the ranges above), or cp. */
+uint32_t lowercase_code_point(uint32_t cp);
+
 /* Frees every token and the list itself, leaving an empty list; accepts an empty list. */
 void token_list_free(TokenList *list);
 

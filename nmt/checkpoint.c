@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/files.h"
+#include "data/lossless.h"
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,13 +26,17 @@ enum {
     FLAG_LOWERCASE = 1,
     FLAG_TRAIN_STATE = 2,
     FLAG_SUBWORDS = 4,
-    FLAG_EMA = 8,         /* the training state ends with the parameter average */
-    FLAG_SECONDS = 16,    /* the training state holds the time trained */
-    FLAG_BATCHES = 32,    /* the training state holds the batches' fingerprint */
-    FLAG_TIED = 64,       /* tied embeddings (the spec's extension): out.w is tgt_emb, not stored.
-                             A build without the option refuses the file, naming the flag. */
-    FLAG_LAYER_NORM = 128 /* layer-normalised GRUs (the spec's extension): the gains g_ih, g_hh
+    FLAG_EMA = 8,          /* the training state ends with the parameter average */
+    FLAG_SECONDS = 16,     /* the training state holds the time trained */
+    FLAG_BATCHES = 32,     /* the training state holds the batches' fingerprint */
+    FLAG_TIED = 64,        /* tied embeddings (the spec's extension): out.w is tgt_emb, not stored.
+                              A build without the option refuses the file, naming the flag. */
+    FLAG_LAYER_NORM = 128, /* layer-normalised GRUs (the spec's extension): the gains g_ih, g_hh
                              are stored after each GRU's b_hh. Refused likewise by older builds. */
+    FLAG_LOSSLESS = 256,   /* the subwords are lossless (data/lossless.h); older builds refuse */
+    FLAG_ACROSS_SPACES = 512, /* lossless segments are not cut at spaces */
+    FLAGS_KNOWN = FLAG_LOWERCASE | FLAG_TRAIN_STATE | FLAG_SUBWORDS | FLAG_EMA | FLAG_SECONDS |
+                  FLAG_BATCHES | FLAG_TIED | FLAG_LAYER_NORM | FLAG_LOSSLESS | FLAG_ACROSS_SPACES
 };
 /* A checkpoint larger than this is refused before reading (64 GiB). */
 static const uint64_t MAX_FILE = (uint64_t)64 << 30;
@@ -209,7 +214,9 @@ int checkpoint_save(const char *path, const NmtModel *nm, const TrainState *stat
     put_u32(&w, (nm->lowercase ? FLAG_LOWERCASE : 0) | (state ? FLAG_TRAIN_STATE : 0) |
                     (nm->subwords ? FLAG_SUBWORDS : 0) | (state && state->ema ? FLAG_EMA : 0) |
                     (state ? FLAG_SECONDS | FLAG_BATCHES : 0) |
-                    (d->tie_embeddings ? FLAG_TIED : 0) | (d->layer_norm ? FLAG_LAYER_NORM : 0));
+                    (d->tie_embeddings ? FLAG_TIED : 0) | (d->layer_norm ? FLAG_LAYER_NORM : 0) |
+                    (nm->subwords && nm->lossless ? FLAG_LOSSLESS : 0) |
+                    (nm->subwords && nm->lossless && nm->across_spaces ? FLAG_ACROSS_SPACES : 0));
     put_u32(&w, (uint32_t)d->score); /* the reserved field of old files: 0 is additive */
     put_u64(&w, m->table.total);
     int rc = put_section(&w, &nm->src_vocab, NULL, err);
@@ -523,15 +530,15 @@ static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, b
     if (int8 && (flags & FLAG_TRAIN_STATE))
         return error_set(err, "%s: an int8 checkpoint with a training state", path);
     if (width != 4 && width != 8) return error_set(err, "%s: invalid real size %u", path, width);
-    if (flags & ~(uint32_t)(FLAG_LOWERCASE | FLAG_TRAIN_STATE | FLAG_SUBWORDS | FLAG_EMA |
-                            FLAG_SECONDS | FLAG_BATCHES | FLAG_TIED | FLAG_LAYER_NORM))
+    if (flags & ~(uint32_t)FLAGS_KNOWN)
         return error_set(err,
                          "%s: unknown flags %#x (options this program does not have: a newer "
                          "build's file?)",
-                         path,
-                         flags & ~(uint32_t)(FLAG_LOWERCASE | FLAG_TRAIN_STATE | FLAG_SUBWORDS |
-                                             FLAG_EMA | FLAG_SECONDS | FLAG_BATCHES | FLAG_TIED |
-                                             FLAG_LAYER_NORM));
+                         path, flags & ~(uint32_t)FLAGS_KNOWN);
+    if ((flags & FLAG_LOSSLESS) && !(flags & FLAG_SUBWORDS))
+        return error_set(err, "%s: lossless subwords without the subwords flag", path);
+    if ((flags & FLAG_ACROSS_SPACES) && !(flags & FLAG_LOSSLESS))
+        return error_set(err, "%s: merges across spaces without lossless subwords", path);
     if (serial_checksum(version) &&
         ((flags & FLAG_SUBWORDS) != 0) != (version == VERSION_SUBWORDS_SERIAL))
         return error_set(err, "%s: format version %u %s subwords, but the flags say %s", path,
@@ -578,9 +585,16 @@ static int parse(Reader *r, const char *path, NmtModel *nm, TrainState *state, b
     if (nm->subwords && (take_bpe(r, &nm->src_bpe, "source", path, err) ||
                          take_bpe(r, &nm->tgt_bpe, "target", path, err)))
         return -1;
-    if (nm->subwords && (check_pieces(&nm->src_vocab, "source", path, err) ||
-                         check_pieces(&nm->tgt_vocab, "target", path, err)))
+    nm->lossless = flags & FLAG_LOSSLESS;
+    nm->across_spaces = flags & FLAG_ACROSS_SPACES;
+    if (nm->subwords && !nm->lossless &&
+        (check_pieces(&nm->src_vocab, "source", path, err) ||
+         check_pieces(&nm->tgt_vocab, "target", path, err)))
         return -1;
+    if (nm->lossless && lossless_vocab_check(&nm->src_vocab, err))
+        return error_prefix(err, "%s: source vocabulary: ", path);
+    if (nm->lossless && lossless_vocab_check(&nm->tgt_vocab, err))
+        return error_prefix(err, "%s: target vocabulary: ", path);
     if (nm->src_vocab.size != (size_t)dims.src_vocab ||
         nm->tgt_vocab.size != (size_t)dims.tgt_vocab)
         return error_set(err, "%s: vocabularies have %zu/%zu tokens but the model expects %d/%d",

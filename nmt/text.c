@@ -21,7 +21,29 @@ int corpus_load(const char *path, bool lowercase, Corpus *corpus, TokenizedCorpu
     return 0;
 }
 
+int nmt_segments(const NmtModel *nm, const char *text, TokenList *out, Error *err) {
+    if (nm->lossless) return lossless_split(text, nm->lowercase, nm->across_spaces, out, err);
+    return tokenize(text, nm->lowercase, out, err);
+}
+
+/* A lossless model's pieces of segments; while its vocabularies are still being built (empty),
+ * without byte fallback. */
+static int lossless_side(const NmtModel *nm, const TokenList *segments, bool target, TokenList *out,
+                         Error *err) {
+    const Vocab *vocab = target ? &nm->tgt_vocab : &nm->src_vocab;
+    return lossless_pieces(target ? &nm->tgt_bpe : &nm->src_bpe, vocab->size ? vocab : NULL,
+                           segments, out, err);
+}
+
 int nmt_units(const NmtModel *nm, const char *text, bool target, TokenList *out, Error *err) {
+    if (nm->lossless) {
+        TokenList segments = {0};
+        *out = (TokenList){0};
+        if (nmt_segments(nm, text, &segments, err)) return -1;
+        int rc = lossless_side(nm, &segments, target, out, err);
+        token_list_free(&segments);
+        return rc;
+    }
     if (tokenize(text, nm->lowercase, out, err)) return -1;
     if (!nm->subwords) return 0;
     TokenList pieces = {0};
@@ -29,6 +51,14 @@ int nmt_units(const NmtModel *nm, const char *text, bool target, TokenList *out,
     token_list_free(out);
     *out = pieces;
     return rc;
+}
+
+int nmt_unit_count(const NmtModel *nm, const char *text, bool target, size_t *count, Error *err) {
+    TokenList units = {0};
+    if (nmt_units(nm, text, target, &units, err)) return -1;
+    *count = units.count;
+    token_list_free(&units);
+    return 0;
 }
 
 int nmt_subword_corpus(const NmtModel *nm, const TokenizedCorpus *tc, TokenizedCorpus *out,
@@ -41,10 +71,18 @@ int nmt_subword_corpus(const NmtModel *nm, const TokenizedCorpus *tc, TokenizedC
         memset(out, 0, sizeof *out);
         return -1;
     }
+    if (nm->lossless && (!tc->src_text || !tc->tgt_text)) {
+        free(out->src), free(out->tgt);
+        memset(out, 0, sizeof *out);
+        return error_set(err, "lossless subwords need the corpus's sentences as written");
+    }
     for (size_t i = 0; i < tc->count; i++) {
         out->count = i + 1; /* so a failure frees what was made */
-        if (bpe_apply_list(&nm->src_bpe, &tc->src[i], &out->src[i], err) ||
-            bpe_apply_list(&nm->tgt_bpe, &tc->tgt[i], &out->tgt[i], err)) {
+        int rc = nm->lossless ? nmt_units(nm, tc->src_text[i], false, &out->src[i], err) ||
+                                    nmt_units(nm, tc->tgt_text[i], true, &out->tgt[i], err)
+                              : bpe_apply_list(&nm->src_bpe, &tc->src[i], &out->src[i], err) ||
+                                    bpe_apply_list(&nm->tgt_bpe, &tc->tgt[i], &out->tgt[i], err);
+        if (rc) {
             tokenized_corpus_free(out);
             return -1;
         }
@@ -94,6 +132,7 @@ int encode_source(const NmtModel *nm, const char *text, int **ids, int *n, int *
 }
 
 char *nmt_join_target(const NmtModel *nm, const char *const *units, int n, Error *err) {
+    if (nm->lossless) return lossless_join(units, (size_t)n, err);
     if (!nm->subwords) return detokenize(units, (size_t)n, err);
     TokenList tokens = {0};
     if (bpe_join(units, (size_t)n, &tokens, err)) return NULL;

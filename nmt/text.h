@@ -12,6 +12,7 @@
 #define NMT_TEXT_H
 
 #include "data/dataset.h"
+#include "data/lossless.h"
 #include "model/search.h"
 #include "nmt/checkpoint.h"
 
@@ -24,12 +25,21 @@ enum { NMT_MAX_TOKENS = 250 };
 int corpus_load(const char *path, bool lowercase, Corpus *corpus, TokenizedCorpus *tokens,
                 Error *err);
 
+/* The model's first cut of a text: the tokenizer's tokens, or a lossless model's segments
+ * (data/lossless.h). Validates the UTF-8. *out is overwritten, not freed. */
+int nmt_segments(const NmtModel *nm, const char *text, TokenList *out, Error *err);
+
 /* The model's units of text for one side (target set: the target side): its tokens, cut into
  * BPE pieces when the model has subwords. *out is overwritten, not freed. */
 int nmt_units(const NmtModel *nm, const char *text, bool target, TokenList *out, Error *err);
 
+/* The number of nmt_units of a text. */
+int nmt_unit_count(const NmtModel *nm, const char *text, bool target, size_t *count, Error *err);
+
 /* The units of every pair of tc into *out (overwritten): a copy of each token list cut into
- * the model's pieces. Only for a model with subwords (without, tc already holds the units). */
+ * the model's pieces, or for a lossless model the pieces of tc's sentences as written (without
+ * byte fallback while its vocabularies are empty). Only for a model with subwords (without, tc
+ * already holds the units). */
 int nmt_subword_corpus(const NmtModel *nm, const TokenizedCorpus *tc, TokenizedCorpus *out,
                        Error *err);
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "data/lossless.h"
 #include "nmt/checkpoint.h"
 #include "nmt/text.h"
 #include "nmt/translator.h"
@@ -298,6 +299,147 @@ START_TEST(test_checkpoint_keeps_merges) {
     free(bytes);
     ck_assert_msg(checkpoint_load(path, &back, NULL, NULL, &err) == 0, "%s", err.msg);
     ck_assert(!back.subwords);
+    nmt_model_free(&back);
+    toy_model_free(&t);
+    scratch_free(&s);
+}
+END_TEST
+
+/* ---- lossless subwords (data/lossless.h) ---------------------------------------------------- */
+
+/* Every line of the corpus of text as written (French spacing, typographic quotes, NBSP and
+ * narrow NBSP, tabs, spaces at either end and in runs, CJK, emoji, combining marks, the marker
+ * itself, text spelled like a byte piece or a special) comes back byte for byte through a
+ * lossless model's units, on both sides, though the toy corpus it learned from holds almost
+ * none of these characters; and no unit is <unk>. */
+START_TEST(test_lossless_round_trips_text_as_written) {
+    ToyModel t;
+    toy_model(&t, "lossless", 200);
+    ck_assert(t.nm.subwords && t.nm.lossless && !t.nm.across_spaces);
+    FILE *in = fopen("text/as-written.txt", "r");
+    ck_assert_ptr_nonnull(in);
+    char *line = NULL;
+    size_t cap = 0;
+    int lines = 0;
+    for (ssize_t got; (got = getline(&line, &cap, in)) > 0; lines++) {
+        if (line[got - 1] == '\n') line[got - 1] = '\0';
+        for (int target = 0; target < 2; target++) {
+            char *back = units_round_trip(&t.nm, line, target);
+            ck_assert_msg(strcmp(back, line) == 0, "line %d: '%s' came back as '%s'", lines + 1,
+                          line, back);
+            free(back);
+        }
+        int *ids = NULL, n = 0, unknown = -1;
+        Error err = {{0}};
+        ck_assert_msg(encode_source(&t.nm, line, &ids, &n, &unknown, &err) == 0, "line %d: %s",
+                      lines + 1, err.msg);
+        ck_assert_int_eq(unknown, 0);
+        for (int i = 0; i < n; i++) ck_assert_int_ne(ids[i], TOK_UNK);
+        free(ids);
+    }
+    free(line);
+    fclose(in);
+    ck_assert_int_ge(lines, 25);
+    toy_model_free(&t);
+}
+END_TEST
+
+/* Pieces start at a marker and never hold one inside; a character never seen is its UTF-8
+ * bytes; lower-casing is the one change, and only when asked for. */
+START_TEST(test_lossless_pieces_and_bytes) {
+    ToyModel t;
+    toy_model(&t, "lossless", 200);
+    Error err = {{0}};
+    TokenList units = {0};
+    ck_assert_msg(nmt_units(&t.nm, "the black cats  猫", false, &units, &err) == 0, "%s", err.msg);
+    for (size_t i = 0; i < units.count; i++) {
+        const char *inside = strstr(units.tokens[i] + 1, LOSSLESS_MARKER);
+        ck_assert_msg(!inside, "piece '%s' holds the marker inside", units.tokens[i]);
+    }
+    /* 猫 (E7 8C AB) is not in the English toy: three byte pieces, the last units */
+    ck_assert_uint_ge(units.count, 4);
+    ck_assert_str_eq(units.tokens[units.count - 3], "<0xE7>");
+    ck_assert_str_eq(units.tokens[units.count - 2], "<0x8C>");
+    ck_assert_str_eq(units.tokens[units.count - 1], "<0xAB>");
+    ck_assert_int_eq(vocab_id(&t.nm.src_vocab, "<0xE7>"), TOK_SPECIALS + 0xE7);
+    token_list_free(&units);
+    t.nm.lowercase = true;
+    char *back = units_round_trip(&t.nm, "Été À l’Île  ?", true);
+    ck_assert_str_eq(back, "été à l’île  ?");
+    free(back);
+    toy_model_free(&t);
+}
+END_TEST
+
+/* What a model writes is any sequence of pieces: bytes that are not UTF-8, and control
+ * characters no input line holds, are dropped; specials are no text; the added marker goes. */
+START_TEST(test_lossless_join_writes_valid_text) {
+    Error err = {{0}};
+    const char *pieces[] = {"▁a",     "<0xE7>", "<0x8C>", "▁b",     "<0xFF>", "<0x0A>",
+                            "<0x00>", "<unk>",  "<0x09>", "<0xE7>", "<0x8C>", "<0xAB>",
+                            "<0x80>", "▁",      "<0x1B>", "c"};
+    char *text = lossless_join(pieces, sizeof pieces / sizeof pieces[0], &err);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_str_eq(text, "a b\t猫 c");
+    free(text);
+    /* a first piece without the marker keeps its text */
+    const char *bare[] = {"<0x41>", "▁b"};
+    text = lossless_join(bare, 2, &err);
+    ck_assert_str_eq(text, "A b");
+    free(text);
+    ck_assert_int_eq(lossless_piece_byte("<0x7f>"), -1); /* upper-case hex only */
+    ck_assert_int_eq(lossless_piece_byte("<0x7F>"), 0x7F);
+    ck_assert_int_eq(lossless_piece_byte("<0x7F"), -1);
+}
+END_TEST
+
+/* A lossless model, saved and loaded, keeps its flag, merges and vocabularies, and a line with
+ * characters it never saw is translated without <unk> into valid UTF-8 (the model is untrained:
+ * its output is any sequence of pieces, byte pieces included). */
+START_TEST(test_lossless_checkpoint_and_translation) {
+    ToyModel t;
+    toy_model(&t, "lossless", 200);
+    Scratch s;
+    scratch_make(&s);
+    char path[512];
+    scratch_path(&s, "lossless.ckpt", path, sizeof path);
+    Error err = {{0}};
+    ck_assert_msg(checkpoint_save(path, &t.nm, NULL, &err) == 0, "%s", err.msg);
+    NmtModel back;
+    ck_assert_msg(checkpoint_load(path, &back, NULL, NULL, &err) == 0, "%s", err.msg);
+    ck_assert(back.subwords && back.lossless && !back.across_spaces);
+    expect_same_bpe(&t.nm.src_bpe, &back.src_bpe);
+    expect_same_bpe(&t.nm.tgt_bpe, &back.tgt_bpe);
+    ck_assert_uint_eq(back.src_vocab.size, t.nm.src_vocab.size);
+    size_t len;
+    unsigned char *bytes = slurp_file(path, &len);
+    ck_assert_int_eq(bytes[48] & 4, 4);
+    ck_assert_int_eq(bytes[49] & 1, 1); /* flag bit 8 */
+    free(bytes);
+    const char *line = "Je t’aime 😀 — 我爱猫 !";
+    char *again = units_round_trip(&back, line, false);
+    ck_assert_str_eq(again, line);
+    free(again);
+    Translator tr;
+    SearchOptions opt = {.beam = 2, .nbest = 1, .len_norm = 1.0, .max_len = 40};
+    ck_assert_msg(translator_init(&tr, &back, 1, &opt, &err) == 0, "%s", err.msg);
+    TranslatedText out;
+    ck_assert_msg(translator_run(&tr, &line, 1, &out, &err) == 0, "%s", err.msg);
+    ck_assert_msg(!out.refused, "%s", out.error.msg);
+    ck_assert_int_eq(out.unknown, 0);
+    ck_assert_int_gt(out.best.count, 0);
+    char *text = decode_hypothesis(&back, line, &out.best.hyps[0], &err);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_msg(utf8_validate(text, strlen(text), &err) == 0, "%s", err.msg);
+    ck_assert(!strstr(text, "<unk>"));
+    free(text);
+    translated_free(&out, 1);
+    translator_free(&tr);
+    /* a lossless vocabulary without its byte pieces is refused, naming the id */
+    free(back.src_vocab.tokens[TOK_SPECIALS + 7]);
+    back.src_vocab.tokens[TOK_SPECIALS + 7] = strdup("zzz");
+    ck_assert(lossless_vocab_check(&back.src_vocab, &err) != 0);
+    assert_contains(err.msg, "id 11");
     nmt_model_free(&back);
     toy_model_free(&t);
     scratch_free(&s);
@@ -882,6 +1024,10 @@ Suite *subwords_suite(void) {
     tcase_add_test(library, test_without_subwords_nothing_changes);
     tcase_add_test(library, test_unseen_characters_empty_and_long_words);
     tcase_add_test(library, test_checkpoint_keeps_merges);
+    tcase_add_test(library, test_lossless_round_trips_text_as_written);
+    tcase_add_test(library, test_lossless_pieces_and_bytes);
+    tcase_add_test(library, test_lossless_join_writes_valid_text);
+    tcase_add_test(library, test_lossless_checkpoint_and_translation);
     suite_add_tcase(suite, library);
     TCase *unk = tcase_create("unk and case");
     tcase_add_test(unk, test_unk_replace_by_hand);
