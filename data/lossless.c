@@ -182,6 +182,34 @@ bool lossless_starts_word(const char *piece) {
     return strncmp(piece, LOSSLESS_MARKER, 3) == 0;
 }
 
+/* A view of one sentence's pieces followed by the characters of its longer pieces, which
+ * point into *chars (each character NUL-terminated there). */
+static int with_characters(const TokenList *pieces, TokenList *view, char **chars, Error *err) {
+    size_t n = pieces->count, bytes = 0;
+    for (size_t i = 0; i < n; i++) bytes += 2 * strlen(pieces->tokens[i]);
+    view->tokens = checked_calloc(n + bytes + 1, sizeof(char *), "vocabulary units", err);
+    *chars = checked_calloc(bytes + 1, 1, "vocabulary characters", err);
+    if (!view->tokens || !*chars) return -1;
+    size_t used = 0;
+    view->count = 0;
+    for (size_t i = 0; i < n; i++) view->tokens[view->count++] = pieces->tokens[i];
+    for (size_t i = 0; i < n; i++) {
+        const char *p = pieces->tokens[i];
+        size_t len = strlen(p);
+        uint32_t cp;
+        size_t first = utf8_decode((const unsigned char *)p, len, &cp, NULL);
+        if (first == 0 || first == len) continue; /* one character, or not text */
+        for (size_t at = 0; at < len;) {
+            size_t k = utf8_decode((const unsigned char *)p + at, len - at, &cp, NULL);
+            if (k == 0) break;
+            memcpy(*chars + used, p + at, k);
+            view->tokens[view->count++] = *chars + used;
+            used += k + 1, at += k;
+        }
+    }
+    return 0;
+}
+
 int lossless_vocab_build(const TokenList *sentences, size_t count, size_t min_count,
                          size_t max_size, Vocab *out, Error *err) {
     char names[LOSSLESS_BYTES][7];
@@ -191,8 +219,19 @@ int lossless_vocab_build(const TokenList *sentences, size_t count, size_t min_co
         reserved[b] = names[b];
     }
     reserved[LOSSLESS_BYTES] = LOSSLESS_MARKER;
-    return vocab_build_reserved(sentences, count, reserved, LOSSLESS_BYTES + 1, min_count, max_size,
-                                out, err);
+    /* the characters count too, as SentencePiece's do: a piece the vocabulary lacks then falls
+     * back to characters it knows, and to bytes only for characters rarer than the pieces */
+    TokenList *views = checked_calloc(count + 1, sizeof *views, "vocabulary units", err);
+    char **chars = checked_calloc(count + 1, sizeof *chars, "vocabulary characters", err);
+    int rc = views && chars ? 0 : -1;
+    for (size_t s = 0; s < count && rc == 0; s++)
+        rc = with_characters(&sentences[s], &views[s], &chars[s], err);
+    if (rc == 0)
+        rc = vocab_build_reserved(views, count, reserved, LOSSLESS_BYTES + 1, min_count, max_size,
+                                  out, err);
+    for (size_t s = 0; views && chars && s < count; s++) free(views[s].tokens), free(chars[s]);
+    free(views), free(chars);
+    return rc;
 }
 
 int lossless_vocab_check(const Vocab *vocab, Error *err) {

@@ -68,8 +68,8 @@ int lossless_piece_byte(const char *piece);
 bool lossless_starts_word(const char *piece);
 
 /* A lossless vocabulary from the pieces of sentences[0..count): the specials, the 256 byte
- * pieces, the marker piece, then the most frequent pieces (vocab_build's order and limits; max_size
- * counts all). */
+ * pieces, the marker piece, then the most frequent of the pieces and of the characters they
+ * are made of (vocab_build's order and limits; max_size counts all). */
 int lossless_vocab_build(const TokenList *sentences, size_t count, size_t min_count,
                          size_t max_size, Vocab *out, Error *err);
 

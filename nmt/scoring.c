@@ -146,7 +146,7 @@ int score_corpus(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus
             }
             const Hypothesis *h = tr[b].best.count ? &tr[b].best.hyps[0] : NULL;
             hyps[i] =
-                h ? decode_hypothesis(nm, corpus->src[i], h, err) : decode_target(nm, NULL, 0, err);
+                h ? decode_hypothesis(nm, &tr[b].source, h, err) : decode_target(nm, NULL, 0, err);
             if (!hyps[i]) rc = -1;
         }
         translated_free(tr, n);

@@ -305,6 +305,96 @@ START_TEST(test_checkpoint_keeps_merges) {
 }
 END_TEST
 
+/* ---- tokenized once ------------------------------------------------------------------------ */
+
+/* The tokenizer's calls, counted: the test binary is linked with --wrap=tokenize and
+ * --wrap=lossless_split (Makefile), so a call from any of the library's objects comes here
+ * first; the programs' objects are the same, without the wrappers. */
+static int tokenizer_calls;
+int __real_tokenize(const char *text, bool lowercase, TokenList *out, Error *err);
+int __wrap_tokenize(const char *text, bool lowercase, TokenList *out, Error *err);
+int __real_lossless_split(const char *text, bool lowercase, bool across_spaces, TokenList *out,
+                          Error *err);
+int __wrap_lossless_split(const char *text, bool lowercase, bool across_spaces, TokenList *out,
+                          Error *err);
+
+int __wrap_tokenize(const char *text, bool lowercase, TokenList *out, Error *err) {
+    tokenizer_calls++;
+    return __real_tokenize(text, lowercase, out, err);
+}
+
+int __wrap_lossless_split(const char *text, bool lowercase, bool across_spaces, TokenList *out,
+                          Error *err) {
+    tokenizer_calls++;
+    return __real_lossless_split(text, lowercase, across_spaces, out, err);
+}
+
+/* A sentence is checked and tokenized once on its way through bin/translate and bin/align
+ * (issue #41): every stage after the translator (the warnings about unknown words, decoding
+ * with <unk> replacement, the alignment, its word links, --explain's forced steps) takes what
+ * the translator made of it. The walk here is the programs' own, through the library; the
+ * programs themselves call no tokenizer (checked in their source below). */
+START_TEST(test_a_sentence_is_tokenized_once) {
+    static const char *const kinds[] = {"none", "bpe", "lossless"};
+    const char *texts[] = {"I love the black cat", "Zorblax loves 50% of cats", "我爱猫"};
+    enum { N = 3 };
+    ToyModel t;
+    toy_model(&t, kinds[_i], 100);
+    Translator tr;
+    SearchOptions opt = {.beam = 2, .nbest = 1, .len_norm = 1.0, .max_len = 20};
+    Error err = {{0}};
+    ck_assert_msg(translator_init(&tr, &t.nm, N, &opt, &err) == 0, "%s", err.msg);
+    ForcedDecoder fd;
+    forced_decoder_init(&fd, &t.nm);
+    TranslatedText out[N];
+    tokenizer_calls = 0;
+    ck_assert_msg(translator_run(&tr, texts, N, out, &err) == 0, "%s", err.msg);
+    for (int k = 0; k < N; k++) {
+        ck_assert_msg(!out[k].refused, "%s", out[k].error.msg);
+        ck_assert_int_gt(out[k].best.count, 0);
+        const Hypothesis *h = &out[k].best.hyps[0];
+        char list[512];
+        (void)source_unfamiliar(&out[k].source);
+        (void)source_unknown_words(&t.nm, &out[k].source, list, sizeof list);
+        char word[64];
+        source_unit_word(&t.nm, &out[k].source, 0, word, sizeof word);
+        char *text = decode_hypothesis(&t.nm, &out[k].source, h, &err);
+        ck_assert_msg(text, "%s", err.msg);
+        free(text);
+        Alignment a, forced;
+        ck_assert_msg(alignment_from_hypothesis(&a, &t.nm, &out[k].source, h, &err) == 0, "%s",
+                      err.msg);
+        WordLink *links;
+        int n_links;
+        ck_assert_msg(alignment_word_links(&a, &links, &n_links, &err) == 0, "%s", err.msg);
+        free(links);
+        ck_assert_msg(force_align_ids(&fd, &out[k].source, h->tokens, h->len, h->complete, &forced,
+                                      NULL, &err) == 0,
+                      "%s", err.msg);
+        alignment_free(&a);
+        alignment_free(&forced);
+    }
+    ck_assert_msg(tokenizer_calls == N, "%s: %d sentences were tokenized %d times", kinds[_i], N,
+                  tokenizer_calls);
+    translated_free(out, N);
+    forced_decoder_free(&fd);
+    translator_free(&tr);
+    toy_model_free(&t);
+    /* the programs hand sentences to the translator and take what it made of them */
+    static const char *const programs[] = {"../tools/translate.c", "../tools/align.c"};
+    static const char *const calls[] = {"tokenize(",      "nmt_units(",     "nmt_segments(",
+                                        "source_encode(", "encode_source(", "lossless_split("};
+    for (size_t p = 0; p < sizeof programs / sizeof programs[0]; p++) {
+        size_t len;
+        char *source = (char *)slurp_file(programs[p], &len);
+        ck_assert_ptr_nonnull(source);
+        for (size_t c = 0; c < sizeof calls / sizeof calls[0]; c++)
+            ck_assert_msg(!strstr(source, calls[c]), "%s calls %s", programs[p], calls[c]);
+        free(source);
+    }
+}
+END_TEST
+
 /* ---- lossless subwords (data/lossless.h) ---------------------------------------------------- */
 
 /* Every line of the corpus of text as written (French spacing, typographic quotes, NBSP and
@@ -428,7 +518,7 @@ START_TEST(test_lossless_checkpoint_and_translation) {
     ck_assert_msg(!out.refused, "%s", out.error.msg);
     ck_assert_int_eq(out.unknown, 0);
     ck_assert_int_gt(out.best.count, 0);
-    char *text = decode_hypothesis(&back, line, &out.best.hyps[0], &err);
+    char *text = decode_hypothesis(&back, &out.source, &out.best.hyps[0], &err);
     ck_assert_ptr_nonnull(text);
     ck_assert_msg(utf8_validate(text, strlen(text), &err) == 0, "%s", err.msg);
     ck_assert(!strstr(text, "<unk>"));
@@ -499,23 +589,28 @@ START_TEST(test_decode_hypothesis_replaces_unk) {
     Hypothesis h = {
         .tokens = tokens, .len = 3, .complete = 1, .rows = 4, .src_len = 4, .alpha = alpha};
     Error err = {{0}};
-    char *text = decode_hypothesis(&nm, "The Zorblax sleeps", &h, &err);
+    SourceText src, short_src;
+    ck_assert_msg(source_encode(&nm, "The Zorblax sleeps", &src, &err) == 0, "%s", err.msg);
+    char *text = decode_hypothesis(&nm, &src, &h, &err);
     ck_assert_msg(text != NULL, "%s", err.msg);
     ck_assert_str_eq(text, "Le Zorblax dort");
     free(text);
     nm.keep_unk = true;
-    text = decode_hypothesis(&nm, "The Zorblax sleeps", &h, &err);
+    text = decode_hypothesis(&nm, &src, &h, &err);
     ck_assert_str_eq(text, "Le <unk> dort");
     free(text);
     /* a model with subwords keeps <unk>: its units are not words */
     nm.keep_unk = false;
     nm.subwords = true;
-    text = decode_hypothesis(&nm, "The Zorblax sleeps", &h, &err);
+    text = decode_hypothesis(&nm, &src, &h, &err);
     ck_assert_str_eq(text, "Le <unk> dort");
     free(text);
     /* a hypothesis that does not fit the sentence is an error, not a guess */
     nm.subwords = false;
-    ck_assert_ptr_null(decode_hypothesis(&nm, "The Zorblax", &h, &err));
+    ck_assert_msg(source_encode(&nm, "The Zorblax", &short_src, &err) == 0, "%s", err.msg);
+    ck_assert_ptr_null(decode_hypothesis(&nm, &short_src, &h, &err));
+    source_free(&src);
+    source_free(&short_src);
     nmt_model_free(&nm);
 }
 END_TEST
@@ -547,7 +642,8 @@ START_TEST(test_word_map_of_pieces) {
     WordMap map;
     Error err = {{0}};
     /* "J'aime les chats." is 5 tokens (j' aime les chats .) in 3 words */
-    ck_assert(word_map_from_text(&map, "J'aime les chats.", false, &err) == 0);
+    const char *tokens[] = {"J'", "aime", "les", "chats", "."};
+    ck_assert(word_map_from_text(&map, "J'aime les chats.", tokens, 5, &err) == 0);
     ck_assert_int_eq(map.n_tokens, 5);
     const char *pieces[] = {"J'", "ai@@", "me", "les", "ch@@", "at@@", "s", "."};
     ck_assert_msg(word_map_expand_pieces(&map, pieces, 8, &err) == 0, "%s", err.msg);
@@ -1024,6 +1120,7 @@ Suite *subwords_suite(void) {
     tcase_add_test(library, test_without_subwords_nothing_changes);
     tcase_add_test(library, test_unseen_characters_empty_and_long_words);
     tcase_add_test(library, test_checkpoint_keeps_merges);
+    tcase_add_loop_test(library, test_a_sentence_is_tokenized_once, 0, 3);
     tcase_add_test(library, test_lossless_round_trips_text_as_written);
     tcase_add_test(library, test_lossless_pieces_and_bytes);
     tcase_add_test(library, test_lossless_join_writes_valid_text);

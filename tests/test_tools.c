@@ -750,7 +750,8 @@ START_TEST(translate_names_unknown_and_copied_words) {
     ck_assert_int_eq(r.status, 0);
     assert_contains(r.err, "translate: argument 1: unknown to the model, read as <unk>: "
                            "'quantum'\n");
-    assert_contains(r.err, "translate: argument 2: no word of it is known to the model\n");
+    assert_contains(r.err, "translate: argument 2: the model does not know this text: no word of "
+                           "it is known to the model\n");
     assert_contains(r.err, "translate: argument 1: <unk> in the translation replaced by the "
                            "source word");
     ck_assert_ptr_null(strstr(r.out, "<unk>"));
