@@ -16,6 +16,7 @@
 #include "harness.h"
 #include "data/lossless.h"
 #include "nmt/checkpoint.h"
+#include "nmt/nmt.h"
 #include "nmt/text.h"
 #include "nmt/translator.h"
 #include "nmt/words.h"
@@ -392,6 +393,72 @@ START_TEST(test_a_sentence_is_tokenized_once) {
             ck_assert_msg(!strstr(source, calls[c]), "%s calls %s", programs[p], calls[c]);
         free(source);
     }
+}
+END_TEST
+
+/* The unknown-word warning names words as the user wrote them (issue #45): never a BPE piece
+ * such as '%@@' or '%', nor a lower-cased token; a lossless model names the word its byte
+ * pieces spell. */
+START_TEST(test_unknown_words_named_as_written) {
+    static const struct {
+        const char *kind, *text, *named, *never;
+        bool lowercase;
+    } cases[] = {
+        {"bpe", "The cat costs 50% now", "'50%'", "'%", false},
+        {"none", "I love the ZORBLAX", "'ZORBLAX'", "'zorblax'", true},
+        {"bpe", "I love the Zorblax’s cat", "'Zorblax’s'", "@@", true},
+        {"lossless", "the black cat 猫", "'猫'", "<0x", false},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        ToyModel t;
+        toy_model(&t, cases[c].kind, 100);
+        t.nm.lowercase = cases[c].lowercase;
+        SourceText src;
+        Error err = {{0}};
+        ck_assert_msg(source_encode(&t.nm, cases[c].text, &src, &err) == 0, "%s", err.msg);
+        char list[512];
+        ck_assert_int_ge(source_unknown_words(&t.nm, &src, list, sizeof list), 1);
+        ck_assert_msg(strstr(list, cases[c].named) && !strstr(list, cases[c].never),
+                      "%s: '%s' names %s", cases[c].kind, cases[c].text, list);
+        ck_assert(!source_unfamiliar(&src));
+        source_free(&src);
+        toy_model_free(&t);
+    }
+}
+END_TEST
+
+/* A text the model does not know is flagged (issue #45): every word unknown, or, lossless,
+ * most of it in bytes; on the C API's result too. */
+START_TEST(test_unfamiliar_text_is_flagged) {
+    static const char *const kinds[] = {"none", "bpe", "lossless"};
+    ToyModel t;
+    toy_model(&t, kinds[_i], 100);
+    Error err = {{0}};
+    SourceText src;
+    ck_assert_msg(source_encode(&t.nm, "我爱猫", &src, &err) == 0, "%s", err.msg);
+    ck_assert(source_unfamiliar(&src));
+    source_free(&src);
+    ck_assert_msg(source_encode(&t.nm, "the black cat 猫", &src, &err) == 0, "%s", err.msg);
+    ck_assert(!source_unfamiliar(&src));
+    source_free(&src);
+    Scratch s;
+    scratch_make(&s);
+    char path[512];
+    scratch_path(&s, "model.ckpt", path, sizeof path);
+    ck_assert_msg(checkpoint_save(path, &t.nm, NULL, &err) == 0, "%s", err.msg);
+    nmt_error e;
+    nmt_model *m = nmt_open(path, &e);
+    ck_assert_msg(m, "%s", e.message);
+    const char *texts[] = {"我爱猫", "the black cat"};
+    nmt_translation out[2];
+    nmt_options opt = {.beam = 1, .max_len = 10};
+    ck_assert_msg(nmt_translate(m, texts, 2, &opt, out, &e) == 0, "%s", e.message);
+    ck_assert_int_eq(out[0].unfamiliar, 1);
+    ck_assert_int_eq(out[1].unfamiliar, 0);
+    nmt_translation_free(out, 2);
+    nmt_close(m);
+    scratch_free(&s);
+    toy_model_free(&t);
 }
 END_TEST
 
@@ -1121,6 +1188,8 @@ Suite *subwords_suite(void) {
     tcase_add_test(library, test_unseen_characters_empty_and_long_words);
     tcase_add_test(library, test_checkpoint_keeps_merges);
     tcase_add_loop_test(library, test_a_sentence_is_tokenized_once, 0, 3);
+    tcase_add_test(library, test_unknown_words_named_as_written);
+    tcase_add_loop_test(library, test_unfamiliar_text_is_flagged, 0, 3);
     tcase_add_test(library, test_lossless_round_trips_text_as_written);
     tcase_add_test(library, test_lossless_pieces_and_bytes);
     tcase_add_test(library, test_lossless_join_writes_valid_text);
