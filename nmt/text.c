@@ -189,21 +189,41 @@ static void token_span(const char *text, const TokenList *tokens, size_t j, size
     }
 }
 
-/* A lossless model's unit k as text: the pieces from the last one before it that starts a word
- * to the next that does, joined, without the spaces at either end. */
+/* The characters of the text that lossless_join makes of units[0..n): the text itself has as
+ * many before that point (the pieces take its characters one for one, lower-cased or not). */
+static size_t joined_characters(const TokenList *units, size_t n) {
+    Error err;
+    char *text = lossless_join((const char *const *)units->tokens, n, &err);
+    size_t chars = 0, len = text ? strlen(text) : 0;
+    uint32_t cp;
+    for (size_t at = 0; at < len; chars++)
+        at += utf8_decode((const unsigned char *)text + at, len - at, &cp, NULL);
+    free(text);
+    return chars;
+}
+
+/* A lossless model's unit k as the user wrote it: the text of the pieces from the last one
+ * before it that starts a word to the next that does, without the spaces at either end. */
 static void lossless_word(const SourceText *src, size_t k, char *word, size_t size) {
     const TokenList *units = &src->units;
     size_t first = k, end = k + 1;
     while (first > 0 && !lossless_starts_word(units->tokens[first])) first--;
     while (end < units->count && !lossless_starts_word(units->tokens[end])) end++;
-    Error err;
-    char *text = lossless_join((const char *const *)units->tokens + first, end - first, &err);
-    const char *p = text ? text : "";
-    size_t len = strlen(p);
-    while (len > 0 && p[len - 1] == ' ') len--;
-    while (len > 0 && *p == ' ') p++, len--;
-    snprintf(word, size, "%.*s", (int)len, p);
-    free(text);
+    size_t skip = joined_characters(units, first), stop = joined_characters(units, end);
+    const char *text = src->text;
+    size_t len = strlen(text), from = len, to = len, chars = 0;
+    uint32_t cp;
+    for (size_t at = 0; at <= len; chars++) {
+        if (chars == skip) from = at;
+        if (chars == stop || at == len) {
+            to = at;
+            break;
+        }
+        at += utf8_decode((const unsigned char *)text + at, len - at, &cp, NULL);
+    }
+    while (from < to && text[from] == ' ') from++;
+    while (to > from && text[to - 1] == ' ') to--;
+    snprintf(word, size, "%.*s", (int)(to - from), text + from);
 }
 
 void source_unit_word(const NmtModel *nm, const SourceText *src, int k, char *word, size_t size) {

@@ -408,6 +408,7 @@ START_TEST(test_unknown_words_named_as_written) {
         {"none", "I love the ZORBLAX", "'ZORBLAX'", "'zorblax'", true},
         {"bpe", "I love the Zorblax’s cat", "'Zorblax’s'", "@@", true},
         {"lossless", "the black cat 猫", "'猫'", "<0x", false},
+        {"lossless", "The BLACK Zorblax’s 😀cat", "'😀cat'", "zorblax", true},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         ToyModel t;
