@@ -51,7 +51,7 @@ int word_map_from_text(WordMap *map, const char *text, const char *const *tokens
             if (step == 0) step = 1;
             at += step;
             if (tokenizer_is_space(cp)) {
-                apart = apart || is_space((char)cp);
+                apart = apart || (cp < 0x80 && is_space((char)cp));
                 continue;
             }
             if (c++ == 0 && apart) word++, apart = false;
