@@ -672,7 +672,8 @@ static void merge_nodes(const Bpe *bpe, Node *nodes, size_t n, Candidate *heap) 
     }
 }
 
-int bpe_apply(const Bpe *bpe, const char *token, TokenList *pieces, Error *err) {
+/* bpe_apply (marked) and bpe_apply_unmarked: the same cut, spelled two ways. */
+static int cut(const Bpe *bpe, const char *token, bool marked, TokenList *pieces, Error *err) {
     size_t len = strlen(token), offset;
     char quoted[128];
     if (len == 0) return error_set(err, "bpe: cannot cut an empty token into pieces");
@@ -714,13 +715,15 @@ int bpe_apply(const Bpe *bpe, const char *token, TokenList *pieces, Error *err) 
     for (size_t at = 0; at != NONE && status == 0; at = nodes[at].next) {
         size_t piece_len = nodes[at].end - nodes[at].start;
         bool final = nodes[at].next == NONE;
+        if (!marked && final && total > len) piece_len--; /* the escape is no text */
+        if (!marked && piece_len == 0) continue;
         char *piece = checked_calloc(piece_len + 3, 1, "bpe piece", err);
         if (!piece) {
             status = -1;
             break;
         }
         memcpy(piece, text + nodes[at].start, piece_len);
-        if (!final) memcpy(piece + piece_len, BPE_MARKER, 2);
+        if (marked && !final) memcpy(piece + piece_len, BPE_MARKER, 2);
         status = append_owned(pieces, piece, err);
     }
     if (status != 0) /* leave the list as it was */
@@ -729,6 +732,14 @@ int bpe_apply(const Bpe *bpe, const char *token, TokenList *pieces, Error *err) 
     free(nodes);
     free(text);
     return status;
+}
+
+int bpe_apply(const Bpe *bpe, const char *token, TokenList *pieces, Error *err) {
+    return cut(bpe, token, true, pieces, err);
+}
+
+int bpe_apply_unmarked(const Bpe *bpe, const char *token, TokenList *pieces, Error *err) {
+    return cut(bpe, token, false, pieces, err);
 }
 
 int bpe_apply_list(const Bpe *bpe, const TokenList *tokens, TokenList *out, Error *err) {

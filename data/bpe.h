@@ -97,6 +97,11 @@ int bpe_learn(const TokenList *sentences, size_t sentence_count, size_t max_merg
  * memory. Reads bpe only, so threads may share it. */
 int bpe_apply(const Bpe *bpe, const char *token, TokenList *pieces, Error *err);
 
+/* The same cut as bpe_apply, spelled as plain text: no marker, no escape, so the pieces
+ * concatenate to the token itself (a piece that held only the escape is left out). For text
+ * whose word boundaries are marked otherwise (data/lossless.h). */
+int bpe_apply_unmarked(const Bpe *bpe, const char *token, TokenList *pieces, Error *err);
+
 /* The pieces of every token of *tokens, in order, into *out (overwritten, not freed). Returns
  * 0, or -1 with *out empty. */
 int bpe_apply_list(const Bpe *bpe, const TokenList *tokens, TokenList *out, Error *err);

@@ -27,6 +27,8 @@ int tokenized_corpus_make(TokenizedCorpus *out, const Corpus *corpus, const char
         }
     }
     out->count = corpus->count;
+    out->src_text = (const char *const *)corpus->src;
+    out->tgt_text = (const char *const *)corpus->tgt;
     return 0;
 }
 

@@ -23,9 +23,13 @@ typedef struct {
     size_t count;
     TokenList *src; /* [count] */
     TokenList *tgt; /* [count] */
+    /* the sentences as written, borrowed from the corpus tokenized (NULL when made otherwise):
+     * a model whose units are pieces of the text itself (data/lossless.h) starts from them */
+    const char *const *src_text, *const *tgt_text; /* [count] */
 } TokenizedCorpus;
 
-/* Tokenizes every pair; errors name the corpus and line. */
+/* Tokenizes every pair (and keeps pointers to the corpus's sentences: the corpus must outlive
+ * *out); errors name the corpus and line. */
 int tokenized_corpus_make(TokenizedCorpus *out, const Corpus *corpus, const char *name,
                           bool lowercase, Error *err);
 void tokenized_corpus_free(TokenizedCorpus *tc);

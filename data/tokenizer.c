@@ -108,6 +108,14 @@ static uint32_t to_lower(uint32_t cp) {
     return cp;
 }
 
+bool tokenizer_is_space(uint32_t cp) {
+    return char_class(cp) == CLASS_SPACE;
+}
+
+uint32_t lowercase_code_point(uint32_t cp) {
+    return to_lower(cp);
+}
+
 /* ---- Elision ---- */
 
 /* French words that elide their final vowel before a vowel: l'arbre, qu'il, jusqu'à. */

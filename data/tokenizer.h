@@ -30,6 +30,14 @@ typedef struct {
  * out of memory. */
 int tokenize(const char *text, bool lowercase, TokenList *out, Error *err);
 
+/* Whether tokenize treats cp as a space: it separates tokens and belongs to none. Every other
+ * character goes to exactly one token, in order, as exactly one character (lower-cased or
+ * U+2019 -> '), so a token's place in the text can be found by counting characters. */
+bool tokenizer_is_space(uint32_t cp);
+
+/* The lower-case letter of cp as tokenize lower-cases it (the ranges above), or cp. */
+uint32_t lowercase_code_point(uint32_t cp);
+
 /* Frees every token and the list itself, leaving an empty list; accepts an empty list. */
 void token_list_free(TokenList *list);
 

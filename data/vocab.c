@@ -127,18 +127,29 @@ static int append_copy(Vocab *vocab, const char *token, Error *err) {
     return 0;
 }
 
-/* Fills *vocab with the specials, then with ranked[0..ranked_count) while the tokens are
- * frequent enough and there is room. */
-static int fill_vocab(Vocab *vocab, const TokenCount *ranked, size_t ranked_count, size_t min_count,
+static bool in_list(const char *token, const char *const *list, size_t count) {
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(token, list[i]) == 0) return true;
+    return false;
+}
+
+/* Fills *vocab with the specials and the reserved tokens, then with ranked[0..ranked_count)
+ * while the tokens are frequent enough and there is room. */
+static int fill_vocab(Vocab *vocab, const TokenCount *ranked, size_t ranked_count,
+                      const char *const *reserved, size_t reserved_count, size_t min_count,
                       size_t max_size, Error *err) {
-    if (max_size > ranked_count + TOK_SPECIALS) max_size = ranked_count + TOK_SPECIALS;
+    size_t fixed = TOK_SPECIALS + reserved_count;
+    if (max_size > ranked_count + fixed) max_size = ranked_count + fixed;
     vocab->tokens = checked_calloc(max_size, sizeof *vocab->tokens, "vocabulary", err);
     if (!vocab->tokens) return -1;
     for (int id = 0; id < TOK_SPECIALS; id++)
         if (append_copy(vocab, special_tokens[id], err) != 0) return -1;
+    for (size_t i = 0; i < reserved_count; i++)
+        if (append_copy(vocab, reserved[i], err) != 0) return -1;
     for (size_t i = 0; i < ranked_count && vocab->size < max_size; i++) {
         if (ranked[i].count < min_count) break; /* the rest are rarer still */
-        if (is_special(ranked[i].token)) continue;
+        if (is_special(ranked[i].token) || in_list(ranked[i].token, reserved, reserved_count))
+            continue;
         if (append_copy(vocab, ranked[i].token, err) != 0) return -1;
     }
     return index_tokens(vocab, err);
@@ -146,10 +157,16 @@ static int fill_vocab(Vocab *vocab, const TokenCount *ranked, size_t ranked_coun
 
 int vocab_build(const TokenList *sentences, size_t sentence_count, size_t min_count,
                 size_t max_size, Vocab *out, Error *err) {
+    return vocab_build_reserved(sentences, sentence_count, NULL, 0, min_count, max_size, out, err);
+}
+
+int vocab_build_reserved(const TokenList *sentences, size_t sentence_count,
+                         const char *const *reserved, size_t reserved_count, size_t min_count,
+                         size_t max_size, Vocab *out, Error *err) {
     *out = (Vocab){0};
-    if (max_size < TOK_SPECIALS)
-        return error_set(err, "vocabulary size %zu leaves no room for the %d reserved tokens",
-                         max_size, TOK_SPECIALS);
+    if (max_size < TOK_SPECIALS + reserved_count)
+        return error_set(err, "vocabulary size %zu leaves no room for the %zu reserved tokens",
+                         max_size, TOK_SPECIALS + reserved_count);
     if (max_size > VOCAB_MAX_SIZE) max_size = VOCAB_MAX_SIZE;
     CountTable table = {0};
     table.mask = 1023;
@@ -164,7 +181,8 @@ int vocab_build(const TokenList *sentences, size_t sentence_count, size_t min_co
         for (size_t i = 0; i <= table.mask; i++)
             if (table.slots[i].token) table.slots[used++] = table.slots[i];
         qsort(table.slots, used, sizeof *table.slots, compare_counts);
-        status = fill_vocab(out, table.slots, used, min_count, max_size, err);
+        status =
+            fill_vocab(out, table.slots, used, reserved, reserved_count, min_count, max_size, err);
     }
     free(table.slots);
     if (status != 0) vocab_free(out);

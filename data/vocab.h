@@ -35,6 +35,12 @@ typedef struct {
 int vocab_build(const TokenList *sentences, size_t sentence_count, size_t min_count,
                 size_t max_size, Vocab *out, Error *err);
 
+/* vocab_build with reserved[0..reserved_count) (distinct, none a special) at the ids right
+ * after the specials, whether or not the sentences hold them; max_size counts them too. */
+int vocab_build_reserved(const TokenList *sentences, size_t sentence_count,
+                         const char *const *reserved, size_t reserved_count, size_t min_count,
+                         size_t max_size, Vocab *out, Error *err);
+
 /* The id of token, TOK_UNK when it is not in the vocabulary. */
 int vocab_id(const Vocab *vocab, const char *token);
 

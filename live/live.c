@@ -212,7 +212,7 @@ static int use_options(LiveModel *lm, const SearchOptions *opt, Error *e) {
 
 /* Writes hypothesis h of source: the search's alignment, and the trace of the same tokens
  * fed back in (as bin/align --explain does). */
-static int write_searched(LiveModel *lm, FILE *out, const char *source, const Hypothesis *h,
+static int write_searched(LiveModel *lm, FILE *out, const SourceText *source, const Hypothesis *h,
                           Error *e) {
     Alignment a, forced;
     StepTrace trace;
@@ -248,7 +248,7 @@ const char *live_translate(LiveModel *lm, const char *text, int beam, int nbest)
     if (rc == 0) fprintf(out, "{\"refused\":null,\"unknown\":%d,\"hyps\":[", found.unknown);
     for (int k = 0; k < found.best.count && rc == 0; k++) {
         if (k) fputc(',', out);
-        rc = write_searched(lm, out, text, &found.best.hyps[k], &e);
+        rc = write_searched(lm, out, &found.source, &found.best.hyps[k], &e);
     }
     translated_free(&found, 1);
     if (rc) {

@@ -50,6 +50,7 @@ static int alignment_alloc(Alignment *a, const NmtModel *nm, const char *source,
     size_t cells = (size_t)rows * cols;
     memset(a, 0, sizeof *a);
     a->rows = rows, a->cols = cols, a->lowercase = nm->lowercase, a->subwords = nm->subwords;
+    a->lossless = nm->lossless;
     a->score = nm->model.dims.score;
     a->alpha = checked_calloc(cells + 1, sizeof(real), "alignment", err);
     a->energy = checked_calloc(cells + 1, sizeof(real), "alignment", err);
@@ -68,18 +69,13 @@ static int alignment_alloc(Alignment *a, const NmtModel *nm, const char *source,
     return 0;
 }
 
-int alignment_from_hypothesis(Alignment *a, const NmtModel *nm, const char *source,
+int alignment_from_hypothesis(Alignment *a, const NmtModel *nm, const SourceText *source,
                               const Hypothesis *h, Error *err) {
-    TokenList src = {0};
     memset(a, 0, sizeof *a);
-    if (nmt_units(nm, source, false, &src, err)) return -1;
-    if ((int)src.count + 1 != h->src_len) {
-        token_list_free(&src);
-        return error_set(err, "the translation has %d source positions, the sentence %zu",
-                         h->src_len, src.count + 1);
-    }
-    int bad = alignment_alloc(a, nm, source, &src, h->rows, err);
-    token_list_free(&src);
+    if (source->n != h->src_len)
+        return error_set(err, "the translation has %d source positions, the sentence %d",
+                         h->src_len, source->n);
+    int bad = alignment_alloc(a, nm, source->text, &source->units, h->rows, err);
     if (bad) return -1;
     a->complete = h->complete;
     size_t cells = (size_t)h->rows * h->src_len;
@@ -197,15 +193,14 @@ static int trace_fill(StepTrace *trace, const Acts *acts, const Model *m, int ro
 }
 
 /* The shared part of force_align and force_align_ids; labels are the n target tokens. */
-static int forced_alignment(ForcedDecoder *fd, const char *source, const int *tgt, int n,
+static int forced_alignment(ForcedDecoder *fd, const SourceText *source, const int *tgt, int n,
                             int complete, const char *const *labels, Alignment *out,
                             StepTrace *trace, Error *err) {
     const NmtModel *nm = fd->nm;
-    TokenList src = {0};
-    int *ids = NULL, S, unknown;
+    const int *ids = source->ids;
+    int S = source->n;
     memset(out, 0, sizeof *out);
     if (trace) memset(trace, 0, sizeof *trace);
-    if (encode_source(nm, source, &ids, &S, &unknown, err)) return -1;
     int rc = -1;
     if (S == 1) {
         error_set(err, "empty sentence, nothing to align");
@@ -217,8 +212,8 @@ static int forced_alignment(ForcedDecoder *fd, const char *source, const int *tg
                   NMT_MAX_TOKENS);
         goto done;
     }
-    if (nmt_units(nm, source, false, &src, err) || forced_run(fd, ids, S, tgt, n, err) ||
-        alignment_alloc(out, nm, source, &src, n + complete, err))
+    if (forced_run(fd, ids, S, tgt, n, err) ||
+        alignment_alloc(out, nm, source->text, &source->units, n + complete, err))
         goto done;
     const Acts *acts = &fd->acts;
     int V = nm->model.dims.tgt_vocab, rows = n + complete;
@@ -238,8 +233,6 @@ static int forced_alignment(ForcedDecoder *fd, const char *source, const int *tg
     rc = 0;
 done:
     if (rc) alignment_free(out);
-    token_list_free(&src);
-    free(ids);
     return rc;
 }
 
@@ -263,11 +256,13 @@ int force_align(ForcedDecoder *fd, const char *source, const char *target, Align
                          count, NMT_MAX_TOKENS);
     }
     int *ids = checked_calloc(tgt.count, sizeof(int), "target ids", err);
+    SourceText src;
     int rc = -1;
-    if (ids) {
+    if (ids && source_encode(fd->nm, source, &src, err) == 0) {
         vocab_encode(&fd->nm->tgt_vocab, &tgt, ids);
-        rc = forced_alignment(fd, source, ids, (int)tgt.count, 1, (const char *const *)tgt.tokens,
+        rc = forced_alignment(fd, &src, ids, (int)tgt.count, 1, (const char *const *)tgt.tokens,
                               out, trace, err);
+        source_free(&src);
     }
     if (rc == 0 && !(out->reference = checked_strndup(target, strlen(target), "text", err))) {
         alignment_free(out);
@@ -279,8 +274,8 @@ int force_align(ForcedDecoder *fd, const char *source, const char *target, Align
     return rc;
 }
 
-int force_align_ids(ForcedDecoder *fd, const char *source, const int *target, int n, int complete,
-                    Alignment *out, StepTrace *trace, Error *err) {
+int force_align_ids(ForcedDecoder *fd, const SourceText *source, const int *target, int n,
+                    int complete, Alignment *out, StepTrace *trace, Error *err) {
     memset(out, 0, sizeof *out);
     const char **labels = checked_calloc((size_t)n + 1, sizeof(char *), "labels", err);
     if (!labels) return -1;

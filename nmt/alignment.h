@@ -32,6 +32,7 @@ typedef struct {
     char *translation;    /* the output tokens joined into text */
     bool lowercase;       /* the model's setting, needed to re-split the source into words */
     bool subwords;        /* the tokens are BPE pieces (the model has subwords) */
+    bool lossless;        /* ... of the text as written: a piece with the marker starts a word */
     AttentionScore score; /* how the model scored e_ti */
     int number;           /* the input's number (its line or argument, from 1) for a page of
                              several, which skips refused inputs; 0: its place in the list */
@@ -39,8 +40,8 @@ typedef struct {
 
 void alignment_free(Alignment *a);
 
-/* The alignment of a search result h for the sentence source. */
-int alignment_from_hypothesis(Alignment *a, const NmtModel *nm, const char *source,
+/* The alignment of a search result h for the sentence source (as the translator encoded it). */
+int alignment_from_hypothesis(Alignment *a, const NmtModel *nm, const SourceText *source,
                               const Hypothesis *h, Error *err);
 
 /* The vectors behind each step of a force-decoded sentence, for --explain (one allocation,
@@ -85,7 +86,7 @@ int force_align(ForcedDecoder *fd, const char *source, const char *target, Align
 /* The same for target ids (without </s>), e.g. a hypothesis of the search; complete says
  * whether the </s> step belongs to the result. The translation text replaces <unk> as
  * decode_hypothesis does (unless nm->keep_unk or the model has subwords). */
-int force_align_ids(ForcedDecoder *fd, const char *source, const int *target, int n, int complete,
-                    Alignment *out, StepTrace *trace, Error *err);
+int force_align_ids(ForcedDecoder *fd, const SourceText *source, const int *target, int n,
+                    int complete, Alignment *out, StepTrace *trace, Error *err);
 
 #endif

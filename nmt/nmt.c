@@ -147,20 +147,20 @@ static int use_options(nmt_model *m, const SearchOptions *opt, Error *e) {
 }
 
 /* One input's result from the translator's. */
-static int fill_translation(nmt_model *m, const char *source, const TranslatedText *x,
-                            nmt_translation *out, Error *e) {
+static int fill_translation(nmt_model *m, const TranslatedText *x, nmt_translation *out, Error *e) {
     memset(out, 0, sizeof *out);
     if (x->refused) {
         out->refused = 1;
         snprintf(out->reason, sizeof out->reason, "%s", x->error.msg);
         return 0;
     }
+    out->unfamiliar = x->unfamiliar;
     out->hyps = calloc((size_t)x->best.count + 1, sizeof *out->hyps);
     if (!out->hyps) return error_set(e, "out of memory");
     for (int k = 0; k < x->best.count; k++) {
         const Hypothesis *h = &x->best.hyps[k];
         Alignment a;
-        if (alignment_from_hypothesis(&a, &m->nm, source, h, e)) return -1;
+        if (alignment_from_hypothesis(&a, &m->nm, &x->source, h, e)) return -1;
         int bad = hypothesis_from_alignment(&out->hyps[k], &a, a.translation);
         alignment_free(&a);
         if (bad) return error_set(e, "out of memory");
@@ -194,7 +194,7 @@ int nmt_translate(nmt_model *m, const char *const *sources, int n, const nmt_opt
         int rc = translator_run(&m->translator, sources + first, count, found, &e);
         if (rc == 0) {
             for (int i = 0; i < count && rc == 0; i++)
-                rc = fill_translation(m, sources[first + i], &found[i], &out[first + i], &e);
+                rc = fill_translation(m, &found[i], &out[first + i], &e);
             translated_free(found, count);
         }
         if (rc) {

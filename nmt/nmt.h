@@ -40,8 +40,9 @@ extern "C" {
  * file that 1.0.0 reads still opens. 1.2.0: nmt_open_with and 8-bit weights (int8 compute,
  * and format 4, the files bin/quantize writes, which 1.1.0 refuses); nmt_open is unchanged.
  * 1.3.0: zeroed options (or NULL) search with a beam of NMT_DEFAULT_BEAM, where they were
- * greedy; beam = 1 is greedy search. The Makefile's nmt.pc takes its version from here. */
-#define NMT_VERSION "1.3.0"
+ * greedy; beam = 1 is greedy search. 1.4.0: nmt_translation.unfamiliar. The Makefile's
+ * nmt.pc takes its version from here. */
+#define NMT_VERSION "1.4.0"
 
 typedef struct nmt_model nmt_model; /* opaque */
 
@@ -89,6 +90,10 @@ typedef struct {
     char reason[512];
     int count; /* hypotheses, best first (0 when refused, or none finished) */
     nmt_hypothesis *hyps;
+    /* 1: the model does not know this text (since 1.4.0): no word of it is in its vocabulary,
+     * or, with lossless subwords, most of it is characters never seen in training; the
+     * translation is then a guess (bin/translate says so on stderr) */
+    int unfamiliar;
 } nmt_translation;
 
 /* One given (source, target) pair scored by force-decoding (teacher forcing). */

@@ -12,6 +12,7 @@
 #define NMT_TEXT_H
 
 #include "data/dataset.h"
+#include "data/lossless.h"
 #include "model/search.h"
 #include "nmt/formats/checkpoint.h"
 
@@ -24,12 +25,21 @@ enum { NMT_MAX_TOKENS = 250 };
 int corpus_load(const char *path, bool lowercase, Corpus *corpus, TokenizedCorpus *tokens,
                 Error *err);
 
+/* The model's first cut of a text: the tokenizer's tokens, or a lossless model's segments
+ * (data/lossless.h). Validates the UTF-8. *out is overwritten, not freed. */
+int nmt_segments(const NmtModel *nm, const char *text, TokenList *out, Error *err);
+
 /* The model's units of text for one side (target set: the target side): its tokens, cut into
  * BPE pieces when the model has subwords. *out is overwritten, not freed. */
 int nmt_units(const NmtModel *nm, const char *text, bool target, TokenList *out, Error *err);
 
+/* The number of nmt_units of a text. */
+int nmt_unit_count(const NmtModel *nm, const char *text, bool target, size_t *count, Error *err);
+
 /* The units of every pair of tc into *out (overwritten): a copy of each token list cut into
- * the model's pieces. Only for a model with subwords (without, tc already holds the units). */
+ * the model's pieces, or for a lossless model the pieces of tc's sentences as written (without
+ * byte fallback while its vocabularies are empty). Only for a model with subwords (without, tc
+ * already holds the units). */
 int nmt_subword_corpus(const NmtModel *nm, const TokenizedCorpus *tc, TokenizedCorpus *out,
                        Error *err);
 
@@ -37,11 +47,50 @@ int nmt_subword_corpus(const NmtModel *nm, const TokenizedCorpus *tc, TokenizedC
 int nmt_dataset(Dataset *ds, const NmtModel *nm, const TokenizedCorpus *tc, const Corpus *corpus,
                 int max_len, Error *err);
 
-/* The source ids of one sentence, ending in </s>: *ids is malloc'd, *n its length (>= 1),
- * *unknown the number of <unk> units. Refuses invalid UTF-8 and control characters (see
- * utf8_find_control), naming the byte offset. */
+/* One source sentence as the model reads it, made once (source_encode) and handed to every
+ * stage after it (search, decoding, <unk> replacement, warnings, alignments), so that a
+ * sentence is checked and tokenized once on its way through a program. */
+typedef struct {
+    const char *text; /* the sentence as given (borrowed) */
+    TokenList cut;    /* its tokens or lossless segments (nmt_segments); empty without subwords,
+                       * where they are the units themselves */
+    TokenList units;  /* [n - 1] the model's units */
+    int *ids;         /* [n] their ids, then </s> */
+    int n;
+    int unknown;     /* units read as <unk> */
+    int byte_pieces; /* lossless: units spelled as byte pieces (characters never seen) */
+} SourceText;
+
+/* Encodes text into *out (text is borrowed, not copied). Refuses invalid UTF-8 and control
+ * characters (see utf8_find_control), naming the byte offset; the UTF-8 is checked once, by
+ * the tokenizer. Returns 0, or -1 with *out empty. */
+int source_encode(const NmtModel *nm, const char *text, SourceText *out, Error *err);
+void source_free(SourceText *src);
+
+/* The source ids of one sentence, ending in </s>, from source_encode: *ids is malloc'd, *n
+ * its length (>= 1), *unknown the number of <unk> units. */
 int encode_source(const NmtModel *nm, const char *text, int **ids, int *n, int *unknown,
                   Error *err);
+
+/* Whether the model does not know this source: no unit is known (every one is <unk>), or,
+ * for a lossless model, most units are byte pieces (characters it never saw). */
+bool source_unfamiliar(const SourceText *src);
+
+/* The words of src that the model does not know, as the user wrote them (not as units: a
+ * piece or a byte piece is named by the word of the text it belongs to), quoted and
+ * comma-separated into list[size]; a last ", ..." stands for the rest once the list is long.
+ * Returns how many distinct words are named. */
+int source_unknown_words(const NmtModel *nm, const SourceText *src, char *list, size_t size);
+
+/* Appends 'word' (quoted for a message) to list[size], comma-separated, unless it is there
+ * already; once the list is long, a last ", ..." stands for the rest, so that a message stays
+ * one readable line. Returns 1 when the word is new. */
+int message_list_add(char *list, size_t size, const char *word);
+
+/* The text of src's unit k as the user wrote it, into word[size]: the span of the source
+ * text that its token covers (a piece: the token it joins into), or for a lossless model the
+ * word its piece is part of. */
+void source_unit_word(const NmtModel *nm, const SourceText *src, int k, char *word, size_t size);
 
 /* Target units (a model's output tokens or pieces) back into text: pieces joined into tokens
  * (bpe_join) when the model has subwords, then detokenized. The string is malloc'd. */
@@ -66,6 +115,7 @@ int unk_source_position(const real *row, int cols);
  * subwords is replaced by the source token it attends to most (unk_replace), unless
  * nm->keep_unk is set; a model with subwords keeps <unk> (its pieces are not words, and it
  * meets <unk> only for a character never seen in training). The string is malloc'd. */
-char *decode_hypothesis(const NmtModel *nm, const char *source, const Hypothesis *h, Error *err);
+char *decode_hypothesis(const NmtModel *nm, const SourceText *source, const Hypothesis *h,
+                        Error *err);
 
 #endif

@@ -68,14 +68,15 @@ static bool translation_is_finite(const Translation *x) {
     return true;
 }
 
-/* Encodes one text into *ids, or says in out why it is refused. */
-static void encode_one(const NmtModel *nm, const char *text, int **ids, int *len,
-                       TranslatedText *out) {
-    if (encode_source(nm, text, ids, len, &out->unknown, &out->error)) {
+/* Encodes one text into out->source, or says in out why it is refused. */
+static void encode_one(const NmtModel *nm, const char *text, TranslatedText *out) {
+    if (source_encode(nm, text, &out->source, &out->error)) {
         out->refused = 1;
         return;
     }
-    out->tokens = *len - 1;
+    out->unknown = out->source.unknown;
+    out->unfamiliar = source_unfamiliar(&out->source);
+    out->tokens = out->source.n - 1;
     if (out->tokens == 0)
         out->refused = 1, error_set(&out->error, "empty sentence, nothing to translate");
     else if (out->tokens > NMT_MAX_TOKENS)
@@ -87,17 +88,16 @@ int translator_run(Translator *t, const char *const *texts, int n, TranslatedTex
                    Error *err) {
     if (n > t->max_sentences)
         return error_set(err, "%d sentences, more than the %d planned", n, t->max_sentences);
-    int **ids = checked_calloc((size_t)n + 1, sizeof *ids, "source ids", err);
+    for (int i = 0; i < n; i++) memset(&out[i], 0, sizeof out[i]);
     int *lens = checked_calloc((size_t)n + 1, sizeof *lens, "source lengths", err);
     const int **src = checked_calloc((size_t)n + 1, sizeof *src, "sources", err);
     Translation *found = checked_calloc((size_t)n + 1, sizeof *found, "translations", err);
-    int rc = ids && lens && src && found ? 0 : -1, good = 0, longest = 1;
+    int rc = lens && src && found ? 0 : -1, good = 0, longest = 1;
     for (int i = 0; i < n && rc == 0; i++) {
-        memset(&out[i], 0, sizeof out[i]);
-        int len = 0;
-        encode_one(t->nm, texts[i], &ids[i], &len, &out[i]);
+        encode_one(t->nm, texts[i], &out[i]);
         if (out[i].refused) continue;
-        src[good] = ids[i], lens[good++] = len;
+        int len = out[i].source.n;
+        src[good] = out[i].source.ids, lens[good++] = len;
         if (len > longest) longest = len;
     }
     if (rc == 0 && good > 0) {
@@ -113,13 +113,16 @@ int translator_run(Translator *t, const char *const *texts, int n, TranslatedTex
         if (!translation_is_finite(&out[i].best))
             out[i].refused = 1, error_set(&out[i].error, "%s", NON_FINITE);
     }
-    for (int i = 0; ids && i < n; i++) free(ids[i]);
-    free(ids), free(lens), free(src), free(found);
+    free(lens), free(src), free(found);
+    if (rc) translated_free(out, n);
     return rc;
 }
 
 void translated_free(TranslatedText *out, int n) {
-    for (int i = 0; i < n; i++) translation_free(&out[i].best);
+    for (int i = 0; i < n; i++) {
+        translation_free(&out[i].best);
+        source_free(&out[i].source);
+    }
 }
 
 int translator_probe(const NmtModel *nm, const char *path, Error *err) {

@@ -38,9 +38,12 @@ typedef struct {
 typedef struct {
     int refused; /* 1: not translated; error says why */
     Error error;
-    int unknown;      /* source tokens not in the vocabulary (<unk>) */
-    int tokens;       /* source tokens, </s> not counted */
-    Translation best; /* hypotheses, best first (count may be 0: none finished) */
+    int unknown;       /* source tokens not in the vocabulary (<unk>) */
+    int tokens;        /* source tokens, </s> not counted */
+    bool unfamiliar;   /* the model does not know this text (source_unfamiliar) */
+    SourceText source; /* what the sentence was made into, for every later stage (decoding,
+                        * warnings, alignments): it is not tokenized again */
+    Translation best;  /* hypotheses, best first (count may be 0: none finished) */
 } TranslatedText;
 
 /* A translator for up to max_sentences texts a call, searching with opt (opt->max_len 0:
@@ -50,10 +53,11 @@ int translator_init(Translator *t, const NmtModel *nm, int max_sentences, const 
 void translator_free(Translator *t);
 
 /* Translates texts[0..n) (n <= max_sentences) into out[0..n). A refused input is reported in
- * its own out[i]; the call fails (-1) only when the search itself does (memory). */
+ * its own out[i]; the call fails (-1) only when the search itself does (memory). out[i].source
+ * borrows texts[i], which must outlive out[i]. */
 int translator_run(Translator *t, const char *const *texts, int n, TranslatedText *out, Error *err);
 
-/* Frees the hypotheses of out[0..n). */
+/* Frees the hypotheses and sources of out[0..n). */
 void translated_free(TranslatedText *out, int n);
 
 /* Translates a probe sentence (the first words of the source vocabulary) and refuses the model

@@ -11,6 +11,7 @@
 #include "base/files.h"
 #include "data/corpus.h"
 #include "data/bpe.h"
+#include "data/lossless.h"
 #include "data/tokenizer.h"
 
 /* ---- words ------------------------------------------------------------------------------ */
@@ -25,44 +26,40 @@ static int is_space(char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
 
-int word_map_from_text(WordMap *map, const char *text, bool lowercase, Error *err) {
-    char quoted[96];
-    TokenList whole = {0}, part = {0};
+int word_map_from_text(WordMap *map, const char *text, const char *const *tokens, int n,
+                       Error *err) {
     memset(map, 0, sizeof *map);
-    if (tokenize(text, lowercase, &whole, err)) return -1;
-    map->n_tokens = (int)whole.count;
-    map->word_of = checked_calloc(whole.count + 1, sizeof(int), "word map", err);
-    char *word = checked_calloc(strlen(text) + 1, 1, "word", err);
-    int rc = map->word_of && word ? 0 : -1;
-    size_t k = 0; /* tokens of the whole sentence matched so far */
-    for (const char *p = text; rc == 0;) {
-        while (is_space(*p)) p++;
-        if (!*p) break;
-        size_t len = 0;
-        while (p[len] && !is_space(p[len])) len++;
-        memcpy(word, p, len);
-        word[len] = '\0';
-        p += len;
-        if (tokenize(word, lowercase, &part, err)) {
-            rc = -1;
-            break;
+    map->word_of = checked_calloc((size_t)n + 1, sizeof(int), "word map", err);
+    if (!map->word_of) return -1;
+    map->n_tokens = n;
+    size_t len = strlen(text), at = 0;
+    int word = -1;
+    bool apart = true; /* a separator of words lies between the last token and here */
+    for (int k = 0; k < n; k++) {
+        const char *t = tokens[k];
+        size_t chars = 0;
+        uint32_t cp;
+        for (size_t i = 0, tn = strlen(t); i < tn; chars++)
+            i += utf8_decode((const unsigned char *)t + i, tn - i, &cp, NULL) ?: 1;
+        /* the token's characters are the next `chars` ones the tokenizer does not leave out */
+        for (size_t c = 0; c < chars;) {
+            if (at >= len) {
+                word_map_free(map);
+                return error_set(err, "the tokens run past the end of the text");
+            }
+            size_t step = utf8_decode((const unsigned char *)text + at, len - at, &cp, NULL);
+            if (step == 0) step = 1;
+            at += step;
+            if (tokenizer_is_space(cp)) {
+                apart = apart || (cp < 0x80 && is_space((char)cp));
+                continue;
+            }
+            if (c++ == 0 && apart) word++, apart = false;
         }
-        for (size_t j = 0; j < part.count && rc == 0; j++, k++) {
-            if (k >= whole.count || strcmp(part.tokens[j], whole.tokens[k]) != 0)
-                rc = error_set(err, "word %d ('%s') does not split into the sentence's tokens",
-                               map->n_words, text_for_message(quoted, sizeof quoted, word, 60));
-            else
-                map->word_of[k] = map->n_words;
-        }
-        token_list_free(&part);
-        map->n_words++;
+        map->word_of[k] = word < 0 ? 0 : word;
     }
-    if (rc == 0 && k != whole.count)
-        rc = error_set(err, "the words have %zu tokens, the sentence %zu", k, whole.count);
-    free(word);
-    token_list_free(&whole);
-    if (rc) word_map_free(map);
-    return rc;
+    map->n_words = word + 1;
+    return 0;
 }
 
 /* Which joined token each of pieces[0..n) belongs to, by bpe_join's rule: a piece ending in
@@ -174,11 +171,34 @@ int word_links(const real *alpha, int rows, int cols, const WordMap *src, const 
     return 0;
 }
 
+/* The words of a lossless model's pieces[0..n): a piece that starts with the marker and holds
+ * text after it starts a new word, once the current word has text (so that a run of spaces,
+ * whose pieces are markers alone, splits no word in two). */
+static int word_map_from_lossless(WordMap *map, const char *const *pieces, int n, Error *err) {
+    memset(map, 0, sizeof *map);
+    map->word_of = checked_calloc((size_t)n + 1, sizeof(int), "word map", err);
+    if (!map->word_of) return -1;
+    map->n_tokens = n;
+    int word = 0;
+    bool has_text = false;
+    for (int k = 0; k < n; k++) {
+        const char *p = pieces[k];
+        while (lossless_starts_word(p)) p += strlen(LOSSLESS_MARKER);
+        bool text = *p != '\0';
+        if (p != pieces[k] && text && has_text) word++, has_text = false;
+        map->word_of[k] = word;
+        has_text = has_text || text;
+    }
+    map->n_words = n > 0 ? word + 1 : 0;
+    return 0;
+}
+
 /* The word map of an output: its tokens' words, expanded to its pieces for a model with
  * subwords (the pieces are joined into tokens first, as the translation's text is). */
 static int output_word_map(WordMap *map, const Alignment *a, Error *err) {
     const char *const *units = (const char *const *)a->tgt_tokens;
     int n = a->rows - a->complete;
+    if (a->lossless) return word_map_from_lossless(map, units, n, err);
     if (!a->subwords) return word_map_from_tokens(map, units, n, err);
     TokenList tokens = {0};
     if (bpe_join(units, (size_t)n, &tokens, err)) return -1;
@@ -189,16 +209,19 @@ static int output_word_map(WordMap *map, const Alignment *a, Error *err) {
 }
 
 /* The word map of a text given as such (a source or a reference) whose units are the
- * alignment's n labels. */
+ * alignment's n labels: the words are found from the labels, never by tokenizing again. */
 static int text_word_map(WordMap *map, const Alignment *a, const char *text, char *const *labels,
                          int n, Error *err) {
-    if (word_map_from_text(map, text, a->lowercase, err)) return -1;
-    if (!a->subwords) return 0;
-    if (word_map_expand_pieces(map, (const char *const *)labels, n, err)) {
-        word_map_free(map);
-        return -1;
-    }
-    return 0;
+    const char *const *units = (const char *const *)labels;
+    if (a->lossless) return word_map_from_lossless(map, units, n, err);
+    if (!a->subwords) return word_map_from_text(map, text, units, n, err);
+    TokenList tokens = {0};
+    if (bpe_join(units, (size_t)n, &tokens, err)) return -1;
+    int rc =
+        word_map_from_text(map, text, (const char *const *)tokens.tokens, (int)tokens.count, err);
+    token_list_free(&tokens);
+    if (rc == 0 && (rc = word_map_expand_pieces(map, units, n, err)) != 0) word_map_free(map);
+    return rc;
 }
 
 int alignment_word_links(const Alignment *a, WordLink **links, int *n, Error *err) {
@@ -302,20 +325,26 @@ double aer_error_rate(const AerCounts *c) {
     return total ? 1 - 2 * (double)c->matched / (double)total : 0;
 }
 
+/* The whitespace-separated words of text. */
+static int count_words(const char *text) {
+    int words = 0;
+    for (const char *p = text; *p;) {
+        while (is_space(*p)) p++;
+        if (!*p) break;
+        words++;
+        while (*p && !is_space(*p)) p++;
+    }
+    return words;
+}
+
 /* Checks that every gold link lies inside the pair's words. */
 static int gold_in_range(const WordLink *gold, int ng, const Alignment *a, Error *err) {
-    WordMap src = {0}, tgt = {0};
-    int rc = word_map_from_text(&src, a->source, a->lowercase, err) ||
-                     word_map_from_text(&tgt, a->reference, a->lowercase, err)
-                 ? -1
-                 : 0;
-    for (int k = 0; k < ng && rc == 0; k++)
-        if (gold[k].src >= src.n_words || gold[k].tgt >= tgt.n_words)
-            rc = error_set(err, "link %d-%d is outside the pair (%d source, %d target words)",
-                           gold[k].src, gold[k].tgt, src.n_words, tgt.n_words);
-    word_map_free(&src);
-    word_map_free(&tgt);
-    return rc;
+    int src_words = count_words(a->source), tgt_words = count_words(a->reference);
+    for (int k = 0; k < ng; k++)
+        if (gold[k].src >= src_words || gold[k].tgt >= tgt_words)
+            return error_set(err, "link %d-%d is outside the pair (%d source, %d target words)",
+                             gold[k].src, gold[k].tgt, src_words, tgt_words);
+    return 0;
 }
 
 int aer_evaluate(ForcedDecoder *fd, const char *pairs_path, const char *gold_path,

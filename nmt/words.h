@@ -16,9 +16,12 @@ typedef struct {
     int *word_of; /* [n_tokens] 0-based word index */
 } WordMap;
 
-/* Splits text on whitespace and tokenizes each word on its own; fails when the tokens do not
- * concatenate to the tokenization of the whole text (they always should). */
-int word_map_from_text(WordMap *map, const char *text, bool lowercase, Error *err);
+/* The words of text's tokens[0..n) (as the tokenizer made them from text, not made again
+ * here): a token starts a new word when an ASCII whitespace character lies between it and the
+ * token before (tokenizer.h: tokens take the text's characters in order, one for one, leaving
+ * out only spaces). Fails when the tokens run past the text. */
+int word_map_from_text(WordMap *map, const char *text, const char *const *tokens, int n,
+                       Error *err);
 
 /* For output tokens without their own text: a token starts a new word when the detokenizer
  * puts a space before it. */

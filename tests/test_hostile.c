@@ -503,9 +503,12 @@ static const struct {
     const char *fragment;
 } HEADER_FORGERIES[] = {
     {AT_WIDTH, 3, "invalid real size 3"},
-    {AT_FLAGS, 1u << 8, "unknown flags 0x100"},
+    {AT_FLAGS, 1u << 10, "unknown flags 0x400"},
     /* an option of a newer build is named by its bit, apart from the ones this build knows */
-    {AT_FLAGS, 1u << 9 | 128 | 64 | 1, "unknown flags 0x200 (options this program does not have"},
+    {AT_FLAGS, 1u << 11 | 128 | 64 | 1, "unknown flags 0x800 (options this program does not have"},
+    /* lossless subwords need the subwords flag and its sections; merges across spaces, lossless */
+    {AT_FLAGS, 1u << 8, "lossless subwords without subwords"},
+    {AT_FLAGS, 1u << 9 | 1u << 2, "merges across spaces without lossless subwords"},
     /* layer-normalised: the gains are then expected, so the parameter count disagrees */
     {AT_FLAGS, 128 | 1, "parameters stored, but the sizes need"},
     /* tied (E = O = 4 here): out.w is then not stored, so the parameter count disagrees */

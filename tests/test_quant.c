@@ -385,9 +385,12 @@ START_TEST(quant_search_matches_dequantized_forward) {
             for (int h = 0; h < tr[k].count; h++) {
                 const Hypothesis *hyp = &tr[k].hyps[h];
                 Alignment a;
-                ck_assert_msg(force_align_ids(&fd, SENTENCES[k][0], hyp->tokens, hyp->len,
-                                              hyp->complete, &a, NULL, &err) == 0,
+                SourceText src;
+                ck_assert_msg(source_encode(&nm, SENTENCES[k][0], &src, &err) == 0, "%s", err.msg);
+                ck_assert_msg(force_align_ids(&fd, &src, hyp->tokens, hyp->len, hyp->complete, &a,
+                                              NULL, &err) == 0,
                               "%s", err.msg);
+                source_free(&src);
                 ck_assert_int_eq(a.rows, hyp->rows);
                 for (int t = 0; t < a.rows; t++) {
                     double p = hyp->prob[t], q = a.prob[t], sum = 0;

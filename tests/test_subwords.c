@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include "tests/harness.h"
+#include "data/lossless.h"
 #include "nmt/formats/checkpoint.h"
+#include "nmt/nmt.h"
 #include "nmt/text.h"
 #include "nmt/translator.h"
 #include "nmt/words.h"
@@ -304,6 +306,305 @@ START_TEST(test_checkpoint_keeps_merges) {
 }
 END_TEST
 
+/* ---- tokenized once ------------------------------------------------------------------------ */
+
+/* The tokenizer's calls, counted: the test binary is linked with --wrap=tokenize and
+ * --wrap=lossless_split (Makefile), so a call from any of the library's objects comes here
+ * first; the programs' objects are the same, without the wrappers. */
+static int tokenizer_calls;
+int __real_tokenize(const char *text, bool lowercase, TokenList *out, Error *err);
+int __wrap_tokenize(const char *text, bool lowercase, TokenList *out, Error *err);
+int __real_lossless_split(const char *text, bool lowercase, bool across_spaces, TokenList *out,
+                          Error *err);
+int __wrap_lossless_split(const char *text, bool lowercase, bool across_spaces, TokenList *out,
+                          Error *err);
+
+int __wrap_tokenize(const char *text, bool lowercase, TokenList *out, Error *err) {
+    tokenizer_calls++;
+    return __real_tokenize(text, lowercase, out, err);
+}
+
+int __wrap_lossless_split(const char *text, bool lowercase, bool across_spaces, TokenList *out,
+                          Error *err) {
+    tokenizer_calls++;
+    return __real_lossless_split(text, lowercase, across_spaces, out, err);
+}
+
+/* A sentence is checked and tokenized once on its way through bin/translate and bin/align
+ * (issue #41): every stage after the translator (the warnings about unknown words, decoding
+ * with <unk> replacement, the alignment, its word links, --explain's forced steps) takes what
+ * the translator made of it. The walk here is the programs' own, through the library; the
+ * programs themselves call no tokenizer (checked in their source below). */
+START_TEST(test_a_sentence_is_tokenized_once) {
+    static const char *const kinds[] = {"none", "bpe", "lossless"};
+    const char *texts[] = {"I love the black cat", "Zorblax loves 50% of cats", "我爱猫"};
+    enum { N = 3 };
+    ToyModel t;
+    toy_model(&t, kinds[_i], 100);
+    Translator tr;
+    SearchOptions opt = {.beam = 2, .nbest = 1, .len_norm = 1.0, .max_len = 20};
+    Error err = {{0}};
+    ck_assert_msg(translator_init(&tr, &t.nm, N, &opt, &err) == 0, "%s", err.msg);
+    ForcedDecoder fd;
+    forced_decoder_init(&fd, &t.nm);
+    TranslatedText out[N];
+    tokenizer_calls = 0;
+    ck_assert_msg(translator_run(&tr, texts, N, out, &err) == 0, "%s", err.msg);
+    for (int k = 0; k < N; k++) {
+        ck_assert_msg(!out[k].refused, "%s", out[k].error.msg);
+        ck_assert_int_gt(out[k].best.count, 0);
+        const Hypothesis *h = &out[k].best.hyps[0];
+        char list[512];
+        (void)source_unfamiliar(&out[k].source);
+        (void)source_unknown_words(&t.nm, &out[k].source, list, sizeof list);
+        char word[64];
+        source_unit_word(&t.nm, &out[k].source, 0, word, sizeof word);
+        char *text = decode_hypothesis(&t.nm, &out[k].source, h, &err);
+        ck_assert_msg(text, "%s", err.msg);
+        free(text);
+        Alignment a, forced;
+        ck_assert_msg(alignment_from_hypothesis(&a, &t.nm, &out[k].source, h, &err) == 0, "%s",
+                      err.msg);
+        WordLink *links;
+        int n_links;
+        ck_assert_msg(alignment_word_links(&a, &links, &n_links, &err) == 0, "%s", err.msg);
+        free(links);
+        ck_assert_msg(force_align_ids(&fd, &out[k].source, h->tokens, h->len, h->complete, &forced,
+                                      NULL, &err) == 0,
+                      "%s", err.msg);
+        alignment_free(&a);
+        alignment_free(&forced);
+    }
+    ck_assert_msg(tokenizer_calls == N, "%s: %d sentences were tokenized %d times", kinds[_i], N,
+                  tokenizer_calls);
+    translated_free(out, N);
+    forced_decoder_free(&fd);
+    translator_free(&tr);
+    toy_model_free(&t);
+    /* the programs hand sentences to the translator and take what it made of them */
+    static const char *const programs[] = {"../tools/translate.c", "../tools/align.c"};
+    static const char *const calls[] = {"tokenize(",      "nmt_units(",     "nmt_segments(",
+                                        "source_encode(", "encode_source(", "lossless_split("};
+    for (size_t p = 0; p < sizeof programs / sizeof programs[0]; p++) {
+        size_t len;
+        char *source = (char *)slurp_file(programs[p], &len);
+        ck_assert_ptr_nonnull(source);
+        for (size_t c = 0; c < sizeof calls / sizeof calls[0]; c++)
+            ck_assert_msg(!strstr(source, calls[c]), "%s calls %s", programs[p], calls[c]);
+        free(source);
+    }
+}
+END_TEST
+
+/* The unknown-word warning names words as the user wrote them (issue #45): never a BPE piece
+ * such as '%@@' or '%', nor a lower-cased token; a lossless model names the word its byte
+ * pieces spell. */
+START_TEST(test_unknown_words_named_as_written) {
+    static const struct {
+        const char *kind, *text, *named, *never;
+        bool lowercase;
+    } cases[] = {
+        {"bpe", "The cat costs 50% now", "'50%'", "'%", false},
+        {"none", "I love the ZORBLAX", "'ZORBLAX'", "'zorblax'", true},
+        {"bpe", "I love the Zorblax’s cat", "'Zorblax’s'", "@@", true},
+        {"lossless", "the black cat 猫", "'猫'", "<0x", false},
+        {"lossless", "The BLACK Zorblax’s 😀cat", "'😀cat'", "zorblax", true},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        ToyModel t;
+        toy_model(&t, cases[c].kind, 100);
+        t.nm.lowercase = cases[c].lowercase;
+        SourceText src;
+        Error err = {{0}};
+        ck_assert_msg(source_encode(&t.nm, cases[c].text, &src, &err) == 0, "%s", err.msg);
+        char list[512];
+        ck_assert_int_ge(source_unknown_words(&t.nm, &src, list, sizeof list), 1);
+        ck_assert_msg(strstr(list, cases[c].named) && !strstr(list, cases[c].never),
+                      "%s: '%s' names %s", cases[c].kind, cases[c].text, list);
+        ck_assert(!source_unfamiliar(&src));
+        source_free(&src);
+        toy_model_free(&t);
+    }
+}
+END_TEST
+
+/* A text the model does not know is flagged (issue #45): every word unknown, or, lossless,
+ * most of it in bytes; on the C API's result too. */
+START_TEST(test_unfamiliar_text_is_flagged) {
+    static const char *const kinds[] = {"none", "bpe", "lossless"};
+    ToyModel t;
+    toy_model(&t, kinds[_i], 100);
+    Error err = {{0}};
+    SourceText src;
+    ck_assert_msg(source_encode(&t.nm, "我爱猫", &src, &err) == 0, "%s", err.msg);
+    ck_assert(source_unfamiliar(&src));
+    source_free(&src);
+    ck_assert_msg(source_encode(&t.nm, "the black cat 猫", &src, &err) == 0, "%s", err.msg);
+    ck_assert(!source_unfamiliar(&src));
+    source_free(&src);
+    Scratch s;
+    scratch_make(&s);
+    char path[512];
+    scratch_path(&s, "model.ckpt", path, sizeof path);
+    ck_assert_msg(checkpoint_save(path, &t.nm, NULL, &err) == 0, "%s", err.msg);
+    nmt_error e;
+    nmt_model *m = nmt_open(path, &e);
+    ck_assert_msg(m, "%s", e.message);
+    const char *texts[] = {"我爱猫", "the black cat"};
+    nmt_translation out[2];
+    nmt_options opt = {.beam = 1, .max_len = 10};
+    ck_assert_msg(nmt_translate(m, texts, 2, &opt, out, &e) == 0, "%s", e.message);
+    ck_assert_int_eq(out[0].unfamiliar, 1);
+    ck_assert_int_eq(out[1].unfamiliar, 0);
+    nmt_translation_free(out, 2);
+    nmt_close(m);
+    scratch_free(&s);
+    toy_model_free(&t);
+}
+END_TEST
+
+/* ---- lossless subwords (data/lossless.h) ---------------------------------------------------- */
+
+/* Every line of the corpus of text as written (French spacing, typographic quotes, NBSP and
+ * narrow NBSP, tabs, spaces at either end and in runs, CJK, emoji, combining marks, the marker
+ * itself, text spelled like a byte piece or a special) comes back byte for byte through a
+ * lossless model's units, on both sides, though the toy corpus it learned from holds almost
+ * none of these characters; and no unit is <unk>. */
+START_TEST(test_lossless_round_trips_text_as_written) {
+    ToyModel t;
+    toy_model(&t, "lossless", 200);
+    ck_assert(t.nm.subwords && t.nm.lossless && !t.nm.across_spaces);
+    t.nm.across_spaces = _i; /* segments not cut at spaces lose nothing either */
+    FILE *in = fopen("text/as-written.txt", "r");
+    ck_assert_ptr_nonnull(in);
+    char *line = NULL;
+    size_t cap = 0;
+    int lines = 0;
+    for (ssize_t got; (got = getline(&line, &cap, in)) > 0; lines++) {
+        if (line[got - 1] == '\n') line[got - 1] = '\0';
+        for (int target = 0; target < 2; target++) {
+            char *back = units_round_trip(&t.nm, line, target);
+            ck_assert_msg(strcmp(back, line) == 0, "line %d: '%s' came back as '%s'", lines + 1,
+                          line, back);
+            free(back);
+        }
+        int *ids = NULL, n = 0, unknown = -1;
+        Error err = {{0}};
+        ck_assert_msg(encode_source(&t.nm, line, &ids, &n, &unknown, &err) == 0, "line %d: %s",
+                      lines + 1, err.msg);
+        ck_assert_int_eq(unknown, 0);
+        for (int i = 0; i < n; i++) ck_assert_int_ne(ids[i], TOK_UNK);
+        free(ids);
+    }
+    free(line);
+    fclose(in);
+    ck_assert_int_ge(lines, 25);
+    toy_model_free(&t);
+}
+END_TEST
+
+/* Pieces start at a marker and never hold one inside; a character never seen is its UTF-8
+ * bytes; lower-casing is the one change, and only when asked for. */
+START_TEST(test_lossless_pieces_and_bytes) {
+    ToyModel t;
+    toy_model(&t, "lossless", 200);
+    Error err = {{0}};
+    TokenList units = {0};
+    ck_assert_msg(nmt_units(&t.nm, "the black cats  猫", false, &units, &err) == 0, "%s", err.msg);
+    for (size_t i = 0; i < units.count; i++) {
+        const char *inside = strstr(units.tokens[i] + 1, LOSSLESS_MARKER);
+        ck_assert_msg(!inside, "piece '%s' holds the marker inside", units.tokens[i]);
+    }
+    /* 猫 (E7 8C AB) is not in the English toy: three byte pieces, the last units */
+    ck_assert_uint_ge(units.count, 4);
+    ck_assert_str_eq(units.tokens[units.count - 3], "<0xE7>");
+    ck_assert_str_eq(units.tokens[units.count - 2], "<0x8C>");
+    ck_assert_str_eq(units.tokens[units.count - 1], "<0xAB>");
+    ck_assert_int_eq(vocab_id(&t.nm.src_vocab, "<0xE7>"), TOK_SPECIALS + 0xE7);
+    token_list_free(&units);
+    t.nm.lowercase = true;
+    char *back = units_round_trip(&t.nm, "Été À l’Île  ?", true);
+    ck_assert_str_eq(back, "été à l’île  ?");
+    free(back);
+    toy_model_free(&t);
+}
+END_TEST
+
+/* What a model writes is any sequence of pieces: bytes that are not UTF-8, and control
+ * characters no input line holds, are dropped; specials are no text; the added marker goes. */
+START_TEST(test_lossless_join_writes_valid_text) {
+    Error err = {{0}};
+    const char *pieces[] = {"▁a",     "<0xE7>", "<0x8C>", "▁b",     "<0xFF>", "<0x0A>",
+                            "<0x00>", "<unk>",  "<0x09>", "<0xE7>", "<0x8C>", "<0xAB>",
+                            "<0x80>", "▁",      "<0x1B>", "c"};
+    char *text = lossless_join(pieces, sizeof pieces / sizeof pieces[0], &err);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_str_eq(text, "a b\t猫 c");
+    free(text);
+    /* a first piece without the marker keeps its text */
+    const char *bare[] = {"<0x41>", "▁b"};
+    text = lossless_join(bare, 2, &err);
+    ck_assert_str_eq(text, "A b");
+    free(text);
+    ck_assert_int_eq(lossless_piece_byte("<0x7f>"), -1); /* upper-case hex only */
+    ck_assert_int_eq(lossless_piece_byte("<0x7F>"), 0x7F);
+    ck_assert_int_eq(lossless_piece_byte("<0x7F"), -1);
+}
+END_TEST
+
+/* A lossless model, saved and loaded, keeps its flag, merges and vocabularies, and a line with
+ * characters it never saw is translated without <unk> into valid UTF-8 (the model is untrained:
+ * its output is any sequence of pieces, byte pieces included). */
+START_TEST(test_lossless_checkpoint_and_translation) {
+    ToyModel t;
+    toy_model(&t, "lossless", 200);
+    Scratch s;
+    scratch_make(&s);
+    char path[512];
+    scratch_path(&s, "lossless.ckpt", path, sizeof path);
+    Error err = {{0}};
+    ck_assert_msg(checkpoint_save(path, &t.nm, NULL, &err) == 0, "%s", err.msg);
+    NmtModel back;
+    ck_assert_msg(checkpoint_load(path, &back, NULL, NULL, &err) == 0, "%s", err.msg);
+    ck_assert(back.subwords && back.lossless && !back.across_spaces);
+    expect_same_bpe(&t.nm.src_bpe, &back.src_bpe);
+    expect_same_bpe(&t.nm.tgt_bpe, &back.tgt_bpe);
+    ck_assert_uint_eq(back.src_vocab.size, t.nm.src_vocab.size);
+    size_t len;
+    unsigned char *bytes = slurp_file(path, &len);
+    ck_assert_int_eq(bytes[48] & 4, 4);
+    ck_assert_int_eq(bytes[49] & 1, 1); /* flag bit 8 */
+    free(bytes);
+    const char *line = "Je t’aime 😀 — 我爱猫 !";
+    char *again = units_round_trip(&back, line, false);
+    ck_assert_str_eq(again, line);
+    free(again);
+    Translator tr;
+    SearchOptions opt = {.beam = 2, .nbest = 1, .len_norm = 1.0, .max_len = 40};
+    ck_assert_msg(translator_init(&tr, &back, 1, &opt, &err) == 0, "%s", err.msg);
+    TranslatedText out;
+    ck_assert_msg(translator_run(&tr, &line, 1, &out, &err) == 0, "%s", err.msg);
+    ck_assert_msg(!out.refused, "%s", out.error.msg);
+    ck_assert_int_eq(out.unknown, 0);
+    ck_assert_int_gt(out.best.count, 0);
+    char *text = decode_hypothesis(&back, &out.source, &out.best.hyps[0], &err);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_msg(utf8_validate(text, strlen(text), &err) == 0, "%s", err.msg);
+    ck_assert(!strstr(text, "<unk>"));
+    free(text);
+    translated_free(&out, 1);
+    translator_free(&tr);
+    /* a lossless vocabulary without its byte pieces is refused, naming the id */
+    free(back.src_vocab.tokens[TOK_SPECIALS + 7]);
+    back.src_vocab.tokens[TOK_SPECIALS + 7] = strdup("zzz");
+    ck_assert(lossless_vocab_check(&back.src_vocab, &err) != 0);
+    assert_contains(err.msg, "id 11");
+    nmt_model_free(&back);
+    toy_model_free(&t);
+    scratch_free(&s);
+}
+END_TEST
+
 /* ---- <unk> replacement and case ------------------------------------------------------------ */
 
 /* A word-level model with vocabularies only (no parameters): enough to decode. */
@@ -357,23 +658,28 @@ START_TEST(test_decode_hypothesis_replaces_unk) {
     Hypothesis h = {
         .tokens = tokens, .len = 3, .complete = 1, .rows = 4, .src_len = 4, .alpha = alpha};
     Error err = {{0}};
-    char *text = decode_hypothesis(&nm, "The Zorblax sleeps", &h, &err);
+    SourceText src, short_src;
+    ck_assert_msg(source_encode(&nm, "The Zorblax sleeps", &src, &err) == 0, "%s", err.msg);
+    char *text = decode_hypothesis(&nm, &src, &h, &err);
     ck_assert_msg(text != NULL, "%s", err.msg);
     ck_assert_str_eq(text, "Le Zorblax dort");
     free(text);
     nm.keep_unk = true;
-    text = decode_hypothesis(&nm, "The Zorblax sleeps", &h, &err);
+    text = decode_hypothesis(&nm, &src, &h, &err);
     ck_assert_str_eq(text, "Le <unk> dort");
     free(text);
     /* a model with subwords keeps <unk>: its units are not words */
     nm.keep_unk = false;
     nm.subwords = true;
-    text = decode_hypothesis(&nm, "The Zorblax sleeps", &h, &err);
+    text = decode_hypothesis(&nm, &src, &h, &err);
     ck_assert_str_eq(text, "Le <unk> dort");
     free(text);
     /* a hypothesis that does not fit the sentence is an error, not a guess */
     nm.subwords = false;
-    ck_assert_ptr_null(decode_hypothesis(&nm, "The Zorblax", &h, &err));
+    ck_assert_msg(source_encode(&nm, "The Zorblax", &short_src, &err) == 0, "%s", err.msg);
+    ck_assert_ptr_null(decode_hypothesis(&nm, &short_src, &h, &err));
+    source_free(&src);
+    source_free(&short_src);
     nmt_model_free(&nm);
 }
 END_TEST
@@ -405,7 +711,8 @@ START_TEST(test_word_map_of_pieces) {
     WordMap map;
     Error err = {{0}};
     /* "J'aime les chats." is 5 tokens (j' aime les chats .) in 3 words */
-    ck_assert(word_map_from_text(&map, "J'aime les chats.", false, &err) == 0);
+    const char *tokens[] = {"J'", "aime", "les", "chats", "."};
+    ck_assert(word_map_from_text(&map, "J'aime les chats.", tokens, 5, &err) == 0);
     ck_assert_int_eq(map.n_tokens, 5);
     const char *pieces[] = {"J'", "ai@@", "me", "les", "ch@@", "at@@", "s", "."};
     ck_assert_msg(word_map_expand_pieces(&map, pieces, 8, &err) == 0, "%s", err.msg);
@@ -882,6 +1189,13 @@ Suite *subwords_suite(void) {
     tcase_add_test(library, test_without_subwords_nothing_changes);
     tcase_add_test(library, test_unseen_characters_empty_and_long_words);
     tcase_add_test(library, test_checkpoint_keeps_merges);
+    tcase_add_loop_test(library, test_a_sentence_is_tokenized_once, 0, 3);
+    tcase_add_test(library, test_unknown_words_named_as_written);
+    tcase_add_loop_test(library, test_unfamiliar_text_is_flagged, 0, 3);
+    tcase_add_loop_test(library, test_lossless_round_trips_text_as_written, 0, 2);
+    tcase_add_test(library, test_lossless_pieces_and_bytes);
+    tcase_add_test(library, test_lossless_join_writes_valid_text);
+    tcase_add_test(library, test_lossless_checkpoint_and_translation);
     suite_add_tcase(suite, library);
     TCase *unk = tcase_create("unk and case");
     tcase_add_test(unk, test_unk_replace_by_hand);

@@ -839,9 +839,17 @@ START_TEST(translate_names_unknown_and_copied_words) {
     ck_assert_int_eq(r.status, 0);
     assert_contains(r.err, "translate: argument 1: unknown to the model, read as <unk>: "
                            "'quantum'\n");
-    assert_contains(r.err, "translate: argument 2: no word of it is known to the model\n");
+    assert_contains(r.err, "translate: argument 2: the model does not know this text: no word of "
+                           "it is known to the model\n");
     assert_contains(r.err, "translate: argument 1: <unk> in the translation replaced by the "
                            "source word");
+    /* bin/align says so too (issue #45), and still aligns */
+    RunResult a;
+    run_program(&a, &s, (const char *const[]){"../bin/align", "-m", model, "zzz qqq", NULL}, NULL,
+                30, NULL);
+    ck_assert_int_eq(a.status, 0);
+    assert_contains(a.err, "align: argument 1: the model does not know this text: no word of it "
+                           "is known to the model\n");
     ck_assert_ptr_null(strstr(r.out, "<unk>"));
     /* --keep-unk copies nothing, so it says nothing about copies */
     run_program(&r, &s,

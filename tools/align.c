@@ -138,10 +138,15 @@ static int align_chunk(Run *r, char *const *texts, char *const *refusals, int fi
         const Hypothesis *h = &out[k].best.hyps[0];
         Alignment a = {0}, forced = {0};
         StepTrace trace = {0};
-        rc = alignment_from_hypothesis(&a, &r->nm, texts[first + k], h, err);
+        if (out[k].unfamiliar)
+            fprintf(stderr, "align: %s %d: the model does not know this text: %s\n", what,
+                    first + k + 1,
+                    r->nm.lossless ? "most of its characters never appeared in its training data"
+                                   : "no word of it is known to the model");
+        rc = alignment_from_hypothesis(&a, &r->nm, &out[k].source, h, err);
         /* --explain recomputes the steps by feeding the chosen tokens back in */
         if (rc == 0 && r->opt.explain)
-            rc = force_align_ids(&r->forced, texts[first + k], h->tokens, h->len, h->complete,
+            rc = force_align_ids(&r->forced, &out[k].source, h->tokens, h->len, h->complete,
                                  &forced, &trace, err);
         if (rc == 0) rc = deliver(r, first + k, &a, &forced, &trace, err);
         alignment_free(&a);

@@ -89,13 +89,14 @@ static int keep_alignment(Run *r, Alignment *a, Error *err) {
 
 /* --align: the alignment of one input's best translation (or its placeholder). A problem
  * with one sentence's alignment is reported like a bad input and does not stop the run. */
-static int write_alignment(Run *r, const char *text, const Translation *x, const char *what,
-                           size_t number, Error *err) {
+static int write_alignment(Run *r, const TranslatedText *x, const char *what, size_t number,
+                           Error *err) {
     Alignment a;
     Error e;
-    if (r->align_format == ALIGN_HTML && (!x || x->count == 0)) return 0; /* no placeholder */
-    if (!x || x->count == 0) return alignment_write_missing(r->align_out, r->align_format, err);
-    if (alignment_from_hypothesis(&a, &r->nm, text, &x->hyps[0], &e)) {
+    bool none = !x || x->best.count == 0;
+    if (r->align_format == ALIGN_HTML && none) return 0; /* no placeholder */
+    if (none) return alignment_write_missing(r->align_out, r->align_format, err);
+    if (alignment_from_hypothesis(&a, &r->nm, &x->source, &x->best.hyps[0], &e)) {
         fprintf(stderr, "translate: %s %zu: no alignment: %s\n", what, number, e.msg);
         r->failures++;
         return alignment_write_missing(r->align_out, r->align_format, err);
@@ -108,7 +109,7 @@ static int write_alignment(Run *r, const char *text, const Translation *x, const
 }
 
 /* Prints one input's translations: the best one a line, or its n-best list. */
-static int print_translations(Run *r, const char *source, const Translation *x, size_t number,
+static int print_translations(Run *r, const SourceText *source, const Translation *x, size_t number,
                               Error *err) {
     for (int h = 0; h < x->count; h++) {
         char *text = decode_hypothesis(&r->nm, source, &x->hyps[h], err);
@@ -123,59 +124,38 @@ static int print_translations(Run *r, const char *source, const Translation *x, 
     return 0;
 }
 
-/* Appends 'word' (quoted for a message) to list[size], comma-separated, unless it is there
- * already; once the list is long, a last ", ..." stands for the rest so that the message
- * stays one readable line. Returns 1 when the word is new. */
-static int list_word(char *list, size_t size, const char *word) {
-    enum { ENOUGH = 200 };
-    char quoted[96], item[100];
-    snprintf(item, sizeof item, "'%s'", text_for_message(quoted, sizeof quoted, word, 60));
-    if (strstr(list, item)) return 0;
-    size_t used = strlen(list);
-    if (used >= ENOUGH) {
-        if (strcmp(list + used - 5, ", ...") != 0) snprintf(list + used, size - used, ", ...");
-        return 1;
-    }
-    snprintf(list + used, size - used, "%s%s", used ? ", " : "", item);
-    return 1;
-}
-
-/* Names on stderr the source units the model reads as <unk> and, when <unk> replacement is on,
- * the source words copied into the best translation in place of <unk>. */
-static void warn_unknown_words(const Run *r, const char *text, const TranslatedText *x,
-                               const char *what, size_t number) {
+/* Names on stderr what of the source the model does not know: the whole text, or the words
+ * (as the user wrote them) it reads as <unk> or spells in bytes; and, when <unk> replacement is
+ * on, the source words copied into the best translation in place of <unk>. */
+static void warn_unknown_words(const Run *r, const TranslatedText *x, const char *what,
+                               size_t number) {
     const NmtModel *nm = &r->nm;
     bool replaces = !nm->subwords && !nm->keep_unk;
     const Hypothesis *best = x->best.count > 0 ? &x->best.hyps[0] : NULL;
     int copies = 0;
     for (int t = 0; best && replaces && t < best->len; t++) copies += best->tokens[t] == TOK_UNK;
-    if (x->unknown == 0 && copies == 0) return;
-    TokenList units = {0};
-    Error e;
-    if (nmt_units(nm, text, false, &units, &e)) return; /* it was translated: cannot happen */
     char list[512] = "";
-    if (x->unknown == x->tokens) {
-        fprintf(stderr, "translate: %s %zu: no word of it is known to the model\n", what, number);
-    } else if (x->unknown > 0) {
-        for (size_t i = 0; i < units.count; i++)
-            if (vocab_id(&nm->src_vocab, units.tokens[i]) == TOK_UNK)
-                list_word(list, sizeof list, units.tokens[i]);
-        fprintf(stderr, "translate: %s %zu: unknown to the model, read as <unk>: %s\n", what,
-                number, list);
-    }
-    if (copies > 0 && best->src_len == (int)units.count + 1 && best->src_len >= 2) {
+    if (x->unfamiliar)
+        fprintf(stderr, "translate: %s %zu: the model does not know this text: %s\n", what, number,
+                nm->lossless ? "most of its characters never appeared in its training data"
+                             : "no word of it is known to the model");
+    else if (source_unknown_words(nm, &x->source, list, sizeof list) > 0)
+        fprintf(stderr, "translate: %s %zu: unknown to the model, %s: %s\n", what, number,
+                nm->lossless ? "spelled in bytes" : "read as <unk>", list);
+    if (copies > 0 && best->src_len == x->source.n && best->src_len >= 2) {
         list[0] = '\0';
         int words = 0;
-        for (int t = 0; t < best->len; t++)
-            if (best->tokens[t] == TOK_UNK)
-                words += list_word(list, sizeof list,
-                                   units.tokens[unk_source_position(
-                                       best->alpha + (size_t)t * best->src_len, best->src_len)]);
+        for (int t = 0; t < best->len; t++) {
+            if (best->tokens[t] != TOK_UNK) continue;
+            char word[256];
+            int k = unk_source_position(best->alpha + (size_t)t * best->src_len, best->src_len);
+            source_unit_word(nm, &x->source, k, word, sizeof word);
+            words += message_list_add(list, sizeof list, word);
+        }
         fprintf(stderr,
                 "translate: %s %zu: <unk> in the translation replaced by the source %s %s\n", what,
                 number, words == 1 ? "word" : "words", list);
     }
-    token_list_free(&units);
 }
 
 /* Whether a line of standard input holds nothing but spaces: a paragraph break in a file,
@@ -204,7 +184,7 @@ static int translate_chunk(Run *r, char **texts, const Error *refusals, int n, c
                         what, number);
             r->told_blank = true;
             if (r->translator.opt.nbest == 1) printf("\n");
-            if (r->align_out) rc = write_alignment(r, texts[i], NULL, what, number, err);
+            if (r->align_out) rc = write_alignment(r, NULL, what, number, err);
             continue;
         }
         if (x->refused || refused_by_reading) {
@@ -212,12 +192,12 @@ static int translate_chunk(Run *r, char **texts, const Error *refusals, int n, c
                     refused_by_reading ? refusals[i].msg : x->error.msg);
             r->failures++;
             if (r->translator.opt.nbest == 1) printf("\n");
-            if (r->align_out) rc = write_alignment(r, texts[i], NULL, what, number, err);
+            if (r->align_out) rc = write_alignment(r, NULL, what, number, err);
             continue;
         }
-        warn_unknown_words(r, texts[i], x, what, number);
-        if (r->align_out) rc = write_alignment(r, texts[i], &x->best, what, number, err);
-        if (rc == 0) rc = print_translations(r, texts[i], &x->best, number, err);
+        warn_unknown_words(r, x, what, number);
+        if (r->align_out) rc = write_alignment(r, x, what, number, err);
+        if (rc == 0) rc = print_translations(r, &x->source, &x->best, number, err);
     }
     translated_free(out, n);
     r->counter += (size_t)n;

@@ -22,8 +22,10 @@
 
 /* The units the vocabularies hold. */
 typedef enum {
-    SUBWORDS_NONE, /* the tokenizer's tokens (words and punctuation) */
-    SUBWORDS_BPE,  /* byte-pair-encoding pieces of them (data/bpe.h), merges learned per side */
+    SUBWORDS_NONE,     /* the tokenizer's tokens (words and punctuation) */
+    SUBWORDS_BPE,      /* byte-pair-encoding pieces of them (data/bpe.h), merges learned per side */
+    SUBWORDS_LOSSLESS, /* pieces of the text as written, space marked, bytes as fallback
+                        * (data/lossless.h) */
 } SubwordMode;
 
 /* How the learning rate changes over training (after the warm-up every schedule has). */
@@ -43,9 +45,10 @@ typedef struct {
     int src_vocab_size;          /* Vs, including the 4 special tokens */
     int tgt_vocab_size;          /* Vt, including the 4 special tokens */
     int min_count;               /* words seen fewer times than this become <unk> */
-    SubwordMode subwords;        /* none: words are the units; bpe: byte-pair-encoding pieces */
+    SubwordMode subwords;        /* none: words; bpe: pieces of words; lossless: pieces of text */
     int src_merges;              /* bpe: most merges learned on the source side */
     int tgt_merges;              /* bpe: most merges learned on the target side */
+    bool merge_across_spaces;    /* lossless: merges may join pieces across a space */
 } ConfigData;
 
 typedef struct {

@@ -3,6 +3,7 @@
  */
 #include "train/new_model.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Subwords: each side's merges are learned from its training tokens (bpe_learn is
@@ -17,22 +18,55 @@ static int learn_subwords(NmtModel *nm, const Config *cfg, const TokenizedCorpus
     return nmt_subword_corpus(nm, train, pieces, err);
 }
 
+/* Lossless subwords: the merges are learned from each side's segments of the text as written,
+ * then the vocabularies count the pieces (data/lossless.h). */
+static int learn_lossless(NmtModel *nm, const Config *cfg, const TokenizedCorpus *train,
+                          TokenizedCorpus *pieces, Error *err) {
+    nm->subwords = nm->lossless = true;
+    nm->across_spaces = cfg->data.merge_across_spaces;
+    if (!train->src_text || !train->tgt_text)
+        return error_set(err, "lossless subwords need the training sentences as written");
+    TokenList *segments = checked_calloc(2 * train->count + 1, sizeof *segments, "segments", err);
+    int rc = segments ? 0 : -1;
+    for (size_t i = 0; i < train->count && rc == 0; i++)
+        rc = nmt_segments(nm, train->src_text[i], &segments[i], err) ||
+             nmt_segments(nm, train->tgt_text[i], &segments[train->count + i], err);
+    if (rc == 0 &&
+        lossless_learn(segments, train->count, (size_t)cfg->data.src_merges, &nm->src_bpe, err))
+        rc = error_prefix(err, "learning the source BPE merges: ");
+    if (rc == 0 && lossless_learn(segments + train->count, train->count,
+                                  (size_t)cfg->data.tgt_merges, &nm->tgt_bpe, err))
+        rc = error_prefix(err, "learning the target BPE merges: ");
+    for (size_t i = 0; segments && i < 2 * train->count; i++) token_list_free(&segments[i]);
+    free(segments);
+    return rc ? -1 : nmt_subword_corpus(nm, train, pieces, err);
+}
+
 static int build_vocabularies(NmtModel *nm, const Config *cfg, const TokenizedCorpus *train,
                               Error *err) {
     TokenizedCorpus pieces = {0};
     const TokenizedCorpus *units = train;
+    bool lossless = cfg->data.subwords == SUBWORDS_LOSSLESS;
     if (cfg->data.subwords == SUBWORDS_BPE) {
         if (learn_subwords(nm, cfg, train, &pieces, err)) return -1;
         units = &pieces;
+    } else if (lossless) {
+        if (learn_lossless(nm, cfg, train, &pieces, err)) return -1;
+        units = &pieces;
     }
-    int rc = vocab_build(units->src, units->count, (size_t)cfg->data.min_count,
-                         (size_t)cfg->data.src_vocab_size, &nm->src_vocab, err) ||
-                     vocab_build(units->tgt, units->count, (size_t)cfg->data.min_count,
-                                 (size_t)cfg->data.tgt_vocab_size, &nm->tgt_vocab, err)
-                 ? error_prefix(err, "building vocabularies: ")
-                 : 0;
+    size_t min_count = (size_t)cfg->data.min_count;
+    int rc = lossless
+                 ? lossless_vocab_build(units->src, units->count, min_count,
+                                        (size_t)cfg->data.src_vocab_size, &nm->src_vocab, err) ||
+                       lossless_vocab_build(units->tgt, units->count, min_count,
+                                            (size_t)cfg->data.tgt_vocab_size, &nm->tgt_vocab, err)
+                 : vocab_build(units->src, units->count, min_count,
+                               (size_t)cfg->data.src_vocab_size, &nm->src_vocab, err) ||
+                       vocab_build(units->tgt, units->count, min_count,
+                                   (size_t)cfg->data.tgt_vocab_size, &nm->tgt_vocab, err);
+    if (rc) error_prefix(err, "building vocabularies: ");
     tokenized_corpus_free(&pieces);
-    return rc;
+    return rc ? -1 : 0;
 }
 
 int nmt_model_from_config(NmtModel *nm, const Config *cfg, const TokenizedCorpus *train,

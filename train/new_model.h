@@ -9,7 +9,8 @@
 #include "train/config.h"
 
 /* A new model for cfg: with [data] subwords = bpe, BPE merges learned per side from the
- * tokenized training corpus; vocabularies built from its tokens, or their pieces (sizes and
+ * tokenized training corpus (lossless: from its sentences as written, data/lossless.h);
+ * vocabularies built from its tokens, or their pieces (sizes and
  * min_count from [data]), sizes from [model], parameters initialised with seed. Sizes whose
  * parameters and gradients would not fit in memory are refused before anything is allocated
  * (see memory_check). */

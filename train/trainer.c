@@ -178,6 +178,9 @@ static int validate(Trainer *tr, double train_loss, double tok_per_s, double lr,
 static int check_resume_matches(const NmtModel *nm, const Config *cfg, const char *resume,
                                 Error *err) {
     const ModelDims *d = &nm->model.dims;
+    int stored_units = nm->lossless   ? SUBWORDS_LOSSLESS
+                       : nm->subwords ? SUBWORDS_BPE
+                                      : SUBWORDS_NONE;
     const struct {
         const char *key;
         int stored, configured;
@@ -193,7 +196,7 @@ static int check_resume_matches(const NmtModel *nm, const Config *cfg, const cha
         {"[model] tie_embeddings", d->tie_embeddings, cfg->model.tie_embeddings},
         {"[model] layer_norm", d->layer_norm, cfg->model.layer_norm},
         {"[data] lowercase", nm->lowercase, cfg->data.lowercase},
-        {"[data] subwords (0 none, 1 bpe)", nm->subwords, cfg->data.subwords == SUBWORDS_BPE}};
+        {"[data] subwords (0 none, 1 bpe, 2 lossless)", stored_units, (int)cfg->data.subwords}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (sizes[i].stored != sizes[i].configured)
             return error_set(err, "cannot resume %s: it has %s = %d, the config %d", resume,

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/files.h"
+#include "data/lossless.h"
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,13 +26,15 @@ enum {
     FLAG_LOWERCASE = 1,
     FLAG_TRAIN_STATE = 2,
     FLAG_SUBWORDS = 4,
-    FLAG_EMA = 8,         /* the training state ends with the parameter average */
-    FLAG_SECONDS = 16,    /* the training state holds the time trained */
-    FLAG_BATCHES = 32,    /* the training state holds the batches' fingerprint */
-    FLAG_TIED = 64,       /* tied embeddings (the spec's extension): out.w is tgt_emb, not stored.
-                             A build without the option refuses the file, naming the flag. */
-    FLAG_LAYER_NORM = 128 /* layer-normalised GRUs (the spec's extension): the gains g_ih, g_hh
+    FLAG_EMA = 8,          /* the training state ends with the parameter average */
+    FLAG_SECONDS = 16,     /* the training state holds the time trained */
+    FLAG_BATCHES = 32,     /* the training state holds the batches' fingerprint */
+    FLAG_TIED = 64,        /* tied embeddings (the spec's extension): out.w is tgt_emb, not stored.
+                              A build without the option refuses the file, naming the flag. */
+    FLAG_LAYER_NORM = 128, /* layer-normalised GRUs (the spec's extension): the gains g_ih, g_hh
                              are stored after each GRU's b_hh. Refused likewise by older builds. */
+    FLAG_LOSSLESS = 256,   /* the subwords are lossless (data/lossless.h); older builds refuse */
+    FLAG_ACROSS_SPACES = 512, /* lossless segments are not cut at spaces */
 };
 /* A checkpoint larger than this is refused before reading (64 GiB). */
 static const uint64_t MAX_FILE = (uint64_t)64 << 30;
@@ -209,7 +212,9 @@ int checkpoint_save(const char *path, const NmtModel *nm, const TrainState *stat
     put_u32(&w, (nm->lowercase ? FLAG_LOWERCASE : 0) | (state ? FLAG_TRAIN_STATE : 0) |
                     (nm->subwords ? FLAG_SUBWORDS : 0) | (state && state->ema ? FLAG_EMA : 0) |
                     (state ? FLAG_SECONDS | FLAG_BATCHES : 0) |
-                    (d->tie_embeddings ? FLAG_TIED : 0) | (d->layer_norm ? FLAG_LAYER_NORM : 0));
+                    (d->tie_embeddings ? FLAG_TIED : 0) | (d->layer_norm ? FLAG_LAYER_NORM : 0) |
+                    (nm->subwords && nm->lossless ? FLAG_LOSSLESS : 0) |
+                    (nm->subwords && nm->lossless && nm->across_spaces ? FLAG_ACROSS_SPACES : 0));
     put_u32(&w, (uint32_t)d->score); /* the reserved field of old files: 0 is additive */
     put_u64(&w, m->table.total);
     int rc = put_section(&w, &nm->src_vocab, NULL, err);
@@ -508,7 +513,7 @@ static unsigned char *read_file(const char *path, size_t *size, Error *err) {
  * check for unknown flags and the check of their combinations read. */
 static const struct {
     uint32_t flag;
-    const char *what; /* for "a ... without a training state" */
+    const char *what; /* for "a ... without subwords" */
     uint32_t needs;
 } KNOWN_FLAGS[] = {
     {FLAG_LOWERCASE, "lowercasing", 0},
@@ -519,7 +524,16 @@ static const struct {
     {FLAG_BATCHES, "a batches' fingerprint", FLAG_TRAIN_STATE},
     {FLAG_TIED, "tied embeddings", 0},
     {FLAG_LAYER_NORM, "layer-normalised GRUs", 0},
+    {FLAG_LOSSLESS, "lossless subwords", FLAG_SUBWORDS},
+    {FLAG_ACROSS_SPACES, "merges across spaces", FLAG_LOSSLESS},
 };
+
+/* What KNOWN_FLAGS calls a flag. */
+static const char *flag_name(uint32_t flag) {
+    for (size_t i = 0; i < sizeof KNOWN_FLAGS / sizeof KNOWN_FLAGS[0]; i++)
+        if (KNOWN_FLAGS[i].flag == flag) return KNOWN_FLAGS[i].what;
+    return "an unknown flag";
+}
 
 /* The fixed-size start of a checkpoint, after the magic. */
 typedef struct {
@@ -569,7 +583,8 @@ static int check_flags(const Header *h, const char *path, Error *err) {
     for (size_t i = 0; i < sizeof KNOWN_FLAGS / sizeof KNOWN_FLAGS[0]; i++)
         if ((h->flags & KNOWN_FLAGS[i].flag) && KNOWN_FLAGS[i].needs &&
             !(h->flags & KNOWN_FLAGS[i].needs))
-            return error_set(err, "%s: %s without a training state", path, KNOWN_FLAGS[i].what);
+            return error_set(err, "%s: %s without %s", path, KNOWN_FLAGS[i].what,
+                             flag_name(KNOWN_FLAGS[i].needs));
     return 0;
 }
 
@@ -610,9 +625,16 @@ static int take_vocabularies(Reader *r, const Header *h, const ModelDims *dims, 
     if (nm->subwords && (take_bpe(r, &nm->src_bpe, "source", path, err) ||
                          take_bpe(r, &nm->tgt_bpe, "target", path, err)))
         return -1;
-    if (nm->subwords && (check_pieces(&nm->src_vocab, "source", path, err) ||
-                         check_pieces(&nm->tgt_vocab, "target", path, err)))
+    nm->lossless = h->flags & FLAG_LOSSLESS;
+    nm->across_spaces = h->flags & FLAG_ACROSS_SPACES;
+    if (nm->subwords && !nm->lossless &&
+        (check_pieces(&nm->src_vocab, "source", path, err) ||
+         check_pieces(&nm->tgt_vocab, "target", path, err)))
         return -1;
+    if (nm->lossless && lossless_vocab_check(&nm->src_vocab, err))
+        return error_prefix(err, "%s: source vocabulary: ", path);
+    if (nm->lossless && lossless_vocab_check(&nm->tgt_vocab, err))
+        return error_prefix(err, "%s: target vocabulary: ", path);
     if (nm->src_vocab.size != (size_t)dims->src_vocab ||
         nm->tgt_vocab.size != (size_t)dims->tgt_vocab)
         return error_set(err, "%s: vocabularies have %zu/%zu tokens but the model expects %d/%d",

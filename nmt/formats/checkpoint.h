@@ -8,7 +8,10 @@
  *   i32 x 8 sizes: Vs Vt E H bidirectional D A O
  *   u32 flags: bit 0 lowercase, bit 1 training state present, bit 2 subwords, bit 3
  *              parameter average present, bit 4 training time present, bit 5 batches'
- *              fingerprint present (3, 4 and 5 only with 1)
+ *              fingerprint present (3, 4 and 5 only with 1), bit 6 tied embeddings, bit 7
+ *              layer norm, bit 8 lossless subwords (only with 2: data/lossless.h; the
+ *              vocabularies then hold the 256 byte pieces and "▁" after the specials), bit 9 merges
+ *              across spaces (only with 8)
  *   u32 attention score: 0 additive, 1 dot, 2 general, 3 scaled_dot (a reserved 0 before
  *       there were scores, so older files read as additive)
  *   u64 parameter count P (must match the sizes)
@@ -59,6 +62,10 @@ typedef struct {
      * and output pieces are joined back before detokenizing. Without, both Bpe are empty. */
     bool subwords;
     Bpe src_bpe, tgt_bpe;
+    /* Lossless subwords (with subwords set): the pieces are of the text as written, spaces
+     * marked, with byte fallback (data/lossless.h); across_spaces: segments are not cut at
+     * spaces. Without lossless, subwords are of the tokenizer's tokens. */
+    bool lossless, across_spaces;
     /* Not stored: a decoding choice. Unless set, an output <unk> of a model without subwords
      * is replaced by the source token it attends to most (text.h, decode_hypothesis). */
     bool keep_unk;

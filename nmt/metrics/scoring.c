@@ -30,9 +30,14 @@ int score_check_lengths(const NmtModel *nm, const Corpus *corpus, const Tokenize
     for (size_t i = 0; i < tc->count; i++) {
         size_t line = corpus ? corpus->line[i] : i + 1,
                sides[2] = {tc->src[i].count, tc->tgt[i].count};
-        if (pieces && (count_pieces(&nm->src_bpe, &tc->src[i], &sides[0], err) ||
-                       count_pieces(&nm->tgt_bpe, &tc->tgt[i], &sides[1], err)))
+        if (pieces && nm->lossless && tc->src_text && tc->tgt_text) {
+            if (nmt_unit_count(nm, tc->src_text[i], false, &sides[0], err) ||
+                nmt_unit_count(nm, tc->tgt_text[i], true, &sides[1], err))
+                return error_prefix(err, "%s:%zu: ", name, line);
+        } else if (pieces && (count_pieces(&nm->src_bpe, &tc->src[i], &sides[0], err) ||
+                              count_pieces(&nm->tgt_bpe, &tc->tgt[i], &sides[1], err))) {
             return error_prefix(err, "%s:%zu: ", name, line);
+        }
         for (int side = 0; side < 2; side++)
             if (sides[side] > NMT_MAX_TOKENS)
                 return error_set(err,
@@ -143,7 +148,7 @@ int score_corpus(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus
             }
             const Hypothesis *h = tr[b].best.count ? &tr[b].best.hyps[0] : NULL;
             hyps[i] =
-                h ? decode_hypothesis(nm, corpus->src[i], h, err) : decode_target(nm, NULL, 0, err);
+                h ? decode_hypothesis(nm, &tr[b].source, h, err) : decode_target(nm, NULL, 0, err);
             if (!hyps[i]) rc = -1;
         }
         translated_free(tr, n);
