@@ -150,11 +150,11 @@ static void trainer_free(Trainer *tr) {
 }
 
 /* Corpus BLEU of the reference's greedy translations (as bin/evaluate scores: detokenized
- * text against the detokenized reference tokens). */
-static int greedy_bleu(Trainer *tr, const Corpus *c, const TokenizedCorpus *tc, BleuResult *out,
-                       Error *err) {
+ * text against the references as the file has them, with [data] bleu_tokenize and
+ * score_lowercase). */
+static int greedy_bleu(Trainer *tr, const Corpus *c, BleuResult *out, Error *err) {
     BleuStats stats;
-    bleu_stats_init(&stats);
+    bleu_stats_init(&stats, &tr->cfg->data.scores);
     int *words = checked_calloc((size_t)tr->decode_max_len, sizeof(int), "translation", err);
     if (!words) return -1;
     int rc = 0;
@@ -168,11 +168,8 @@ static int greedy_bleu(Trainer *tr, const Corpus *c, const TokenizedCorpus *tc, 
                         &len, err);
         free(ids);
         char *hyp = rc ? NULL : decode_target(&tr->nm, words, len, err);
-        char *ref =
-            hyp ? detokenize((const char *const *)tc->tgt[i].tokens, tc->tgt[i].count, err) : NULL;
-        if (!hyp || !ref || bleu_add(&stats, hyp, ref, err)) rc = -1;
+        if (!hyp || bleu_add(&stats, hyp, c->tgt[i], err)) rc = -1;
         free(hyp);
-        free(ref);
     }
     free(words);
     *out = bleu_score(&stats);
@@ -184,7 +181,7 @@ static int greedy_bleu(Trainer *tr, const Corpus *c, const TokenizedCorpus *tc, 
 static int validate(Trainer *tr, double train_loss, int *stop, Error *err) {
     const Config *cfg = tr->cfg;
     BleuResult bleu;
-    if (greedy_bleu(tr, &tr->dev_corpus, &tr->dev_tokens, &bleu, err)) return -1;
+    if (greedy_bleu(tr, &tr->dev_corpus, &bleu, err)) return -1;
     int improved = bleu.score > tr->best_bleu;
     if (improved) {
         tr->best_bleu = bleu.score, tr->bad_validations = 0, tr->plateau_bad = 0;
@@ -287,7 +284,7 @@ static int train(Trainer *tr, Error *err) {
     memcpy(tr->nm.model.params, best.model.params, sizeof(real) * tr->adam.n);
     nmt_model_free(&best);
     BleuResult bleu;
-    if (greedy_bleu(tr, &tr->test_corpus, &tr->test_tokens, &bleu, err)) return -1;
+    if (greedy_bleu(tr, &tr->test_corpus, &bleu, err)) return -1;
     char line[METRICS_LINE_MAX];
     bleu_format(&bleu, line, sizeof line);
     printf("test (%s, %zu pairs, best model, greedy by the reference): %s\n", cfg->data.test,

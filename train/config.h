@@ -16,6 +16,7 @@
 
 #include "base/base.h"
 #include "model/params.h"
+#include "nmt/metrics.h"
 
 /* Room for one path, including its terminating NUL; longer paths are rejected. */
 #define CONFIG_PATH_MAX 4096
@@ -46,6 +47,8 @@ typedef struct {
     SubwordMode subwords;        /* none: words are the units; bpe: byte-pair-encoding pieces */
     int src_merges;              /* bpe: most merges learned on the source side */
     int tgt_merges;              /* bpe: most merges learned on the target side */
+    ScoreOptions scores;         /* dev and test BLEU's tokenizer (bleu_tokenize) and -lc
+                                    (score_lowercase), as sacreBLEU's options */
 } ConfigData;
 
 typedef struct {

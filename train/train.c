@@ -172,8 +172,8 @@ static int diverged(const Trainer *tr, const char *what, Error *err) {
 static int score_dev(Trainer *tr, Scores *sc, int *improved, Error *err) {
     real *params = tr->nm.model.params;
     ema_swap(&tr->ema, params);
-    int rc = score_corpus(&tr->nm, &tr->dev_corpus, &tr->dev_tokens, tr->cfg->data.dev, 64, 1, sc,
-                          NULL, NULL, err);
+    int rc = score_corpus(&tr->nm, &tr->dev_corpus, &tr->dev_tokens, tr->cfg->data.dev, 64, 1,
+                          &tr->cfg->data.scores, sc, NULL, NULL, err);
     if (rc) error_prefix(err, "validation: ");
     *improved = rc == 0 && sc->bleu.score > tr->state.best_bleu;
     if (*improved) rc = checkpoint_save(tr->best_path, &tr->nm, NULL, err);
@@ -499,14 +499,18 @@ static int score_test(const Trainer *tr, const char *path, Error *err) {
     NmtModel best;
     if (checkpoint_load(path, &best, NULL, NULL, err)) return -1;
     Scores sc;
-    int rc = score_corpus(&best, &tr->test_corpus, &tr->test_tokens, cfg->data.test, 64, 1, &sc,
-                          NULL, NULL, err);
+    const ScoreOptions *options = &cfg->data.scores;
+    int rc = score_corpus(&best, &tr->test_corpus, &tr->test_tokens, cfg->data.test, 64, 1, options,
+                          &sc, NULL, NULL, err);
     if (rc == 0) {
-        char bleu[METRICS_LINE_MAX];
+        char bleu[METRICS_LINE_MAX], how[64] = "";
         bleu_format(&sc.bleu, bleu, sizeof bleu);
-        printf("test (%s, %zu pairs, %s model): %s, chrF2 %.2f, perplexity %.3f\n", cfg->data.test,
-               sc.sentences, path == tr->last_path ? "last" : "best", bleu, sc.chrf.score,
-               sc.perplexity);
+        if (options->tokenize != BLEU_TOKENIZE_13A || options->lowercase) /* not the default */
+            snprintf(how, sizeof how, ", tok:%s, case:%s", bleu_tokenize_name(options->tokenize),
+                     options->lowercase ? "lc" : "mixed");
+        printf("test (%s, %zu pairs, %s model%s): %s, chrF2 %.2f, perplexity %.3f\n",
+               cfg->data.test, sc.sentences, path == tr->last_path ? "last" : "best", how, bleu,
+               sc.chrf.score, sc.perplexity);
     }
     nmt_model_free(&best);
     return rc;
