@@ -1,9 +1,11 @@
 /*
- * test_metrics.c: sacreBLEU compatibility of train/metrics (13a tokenizer, corpus BLEU, chrF).
+ * test_metrics.c: sacreBLEU compatibility of nmt/metrics (its 13a, zh, intl and none
+ * tokenizers, -lc, corpus BLEU, chrF).
  *
- * Every expected value is derived by hand in a comment beside it, from the rules of sacreBLEU
- * 2.x (tokenizer_13a.py, tokenizer_re.py, bleu.py compute_bleu, chrf.py _compute_f_score).
- * The printed lines were also cross-checked against a Python transcription of that source.
+ * The small cases' expected values are derived by hand in a comment beside them, from the rules
+ * of sacreBLEU 2.x (tokenizer_13a.py, tokenizer_re.py, tokenizer_zh.py, tokenizer_intl.py,
+ * bleu.py compute_bleu, chrf.py _compute_f_score); the fixture at the end holds sacreBLEU's
+ * figures on 1,049 lines, computed apart from this code (the procedure is beside it).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -401,6 +403,7 @@ START_TEST(test_zh_ranges) {
      * not split, nor does Extension B's U+20000 */
     assert_tokenizes_with(BLEU_TOKENIZE_ZH, "a\U0002F800b\U00020000c", "a\U0002F800b\U00020000c");
     assert_tokenizes_with(BLEU_TOKENIZE_ZH, "a\u3400b\u4DB6c", "a \u3400 b\u4DB6c");
+    assert_tokenizes_with(BLEU_TOKENIZE_ZH, " \t", "");
     /* no 13a padding or entities: a leading ".5" stays whole, &amp; is left alone */
     assert_tokenizes_with(BLEU_TOKENIZE_ZH, ".5 &amp;", ".5 & amp ;");
     assert_tokenizes_with(BLEU_TOKENIZE_13A, ".5 &amp;", ". 5 &");
@@ -416,6 +419,7 @@ START_TEST(test_intl_classes) {
     assert_tokenizes_with(BLEU_TOKENIZE_INTL, "l’été 😀👍🏽",
                           "l ’ été 😀 👍 🏽");
     assert_tokenizes_with(BLEU_TOKENIZE_INTL, "温度：25℃。", "温度 ： 25 ℃ 。");
+    assert_tokenizes_with(BLEU_TOKENIZE_INTL, "", "");
     assert_tokenizes_with(BLEU_TOKENIZE_NONE, " a  b,c\u00a0d ", "a b,c d");
 }
 END_TEST
