@@ -1,15 +1,18 @@
 /*
- * test_metrics.c: sacreBLEU compatibility of train/metrics (13a tokenizer, corpus BLEU, chrF).
+ * test_metrics.c: sacreBLEU compatibility of nmt/metrics (its 13a, zh, intl and none
+ * tokenizers, -lc, corpus BLEU, chrF).
  *
- * Every expected value is derived by hand in a comment beside it, from the rules of sacreBLEU
- * 2.x (tokenizer_13a.py, tokenizer_re.py, bleu.py compute_bleu, chrf.py _compute_f_score).
- * The printed lines were also cross-checked against a Python transcription of that source.
+ * The small cases' expected values are derived by hand in a comment beside them, from the rules
+ * of sacreBLEU 2.x (tokenizer_13a.py, tokenizer_re.py, tokenizer_zh.py, tokenizer_intl.py,
+ * bleu.py compute_bleu, chrf.py _compute_f_score); the fixture at the end holds sacreBLEU's
+ * figures on 1,049 lines, computed apart from this code (the procedure is beside it).
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tests/suites.h"
+#include "data/corpus.h"
 #include "nmt/metrics/metrics.h"
 
 /* Scores are compared to closed forms evaluated in a different order, so allow rounding. */
@@ -18,14 +21,15 @@
 static void assert_tokenizes(const char *input, const char *expected) {
     Error err = {{0}};
     char *tokens = NULL;
-    ck_assert_msg(tokenize_13a(input, &tokens, &err) == 0, "tokenize_13a failed: %s", err.msg);
+    ck_assert_msg(bleu_tokenize(input, BLEU_TOKENIZE_13A, &tokens, &err) == 0,
+                  "bleu_tokenize failed: %s", err.msg);
     ck_assert_str_eq(tokens, expected);
     free(tokens);
 }
 
 static BleuResult corpus_bleu(const char *const *hyps, const char *const *refs, size_t count) {
     BleuStats stats;
-    bleu_stats_init(&stats);
+    bleu_stats_init(&stats, NULL);
     for (size_t i = 0; i < count; i++) {
         Error err = {{0}};
         ck_assert_msg(bleu_add(&stats, hyps[i], refs[i], &err) == 0, "bleu_add: %s", err.msg);
@@ -43,7 +47,7 @@ static void assert_bleu_line(const BleuResult *result, const char *expected) {
 
 static ChrfResult corpus_chrf(const char *const *hyps, const char *const *refs, size_t count) {
     ChrfStats stats;
-    chrf_stats_init(&stats);
+    chrf_stats_init(&stats, NULL);
     for (size_t i = 0; i < count; i++) {
         Error err = {{0}};
         ck_assert_msg(chrf_add(&stats, hyps[i], refs[i], &err) == 0, "chrf_add: %s", err.msg);
@@ -106,7 +110,7 @@ START_TEST(test_13a_rejects_invalid_utf8) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         Error err = {{0}};
         char *tokens = NULL;
-        ck_assert_int_eq(tokenize_13a(bad[i], &tokens, &err), -1);
+        ck_assert_int_eq(bleu_tokenize(bad[i], BLEU_TOKENIZE_13A, &tokens, &err), -1);
         ck_assert_ptr_null(tokens);
         ck_assert_msg(strstr(err.msg, "invalid UTF-8") != NULL, "message: %s", err.msg);
     }
@@ -221,9 +225,9 @@ START_TEST(test_bleu_corpus_statistics) {
 
     /* Two streams merged give the same statistics as one stream. */
     BleuStats first, second, merged;
-    bleu_stats_init(&first);
-    bleu_stats_init(&second);
-    bleu_stats_init(&merged);
+    bleu_stats_init(&first, NULL);
+    bleu_stats_init(&second, NULL);
+    bleu_stats_init(&merged, NULL);
     Error err = {{0}};
     ck_assert_int_eq(bleu_add(&first, hyp[0], ref[0], &err), 0);
     ck_assert_int_eq(bleu_add(&second, hyp[1], ref[1], &err), 0);
@@ -251,7 +255,7 @@ END_TEST
 
 START_TEST(test_bleu_rejects_bad_input) {
     BleuStats stats;
-    bleu_stats_init(&stats);
+    bleu_stats_init(&stats, NULL);
     Error err = {{0}};
     ck_assert_int_eq(bleu_add(&stats, "a b c d", "a b c d", &err), 0);
     BleuStats before = stats;
@@ -270,7 +274,7 @@ END_TEST
 
 START_TEST(test_bleu_empty_corpus) {
     BleuStats stats;
-    bleu_stats_init(&stats);
+    bleu_stats_init(&stats, NULL);
     BleuResult r = bleu_score(&stats);
     ck_assert(r.score == 0.0);
     ck_assert(r.length_ratio == 0.0);
@@ -326,7 +330,7 @@ START_TEST(test_chrf_corpus_statistics) {
      * (Counting the 2 trigrams of "abcd" would give order 3 precision 1/3 instead.) */
     const char *hyp[] = {"abcd", "xyz"}, *ref[] = {"ab", "xyz"};
     ChrfStats stats;
-    chrf_stats_init(&stats);
+    chrf_stats_init(&stats, NULL);
     Error err = {{0}};
     ck_assert_int_eq(chrf_add(&stats, hyp[0], ref[0], &err), 0);
     ck_assert_uint_eq(stats.hyp[2], 0);
@@ -338,7 +342,7 @@ START_TEST(test_chrf_corpus_statistics) {
     ck_assert_double_eq_tol(r.score, 13500.0 / 143.0, SCORE_TOLERANCE);
 
     ChrfStats merged;
-    chrf_stats_init(&merged);
+    chrf_stats_init(&merged, NULL);
     chrf_merge(&merged, &stats);
     ck_assert(chrf_score(&merged).score == r.score);
 }
@@ -368,13 +372,188 @@ START_TEST(test_chrf_zero_cases) {
     ck_assert_int_eq(r.effective_order, 0);
     /* Empty reference: rejected as in sacreBLEU, statistics untouched. */
     ChrfStats stats;
-    chrf_stats_init(&stats);
+    chrf_stats_init(&stats, NULL);
     Error err = {{0}};
     ck_assert_int_eq(chrf_add(&stats, "abc", "", &err), -1);
     ck_assert_msg(strstr(err.msg, "empty reference") != NULL, "message: %s", err.msg);
     ck_assert_int_eq(chrf_add(&stats, "\xc3", "abc", &err), -1);
     ck_assert_msg(strstr(err.msg, "hypothesis") && strstr(err.msg, "UTF-8"), "msg: %s", err.msg);
     ck_assert_uint_eq(stats.sentences, 0);
+}
+END_TEST
+
+/* ---- zh, intl, none and -lc ---- */
+
+static void assert_tokenizes_with(BleuTokenize tokenize, const char *input, const char *expected) {
+    Error err = {{0}};
+    char *tokens = NULL;
+    ck_assert_msg(bleu_tokenize(input, tokenize, &tokens, &err) == 0, "%s", err.msg);
+    ck_assert_str_eq(tokens, expected);
+    free(tokens);
+}
+
+START_TEST(test_zh_ranges) {
+    assert_tokenizes_with(BLEU_TOKENIZE_ZH, "我爱猫。", "我 爱 猫 。");
+    assert_tokenizes_with(BLEU_TOKENIZE_ZH, "我用Python写", "我 用 Python 写");
+    /* ('\u20000', '\u2a6d6') is U+2001..U+2A6D to Python: U+2000 (a space) stays whitespace,
+     * ’ (U+2019), … (U+2026), € (U+20AC) and ⩭ (U+2A6D) become words, ⩮ (U+2A6E) does not */
+    assert_tokenizes_with(BLEU_TOKENIZE_ZH, "l’été…5€", "l ’ été … 5 €");
+    assert_tokenizes_with(BLEU_TOKENIZE_ZH, "a\u2A6Db\u2A6Ec", "a \u2A6D b\u2A6Ec");
+    /* ('\u2f800', '\u2fa1d') is U+2F81..U+2FA1: the compatibility supplement's U+2F800 does
+     * not split, nor does Extension B's U+20000 */
+    assert_tokenizes_with(BLEU_TOKENIZE_ZH, "a\U0002F800b\U00020000c", "a\U0002F800b\U00020000c");
+    assert_tokenizes_with(BLEU_TOKENIZE_ZH, "a\u3400b\u4DB6c", "a \u3400 b\u4DB6c");
+    assert_tokenizes_with(BLEU_TOKENIZE_ZH, " \t", "");
+    /* no 13a padding or entities: a leading ".5" stays whole, &amp; is left alone */
+    assert_tokenizes_with(BLEU_TOKENIZE_ZH, ".5 &amp;", ".5 & amp ;");
+    assert_tokenizes_with(BLEU_TOKENIZE_13A, ".5 &amp;", ". 5 &");
+}
+END_TEST
+
+START_TEST(test_intl_classes) {
+    /* punctuation splits unless between digits; symbols always split */
+    assert_tokenizes_with(BLEU_TOKENIZE_INTL, "« Bonjour », dit-il : 1,5 €!",
+                          "« Bonjour » , dit - il : 1,5 € !");
+    /* a year and its full stop at the end stay together (no padding, as mteval-v14) */
+    assert_tokenizes_with(BLEU_TOKENIZE_INTL, "En 1999.", "En 1999.");
+    assert_tokenizes_with(BLEU_TOKENIZE_INTL, "l’été 😀👍🏽",
+                          "l ’ été 😀 👍 🏽");
+    assert_tokenizes_with(BLEU_TOKENIZE_INTL, "温度：25℃。", "温度 ： 25 ℃ 。");
+    assert_tokenizes_with(BLEU_TOKENIZE_INTL, "", "");
+    assert_tokenizes_with(BLEU_TOKENIZE_NONE, " a  b,c\u00a0d ", "a b,c d");
+}
+END_TEST
+
+START_TEST(test_lowercase_as_python) {
+    /* -lc lower-cases both sides as str.lower(): É, Ω, Ж, İ (two code points, i + U+0307) */
+    const char *hyp[] = {"ÉCOLE ΩΜΕΓΑ ЖУК İ"}, *ref[] = {"école ωμεγα жук i\u0307"};
+    BleuStats stats;
+    bleu_stats_init(&stats, &(ScoreOptions){.lowercase = true});
+    Error err = {{0}};
+    ck_assert_int_eq(bleu_add(&stats, hyp[0], ref[0], &err), 0);
+    ck_assert_uint_eq(stats.correct[0], 4);
+    ck_assert_uint_eq(stats.correct[3], 1);
+    ChrfStats chrf;
+    chrf_stats_init(&chrf, &(ScoreOptions){.lowercase = true});
+    ck_assert_int_eq(chrf_add(&chrf, hyp[0], ref[0], &err), 0);
+    ck_assert_double_eq_tol(chrf_score(&chrf).score, 100.0, SCORE_TOLERANCE);
+    /* mixed case by default */
+    ChrfStats cased;
+    chrf_stats_init(&cased, NULL);
+    ck_assert_int_eq(chrf_add(&cased, hyp[0], ref[0], &err), 0);
+    ck_assert(chrf_score(&cased).score < 50.0);
+}
+END_TEST
+
+START_TEST(test_tokenize_names) {
+    char words[] = BLEU_TOKENIZE_WORDS, *save = NULL;
+    int index = 0;
+    for (char *name = strtok_r(words, "|", &save); name; name = strtok_r(NULL, "|", &save)) {
+        BleuTokenize t;
+        Error err = {{0}};
+        ck_assert_int_eq(bleu_tokenize_parse(name, &t, &err), 0);
+        ck_assert_int_eq((int)t, index++);
+        ck_assert_str_eq(bleu_tokenize_name(t), name);
+    }
+    ck_assert_int_eq(index, 4);
+    BleuTokenize t;
+    Error err = {{0}};
+    ck_assert_int_eq(bleu_tokenize_parse("ja-mecab", &t, &err), -1);
+    ck_assert_msg(strstr(err.msg, "'ja-mecab'") != NULL, "%s", err.msg);
+    char line[METRICS_LINE_MAX];
+    bleu_signature(&(ScoreOptions){.tokenize = BLEU_TOKENIZE_ZH, .lowercase = true}, line,
+                   sizeof line);
+    ck_assert_str_eq(line, "nrefs:1|case:lc|eff:no|tok:zh|smooth:exp");
+    chrf_signature(&(ScoreOptions){0}, line, sizeof line);
+    ck_assert_str_eq(line, "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no");
+}
+END_TEST
+
+/* ---- the fixture: sacreBLEU's figures on 1,049 real lines ---- */
+
+/* Each line of tests/scores/toy.tsv and written.tsv is "hypothesis TAB reference".
+ *   toy.tsv: the references are the second column of data/toy/test.tsv and dev.tsv (1,000
+ *     lines), as written; each hypothesis is its reference with one seeded edit by line
+ *     number modulo 10: none, a word dropped, two words swapped, a word replaced or inserted
+ *     from the references' vocabulary, ' written as U+2019, " ?" or " ." spaced off the end,
+ *     the first word capitalised, the second half cut, the first two words repeated.
+ *   written.tsv: 49 lines written for this test: French typography (" ?", " :", « », ’, NBSP
+ *     and narrow NBSP, €, °C), Chinese with full-width and CJK punctuation, an Extension A
+ *     and an Extension B ideograph, Japanese, Korean, Arabic, Russian, Greek, German, Turkish
+ *     İ, emoji, symbols, decimals, a year ending a sentence and 13a's entities.
+ * The figures below were computed once, outside the repository, by a Python transcription of
+ * sacreBLEU 2.6.0's source (tokenizers/tokenizer_13a.py, tokenizer_re.py, tokenizer_zh.py,
+ * tokenizer_intl.py with the `regex` module 2026.5.9, metrics/bleu.py, metrics/chrf.py and
+ * metrics/helpers.py; Python 3.11's str.lower() for -lc), reading both files' columns as they
+ * are: none of the project's code, its tokenizer included, took part. To recompute them,
+ * run sacrebleu on the columns, e.g. for zh:
+ *   cut -f2 toy.tsv written.tsv > ref; cut -f1 toy.tsv written.tsv > hyp
+ *   sacrebleu ref -i hyp --tokenize zh -m bleu chrf --score-only -w 6
+ * (--tokenize 13a, intl or none for the others; -lc for the lower-cased rows). */
+typedef struct {
+    BleuTokenize tokenize;
+    bool lowercase;
+    double bleu;
+    uint64_t hyp_len, ref_len;
+} FixtureBleu;
+
+static const FixtureBleu FIXTURE_BLEU[] = {
+    {BLEU_TOKENIZE_13A, false, 72.899629, 6417, 6471},
+    {BLEU_TOKENIZE_ZH, false, 72.548606, 6639, 6615},
+    {BLEU_TOKENIZE_INTL, false, 76.472911, 7989, 7933},
+    {BLEU_TOKENIZE_NONE, false, 71.271090, 6103, 6128},
+    {BLEU_TOKENIZE_13A, true, 75.200565, 6417, 6471},
+    {BLEU_TOKENIZE_ZH, true, 74.763205, 6639, 6615},
+};
+#define FIXTURE_CHRF    85.134932
+#define FIXTURE_CHRF_LC 85.653510
+/* The bound; the scores agree to the last digit computed here. */
+#define FIXTURE_TOLERANCE 0.01
+
+/* Adds the pairs of tests/scores/NAME.tsv (hypothesis TAB reference) to the statistics. */
+static size_t add_fixture(const char *name, BleuStats *bleu, ChrfStats *chrf) {
+    char path[64];
+    snprintf(path, sizeof path, "scores/%s.tsv", name);
+    Corpus pairs;
+    Error err = {{0}};
+    ck_assert_msg(corpus_read_file(path, &pairs, &err) == 0, "%s", err.msg);
+    for (size_t i = 0; i < pairs.count; i++) {
+        ck_assert_msg(!bleu || bleu_add(bleu, pairs.src[i], pairs.tgt[i], &err) == 0, "%s:%zu: %s",
+                      path, pairs.line[i], err.msg);
+        ck_assert_msg(!chrf || chrf_add(chrf, pairs.src[i], pairs.tgt[i], &err) == 0, "%s:%zu: %s",
+                      path, pairs.line[i], err.msg);
+    }
+    size_t count = pairs.count;
+    corpus_free(&pairs);
+    return count;
+}
+
+START_TEST(test_fixture_bleu) {
+    const FixtureBleu *f = &FIXTURE_BLEU[_i];
+    BleuStats stats;
+    bleu_stats_init(&stats, &(ScoreOptions){.tokenize = f->tokenize, .lowercase = f->lowercase});
+    size_t lines = add_fixture("toy", &stats, NULL) + add_fixture("written", &stats, NULL);
+    ck_assert_uint_eq(lines, 1049);
+    BleuResult r = bleu_score(&stats);
+    ck_assert_msg(fabs(r.score - f->bleu) <= FIXTURE_TOLERANCE,
+                  "tok %s%s: BLEU %.6f, sacreBLEU %.6f", bleu_tokenize_name(f->tokenize),
+                  f->lowercase ? " -lc" : "", r.score, f->bleu);
+    ck_assert_uint_eq(r.hyp_len, f->hyp_len);
+    ck_assert_uint_eq(r.ref_len, f->ref_len);
+}
+END_TEST
+
+START_TEST(test_fixture_chrf) {
+    for (int lowercase = 0; lowercase < 2; lowercase++) {
+        ChrfStats stats;
+        chrf_stats_init(&stats, &(ScoreOptions){.lowercase = lowercase});
+        add_fixture("toy", NULL, &stats);
+        add_fixture("written", NULL, &stats);
+        double expected = lowercase ? FIXTURE_CHRF_LC : FIXTURE_CHRF;
+        ChrfResult r = chrf_score(&stats);
+        ck_assert_msg(fabs(r.score - expected) <= FIXTURE_TOLERANCE, "chrF %.6f, sacreBLEU %.6f",
+                      r.score, expected);
+    }
 }
 END_TEST
 
@@ -407,5 +586,18 @@ Suite *metrics_suite(void) {
     tcase_add_test(chrf, test_chrf_counts_code_points);
     tcase_add_test(chrf, test_chrf_zero_cases);
     suite_add_tcase(suite, chrf);
+
+    TCase *tokenizers = tcase_create("tokenizers");
+    tcase_add_test(tokenizers, test_zh_ranges);
+    tcase_add_test(tokenizers, test_intl_classes);
+    tcase_add_test(tokenizers, test_lowercase_as_python);
+    tcase_add_test(tokenizers, test_tokenize_names);
+    suite_add_tcase(suite, tokenizers);
+
+    TCase *fixture = tcase_create("fixture");
+    tcase_add_loop_test(fixture, test_fixture_bleu, 0,
+                        (int)(sizeof FIXTURE_BLEU / sizeof FIXTURE_BLEU[0]));
+    tcase_add_test(fixture, test_fixture_chrf);
+    suite_add_tcase(suite, fixture);
     return suite;
 }

@@ -482,7 +482,9 @@ static void check_sink(void *user, size_t index, const char *source, const char 
                        const char *reference) {
     SinkCheck *c = user;
     Error err;
-    c->in_order = c->in_order && index == c->next && source == c->corpus->src[index];
+    /* the reference is the file's own text, not a detokenized copy of it */
+    c->in_order = c->in_order && index == c->next && source == c->corpus->src[index] &&
+                  reference == c->corpus->tgt[index];
     c->next = index + 1;
     ck_assert_msg(bleu_add(&c->bleu, hypothesis, reference, &err) == 0, "%s", err.msg);
 }
@@ -499,14 +501,14 @@ START_TEST(scoring_reports_in_corpus_order) {
     tiny_model(&nm, &cfg);
     ck_assert(corpus_load(cfg.data.dev, true, &corpus, &tokens, &err) == 0);
     SinkCheck check = {.corpus = &corpus, .in_order = true};
-    bleu_stats_init(&check.bleu);
+    bleu_stats_init(&check.bleu, NULL);
     Scores by8, by1;
     ck_assert_msg(
-        score_corpus(&nm, &corpus, &tokens, "dev", 8, 1, &by8, check_sink, &check, &err) == 0, "%s",
-        err.msg);
+        score_corpus(&nm, &corpus, &tokens, "dev", 8, 1, NULL, &by8, check_sink, &check, &err) == 0,
+        "%s", err.msg);
     ck_assert(check.in_order && check.next == corpus.count && by8.sentences == corpus.count);
     ck_assert(bleu_score(&check.bleu).score == by8.bleu.score);
-    ck_assert(score_corpus(&nm, &corpus, &tokens, "dev", 1, 1, &by1, NULL, NULL, &err) == 0);
+    ck_assert(score_corpus(&nm, &corpus, &tokens, "dev", 1, 1, NULL, &by1, NULL, NULL, &err) == 0);
     ck_assert(by1.tokens == by8.tokens && by8.tokens > corpus.count);
     ck_assert_msg(fabs(by1.loss - by8.loss) <= 1e-5 * by1.loss,
                   "loss %.9g one at a time, %.9g "
@@ -760,6 +762,67 @@ START_TEST(every_program_gives_usage_errors_in_one_form) {
 }
 END_TEST
 
+/* References as written (issue #42): bin/evaluate scores against the test file's second
+ * column byte for byte, with no tokenizer in between. Before, " ?" lost its space, ’ became '
+ * and « Autodiscover » became «Autodiscover» (one 13a word where sacreBLEU counts three), and
+ * a lower-casing model (as the tiny one) had its references lower-cased. The expected line is
+ * sacreBLEU's BLEU of the printed hypotheses against the file's text, with zh as well. */
+static const char *const WRITTEN_REFERENCES[] = {
+    "Voulez-vous continuer ?", "Cliquez sur l’arrière-plan.", "Le service « Autodiscover ».",
+    "Note : ce fichier sera supprimé."};
+
+START_TEST(evaluate_scores_the_references_as_written) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char model[128], pairs[128], text[1024] = "";
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    scratch_path(&s, "written.tsv", pairs, sizeof pairs);
+    const char *sources[] = {"I love cats", "the black cat", "I have a cat", "We see the dog"};
+    size_t count = sizeof WRITTEN_REFERENCES / sizeof WRITTEN_REFERENCES[0];
+    for (size_t i = 0; i < count; i++)
+        snprintf(text + strlen(text), sizeof text - strlen(text), "%s\t%s\n", sources[i],
+                 WRITTEN_REFERENCES[i]);
+    scratch_write_text(&s, "written.tsv", text);
+    for (int tokenize = BLEU_TOKENIZE_13A; tokenize <= BLEU_TOKENIZE_ZH; tokenize++) {
+        RunResult r;
+        run_program(&r, &s,
+                    (const char *const[]){"../bin/evaluate", "-m", model, "--test", pairs, "--show",
+                                          "4", "--tokenize", bleu_tokenize_name(tokenize), NULL},
+                    NULL, 30, NULL);
+        ck_assert_msg(r.status == 0, "evaluate failed (%d): %s", r.status, r.err);
+        BleuStats bleu;
+        bleu_stats_init(&bleu, &(ScoreOptions){.tokenize = (BleuTokenize)tokenize});
+        const char *at = r.out;
+        for (size_t i = 0; i < count; i++) {
+            /* "HYP text\nREF text\n", either text maybe empty */
+            char hyp[512] = "", ref[512] = "";
+            at = strstr(at, "HYP ");
+            ck_assert_ptr_nonnull(at);
+            size_t hyp_len = strcspn(at + 4, "\n");
+            ck_assert(hyp_len < sizeof hyp && strncmp(at + 4 + hyp_len, "\nREF ", 5) == 0);
+            memcpy(hyp, at + 4, hyp_len);
+            at += 4 + hyp_len + 5;
+            size_t ref_len = strcspn(at, "\n");
+            ck_assert(ref_len < sizeof ref);
+            memcpy(ref, at, ref_len);
+            ck_assert_str_eq(ref, WRITTEN_REFERENCES[i]);
+            Error err = {{0}};
+            ck_assert_msg(bleu_add(&bleu, hyp, WRITTEN_REFERENCES[i], &err) == 0, "%s", err.msg);
+        }
+        char line[METRICS_LINE_MAX], signature[METRICS_LINE_MAX];
+        BleuResult result = bleu_score(&bleu);
+        bleu_format(&result, line, sizeof line);
+        assert_contains(r.out, line);
+        /* 13a: 3 + 4 + 6 + 7 words; zh also splits ’ (U+2019) off */
+        ck_assert_uint_eq(result.ref_len, tokenize == BLEU_TOKENIZE_13A ? 20 : 22);
+        bleu_signature(&bleu.options, signature, sizeof signature);
+        assert_contains(r.out, signature);
+    }
+    scratch_free(&s);
+}
+END_TEST
+
 /* Interactive bin/translate (issue #36): on a terminal, or with --unbuffered, each line is
  * answered as soon as it arrives, with standard input still open; from a pipe without the
  * flag it reads in chunks (the speed a file needs), so nothing comes before the chunk ends. */
@@ -879,6 +942,7 @@ Suite *tools_suite(void) {
     tcase_add_test(tc, reference_train_writes_a_translating_checkpoint);
     tcase_add_test(tc, reference_train_keeps_to_its_own_folder);
     tcase_add_test(tc, scoring_reports_in_corpus_order);
+    tcase_add_test(tc, evaluate_scores_the_references_as_written);
     tcase_add_test(tc, every_program_gives_usage_errors_in_one_form);
     tcase_add_test(tc, translate_answers_each_line_as_it_arrives);
     tcase_add_test(tc, translate_names_unknown_and_copied_words);

@@ -121,15 +121,16 @@ static int reference_update(Trainer *tr, double loss, double lr, Error *err) {
 }
 
 /* Corpus BLEU and chrF of the reference's greedy translations (as bin/evaluate scores:
- * detokenized text against the detokenized reference tokens); no loss. */
+ * detokenized text against the references as the file has them, with [data] bleu_tokenize
+ * and score_lowercase); no loss. */
 static int reference_score(const Trainer *tr, const NmtModel *nm, const Corpus *c,
                            const TokenizedCorpus *tc, const char *path, Scores *sc, Error *err) {
-    (void)path;
+    (void)path, (void)tc;
     Reference *r = tr->own;
     BleuStats bleu;
     ChrfStats chrf;
-    bleu_stats_init(&bleu);
-    chrf_stats_init(&chrf);
+    bleu_stats_init(&bleu, &tr->cfg->data.scores);
+    chrf_stats_init(&chrf, &tr->cfg->data.scores);
     int *words = checked_calloc((size_t)r->decode_max_len, sizeof(int), "translation", err);
     if (!words) return -1;
     int rc = 0;
@@ -143,12 +144,9 @@ static int reference_score(const Trainer *tr, const NmtModel *nm, const Corpus *
                         err);
         free(ids);
         char *hyp = rc ? NULL : decode_target(nm, words, len, err);
-        char *ref =
-            hyp ? detokenize((const char *const *)tc->tgt[i].tokens, tc->tgt[i].count, err) : NULL;
-        if (!hyp || !ref || bleu_add(&bleu, hyp, ref, err) || chrf_add(&chrf, hyp, ref, err))
+        if (!hyp || bleu_add(&bleu, hyp, c->tgt[i], err) || chrf_add(&chrf, hyp, c->tgt[i], err))
             rc = -1;
         free(hyp);
-        free(ref);
     }
     free(words);
     *sc = (Scores){.loss = NAN,

@@ -61,6 +61,7 @@ typedef struct {
 _Static_assert(sizeof(LrSchedule) == sizeof(int), "enum keys are stored as int");
 _Static_assert(sizeof(SubwordMode) == sizeof(int), "enum keys are stored as int");
 _Static_assert(sizeof(AttentionScore) == sizeof(int), "enum keys are stored as int");
+_Static_assert(sizeof(BleuTokenize) == sizeof(int), "enum keys are stored as int");
 /* config_print writes "key = value" lines that config_load must be able to read back. */
 _Static_assert(INI_MAX_LINE >= CONFIG_PATH_MAX + 64, "a printed path fits on an INI line");
 
@@ -97,6 +98,15 @@ static const ConfigKey config_keys[] = {
     {"data", "merge_across_spaces", KEY_BOOL, "false", 0, 0, NO_RANGE,
      offsetof(Config, data.merge_across_spaces),
      "lossless: let merges join pieces across a space (a piece may then hold several words)", NULL},
+    {"data", "bleu_tokenize", KEY_ENUM, "13a", 0, 0, NO_RANGE,
+     offsetof(Config, data.scores.tokenize),
+     "dev and test BLEU's tokenizer, as sacreBLEU's --tokenize: 13a, zh (Chinese), intl or none",
+     BLEU_TOKENIZE_WORDS},
+    {"data", "score_lowercase", KEY_BOOL, "false", 0, 0, NO_RANGE,
+     offsetof(Config, data.scores.lowercase),
+     "score dev and test BLEU and chrF on lower-cased text (sacreBLEU -lc); references are "
+     "otherwise scored as written, whatever lowercase says",
+     NULL},
 
     {"model", "emb_size", KEY_INT, "64", 1, 4096, CLOSED, offsetof(Config, model.emb_size),
      "E: word embedding size, shared by source and target", NULL},

@@ -16,6 +16,7 @@
 
 #include "base/base.h"
 #include "model/params.h"
+#include "nmt/metrics/metrics.h"
 
 /* Room for one path, including its terminating NUL; longer paths are rejected. */
 #define CONFIG_PATH_MAX 4096
@@ -49,6 +50,8 @@ typedef struct {
     int src_merges;              /* bpe: most merges learned on the source side */
     int tgt_merges;              /* bpe: most merges learned on the target side */
     bool merge_across_spaces;    /* lossless: merges may join pieces across a space */
+    ScoreOptions scores;         /* dev and test BLEU's tokenizer (bleu_tokenize) and -lc
+                                    (score_lowercase), as sacreBLEU's options */
 } ConfigData;
 
 typedef struct {

@@ -574,15 +574,19 @@ static int score_test(const Trainer *tr, const char *path, Error *err) {
     NmtModel best;
     if (checkpoint_load(path, &best, NULL, NULL, err)) return -1;
     Scores sc;
+    const ScoreOptions *options = &cfg->data.scores;
     int rc =
         tr->program->score(tr, &best, &tr->test_corpus, &tr->test_tokens, cfg->data.test, &sc, err);
     if (rc == 0) {
-        char bleu[METRICS_LINE_MAX], perplexity[64] = "";
+        char bleu[METRICS_LINE_MAX], perplexity[64] = "", how[64] = "";
         bleu_format(&sc.bleu, bleu, sizeof bleu);
         if (isfinite(sc.perplexity))
             snprintf(perplexity, sizeof perplexity, ", perplexity %.3f", sc.perplexity);
-        printf("test (%s, %zu pairs, %s model): %s, chrF2 %.2f%s\n", cfg->data.test, sc.sentences,
-               path == tr->last_path ? "last" : "best", bleu, sc.chrf.score, perplexity);
+        if (options->tokenize != BLEU_TOKENIZE_13A || options->lowercase) /* not the default */
+            snprintf(how, sizeof how, ", tok:%s, case:%s", bleu_tokenize_name(options->tokenize),
+                     options->lowercase ? "lc" : "mixed");
+        printf("test (%s, %zu pairs, %s model%s): %s, chrF2 %.2f%s\n", cfg->data.test, sc.sentences,
+               path == tr->last_path ? "last" : "best", how, bleu, sc.chrf.score, perplexity);
     }
     nmt_model_free(&best);
     return rc;

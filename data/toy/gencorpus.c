@@ -20,9 +20,10 @@
 #include "base/usage.h"
 #include "base/utf8.h"
 
-#define DEFAULT_DIR  "data/toy"
-#define DEFAULT_SEED 20240521u
-#define TRAIN_PAIRS  12000 /* distinct pairs, the showcase pairs included */
+#define DEFAULT_DIR    "data/toy"
+#define DEFAULT_DIR_ZH "data/toy-zh"
+#define DEFAULT_SEED   20240521u
+#define TRAIN_PAIRS    12000 /* distinct pairs, the showcase pairs included */
 /* Each showcase pair appears this many times in train: a pair whose words nothing else uses
  * (machine learning) is then learned whatever the round-off of a particular training run. */
 #define SHOWCASE_COPIES 3
@@ -129,69 +130,77 @@ typedef struct {
     Gender gender;
     bool elides; /* French begins with a vowel sound, h muet included: l'homme, l'eau */
     unsigned kinds;
+    const char *zh;         /* Chinese has one form: 猫 is a cat, the cat and cats */
+    const char *zh_measure; /* its classifier after a number (一只猫); NULL: uncountable */
 } Noun;
 
 static const Noun NOUNS[] = {
-    {"man", "men", "homme", "hommes", MASC, true, K_PERSON},
-    {"woman", "women", "femme", "femmes", FEM, false, K_PERSON},
-    {"boy", "boys", "garçon", "garçons", MASC, false, K_PERSON},
-    {"girl", "girls", "fille", "filles", FEM, false, K_PERSON},
-    {"father", "fathers", "père", "pères", MASC, false, K_PERSON | K_FAMILY | K_UNIQUE},
-    {"mother", "mothers", "mère", "mères", FEM, false, K_PERSON | K_FAMILY | K_UNIQUE},
-    {"brother", "brothers", "frère", "frères", MASC, false, K_PERSON | K_FAMILY},
-    {"sister", "sisters", "sœur", "sœurs", FEM, false, K_PERSON | K_FAMILY},
-    {"cat", "cats", "chat", "chats", MASC, false, K_ANIMAL},
-    {"dog", "dogs", "chien", "chiens", MASC, false, K_ANIMAL},
-    {"bird", "birds", "oiseau", "oiseaux", MASC, true, K_ANIMAL},
-    {"horse", "horses", "cheval", "chevaux", MASC, false, K_ANIMAL},
-    {"mouse", "mice", "souris", "souris", FEM, false, K_ANIMAL},
-    {"cow", "cows", "vache", "vaches", FEM, false, K_ANIMAL},
-    {"rabbit", "rabbits", "lapin", "lapins", MASC, false, K_ANIMAL},
-    {"elephant", "elephants", "éléphant", "éléphants", MASC, true, K_ANIMAL},
-    {"apple", "apples", "pomme", "pommes", FEM, false, K_FOOD},
-    {"cake", "cakes", "gâteau", "gâteaux", MASC, false, K_FOOD},
-    {"egg", "eggs", "œuf", "œufs", MASC, true, K_FOOD},
-    {"banana", "bananas", "banane", "bananes", FEM, false, K_FOOD},
-    {"water", NULL, "eau", NULL, FEM, true, K_DRINK},
-    {"milk", NULL, "lait", NULL, MASC, false, K_DRINK},
-    {"coffee", NULL, "café", NULL, MASC, false, K_DRINK},
-    {"tea", NULL, "thé", NULL, MASC, false, K_DRINK},
-    {"juice", NULL, "jus", NULL, MASC, false, K_DRINK},
-    {"bread", NULL, "pain", NULL, MASC, false, K_MEAL},
-    {"cheese", NULL, "fromage", NULL, MASC, false, K_MEAL},
-    {"soup", NULL, "soupe", NULL, FEM, false, K_MEAL},
-    {"book", "books", "livre", "livres", MASC, false, K_TEXT | K_THING | K_OPENABLE},
-    {"letter", "letters", "lettre", "lettres", FEM, false, K_TEXT | K_THING | K_OPENABLE},
-    {"newspaper", "newspapers", "journal", "journaux", MASC, false, K_TEXT | K_THING},
-    {"story", "stories", "histoire", "histoires", FEM, true, K_TEXT},
-    {"key", "keys", "clé", "clés", FEM, false, K_THING},
-    {"bag", "bags", "sac", "sacs", MASC, false, K_THING | K_OPENABLE},
-    {"hat", "hats", "chapeau", "chapeaux", MASC, false, K_THING},
-    {"ball", "balls", "ballon", "ballons", MASC, false, K_THING},
-    {"umbrella", "umbrellas", "parapluie", "parapluies", MASC, false, K_THING | K_OPENABLE},
-    {"bottle", "bottles", "bouteille", "bouteilles", FEM, false, K_THING | K_OPENABLE},
-    {"box", "boxes", "boîte", "boîtes", FEM, false, K_THING | K_OPENABLE},
-    {"computer", "computers", "ordinateur", "ordinateurs", MASC, true, K_THING},
-    {"car", "cars", "voiture", "voitures", FEM, false, K_BIG | K_IN | K_UNDER},
-    {"house", "houses", "maison", "maisons", FEM, false, K_BIG | K_IN},
-    {"table", "tables", "table", "tables", FEM, false, K_BIG | K_ON | K_UNDER},
-    {"chair", "chairs", "chaise", "chaises", FEM, false, K_BIG | K_ON | K_UNDER | K_SEAT},
-    {"bed", "beds", "lit", "lits", MASC, false, K_BIG | K_ON | K_UNDER | K_SEAT},
-    {"sofa", "sofas", "canapé", "canapés", MASC, false, K_BIG | K_ON | K_SEAT},
-    {"mat", "mats", "tapis", "tapis", MASC, false, K_BIG | K_ON | K_SEAT},
-    {"door", "doors", "porte", "portes", FEM, false, K_BIG | K_OPENABLE},
-    {"window", "windows", "fenêtre", "fenêtres", FEM, false, K_BIG | K_OPENABLE},
-    {"tree", "trees", "arbre", "arbres", MASC, true, K_BIG | K_UNDER},
-    {"garden", "gardens", "jardin", "jardins", MASC, false, K_IN},
-    {"kitchen", "kitchens", "cuisine", "cuisines", FEM, false, K_IN},
-    {"park", "parks", "parc", "parcs", MASC, false, K_PLACE | K_IN},
-    {"market", "markets", "marché", "marchés", MASC, false, K_PLACE},
-    {"school", "schools", "école", "écoles", FEM, true, K_PLACE},
-    {"beach", "beaches", "plage", "plages", FEM, false, K_PLACE},
-    {"station", "stations", "gare", "gares", FEM, false, K_PLACE},
-    {"library", "libraries", "bibliothèque", "bibliothèques", FEM, false, K_PLACE},
-    {"hospital", "hospitals", "hôpital", "hôpitaux", MASC, true, K_PLACE},
-    {"museum", "museums", "musée", "musées", MASC, false, K_PLACE},
+    {"man", "men", "homme", "hommes", MASC, true, K_PERSON, "男人", "个"},
+    {"woman", "women", "femme", "femmes", FEM, false, K_PERSON, "女人", "个"},
+    {"boy", "boys", "garçon", "garçons", MASC, false, K_PERSON, "男孩", "个"},
+    {"girl", "girls", "fille", "filles", FEM, false, K_PERSON, "女孩", "个"},
+    {"father", "fathers", "père", "pères", MASC, false, K_PERSON | K_FAMILY | K_UNIQUE, "爸爸",
+     "个"},
+    {"mother", "mothers", "mère", "mères", FEM, false, K_PERSON | K_FAMILY | K_UNIQUE, "妈妈",
+     "个"},
+    {"brother", "brothers", "frère", "frères", MASC, false, K_PERSON | K_FAMILY, "哥哥", "个"},
+    {"sister", "sisters", "sœur", "sœurs", FEM, false, K_PERSON | K_FAMILY, "姐姐", "个"},
+    {"cat", "cats", "chat", "chats", MASC, false, K_ANIMAL, "猫", "只"},
+    {"dog", "dogs", "chien", "chiens", MASC, false, K_ANIMAL, "狗", "只"},
+    {"bird", "birds", "oiseau", "oiseaux", MASC, true, K_ANIMAL, "鸟", "只"},
+    {"horse", "horses", "cheval", "chevaux", MASC, false, K_ANIMAL, "马", "匹"},
+    {"mouse", "mice", "souris", "souris", FEM, false, K_ANIMAL, "老鼠", "只"},
+    {"cow", "cows", "vache", "vaches", FEM, false, K_ANIMAL, "牛", "头"},
+    {"rabbit", "rabbits", "lapin", "lapins", MASC, false, K_ANIMAL, "兔子", "只"},
+    {"elephant", "elephants", "éléphant", "éléphants", MASC, true, K_ANIMAL, "大象", "头"},
+    {"apple", "apples", "pomme", "pommes", FEM, false, K_FOOD, "苹果", "个"},
+    {"cake", "cakes", "gâteau", "gâteaux", MASC, false, K_FOOD, "蛋糕", "块"},
+    {"egg", "eggs", "œuf", "œufs", MASC, true, K_FOOD, "鸡蛋", "个"},
+    {"banana", "bananas", "banane", "bananes", FEM, false, K_FOOD, "香蕉", "根"},
+    {"water", NULL, "eau", NULL, FEM, true, K_DRINK, "水", NULL},
+    {"milk", NULL, "lait", NULL, MASC, false, K_DRINK, "牛奶", NULL},
+    {"coffee", NULL, "café", NULL, MASC, false, K_DRINK, "咖啡", NULL},
+    {"tea", NULL, "thé", NULL, MASC, false, K_DRINK, "茶", NULL},
+    {"juice", NULL, "jus", NULL, MASC, false, K_DRINK, "果汁", NULL},
+    {"bread", NULL, "pain", NULL, MASC, false, K_MEAL, "面包", NULL},
+    {"cheese", NULL, "fromage", NULL, MASC, false, K_MEAL, "奶酪", NULL},
+    {"soup", NULL, "soupe", NULL, FEM, false, K_MEAL, "汤", NULL},
+    {"book", "books", "livre", "livres", MASC, false, K_TEXT | K_THING | K_OPENABLE, "书", "本"},
+    {"letter", "letters", "lettre", "lettres", FEM, false, K_TEXT | K_THING | K_OPENABLE, "信",
+     "封"},
+    {"newspaper", "newspapers", "journal", "journaux", MASC, false, K_TEXT | K_THING, "报纸", "份"},
+    {"story", "stories", "histoire", "histoires", FEM, true, K_TEXT, "故事", "个"},
+    {"key", "keys", "clé", "clés", FEM, false, K_THING, "钥匙", "把"},
+    {"bag", "bags", "sac", "sacs", MASC, false, K_THING | K_OPENABLE, "包", "个"},
+    {"hat", "hats", "chapeau", "chapeaux", MASC, false, K_THING, "帽子", "顶"},
+    {"ball", "balls", "ballon", "ballons", MASC, false, K_THING, "球", "个"},
+    {"umbrella", "umbrellas", "parapluie", "parapluies", MASC, false, K_THING | K_OPENABLE, "伞",
+     "把"},
+    {"bottle", "bottles", "bouteille", "bouteilles", FEM, false, K_THING | K_OPENABLE, "瓶子",
+     "个"},
+    {"box", "boxes", "boîte", "boîtes", FEM, false, K_THING | K_OPENABLE, "盒子", "个"},
+    {"computer", "computers", "ordinateur", "ordinateurs", MASC, true, K_THING, "电脑", "台"},
+    {"car", "cars", "voiture", "voitures", FEM, false, K_BIG | K_IN | K_UNDER, "车", "辆"},
+    {"house", "houses", "maison", "maisons", FEM, false, K_BIG | K_IN, "房子", "座"},
+    {"table", "tables", "table", "tables", FEM, false, K_BIG | K_ON | K_UNDER, "桌子", "张"},
+    {"chair", "chairs", "chaise", "chaises", FEM, false, K_BIG | K_ON | K_UNDER | K_SEAT, "椅子",
+     "把"},
+    {"bed", "beds", "lit", "lits", MASC, false, K_BIG | K_ON | K_UNDER | K_SEAT, "床", "张"},
+    {"sofa", "sofas", "canapé", "canapés", MASC, false, K_BIG | K_ON | K_SEAT, "沙发", "张"},
+    {"mat", "mats", "tapis", "tapis", MASC, false, K_BIG | K_ON | K_SEAT, "垫子", "块"},
+    {"door", "doors", "porte", "portes", FEM, false, K_BIG | K_OPENABLE, "门", "扇"},
+    {"window", "windows", "fenêtre", "fenêtres", FEM, false, K_BIG | K_OPENABLE, "窗户", "扇"},
+    {"tree", "trees", "arbre", "arbres", MASC, true, K_BIG | K_UNDER, "树", "棵"},
+    {"garden", "gardens", "jardin", "jardins", MASC, false, K_IN, "花园", "个"},
+    {"kitchen", "kitchens", "cuisine", "cuisines", FEM, false, K_IN, "厨房", "个"},
+    {"park", "parks", "parc", "parcs", MASC, false, K_PLACE | K_IN, "公园", "个"},
+    {"market", "markets", "marché", "marchés", MASC, false, K_PLACE, "市场", "个"},
+    {"school", "schools", "école", "écoles", FEM, true, K_PLACE, "学校", "所"},
+    {"beach", "beaches", "plage", "plages", FEM, false, K_PLACE, "海滩", "个"},
+    {"station", "stations", "gare", "gares", FEM, false, K_PLACE, "车站", "个"},
+    {"library", "libraries", "bibliothèque", "bibliothèques", FEM, false, K_PLACE, "图书馆", "个"},
+    {"hospital", "hospitals", "hôpital", "hôpitaux", MASC, true, K_PLACE, "医院", "家"},
+    {"museum", "museums", "musée", "musées", MASC, false, K_PLACE, "博物馆", "个"},
 };
 
 /* French adjective and profession forms, in this order. */
@@ -208,45 +217,201 @@ typedef struct {
     bool before_noun;        /* le petit chat, but le chat noir */
     bool attributive_only;   /* never after "is": la voiture est neuve, not nouvelle */
     const char *fr_ms_vowel; /* masculine singular before a vowel: un bel oiseau */
+    const char *zh;          /* before a noun: 黑猫, 漂亮的鸟 */
+    const char *zh_pred;     /* after a subject: 猫很高兴, 车是红色的 */
+    bool zh_shi;             /* zh_pred follows 是 (colours); otherwise 很 (or 不) */
 } Adjective;
 
 #define K_OBJECTS (K_THING | K_BIG)
 static const Adjective ADJECTIVES[] = {
-    {"black", {"noir", "noire", "noirs", "noires"}, K_ANIMAL | K_OBJECTS, false, false, NULL},
-    {"white", {"blanc", "blanche", "blancs", "blanches"}, K_ANIMAL | K_OBJECTS, false, false, NULL},
-    {"grey", {"gris", "grise", "gris", "grises"}, K_ANIMAL | K_OBJECTS, false, false, NULL},
-    {"red", {"rouge", "rouge", "rouges", "rouges"}, K_OBJECTS, false, false, NULL},
-    {"green", {"vert", "verte", "verts", "vertes"}, K_OBJECTS, false, false, NULL},
-    {"blue", {"bleu", "bleue", "bleus", "bleues"}, K_OBJECTS, false, false, NULL},
-    {"yellow", {"jaune", "jaune", "jaunes", "jaunes"}, K_OBJECTS, false, false, NULL},
-    {"happy", {"heureux", "heureuse", "heureux", "heureuses"}, K_ANIMATE, false, false, NULL},
-    {"sad", {"triste", "triste", "tristes", "tristes"}, K_ANIMATE, false, false, NULL},
-    {"tired", {"fatigué", "fatiguée", "fatigués", "fatiguées"}, K_ANIMATE, false, false, NULL},
-    {"kind", {"gentil", "gentille", "gentils", "gentilles"}, K_ANIMATE, false, false, NULL},
-    {"heavy", {"lourd", "lourde", "lourds", "lourdes"}, K_OBJECTS, false, false, NULL},
-    {"expensive", {"cher", "chère", "chers", "chères"}, K_OBJECTS, false, false, NULL},
-    {"small", {"petit", "petite", "petits", "petites"}, K_ANIMATE | K_OBJECTS, true, false, NULL},
+    {"black",
+     {"noir", "noire", "noirs", "noires"},
+     K_ANIMAL | K_OBJECTS,
+     false,
+     false,
+     NULL,
+     "黑",
+     "黑色的",
+     true},
+    {"white",
+     {"blanc", "blanche", "blancs", "blanches"},
+     K_ANIMAL | K_OBJECTS,
+     false,
+     false,
+     NULL,
+     "白",
+     "白色的",
+     true},
+    {"grey",
+     {"gris", "grise", "gris", "grises"},
+     K_ANIMAL | K_OBJECTS,
+     false,
+     false,
+     NULL,
+     "灰",
+     "灰色的",
+     true},
+    {"red",
+     {"rouge", "rouge", "rouges", "rouges"},
+     K_OBJECTS,
+     false,
+     false,
+     NULL,
+     "红色的",
+     "红色的",
+     true},
+    {"green",
+     {"vert", "verte", "verts", "vertes"},
+     K_OBJECTS,
+     false,
+     false,
+     NULL,
+     "绿色的",
+     "绿色的",
+     true},
+    {"blue",
+     {"bleu", "bleue", "bleus", "bleues"},
+     K_OBJECTS,
+     false,
+     false,
+     NULL,
+     "蓝色的",
+     "蓝色的",
+     true},
+    {"yellow",
+     {"jaune", "jaune", "jaunes", "jaunes"},
+     K_OBJECTS,
+     false,
+     false,
+     NULL,
+     "黄色的",
+     "黄色的",
+     true},
+    {"happy",
+     {"heureux", "heureuse", "heureux", "heureuses"},
+     K_ANIMATE,
+     false,
+     false,
+     NULL,
+     "快乐的",
+     "高兴",
+     false},
+    {"sad",
+     {"triste", "triste", "tristes", "tristes"},
+     K_ANIMATE,
+     false,
+     false,
+     NULL,
+     "难过的",
+     "难过",
+     false},
+    {"tired",
+     {"fatigué", "fatiguée", "fatigués", "fatiguées"},
+     K_ANIMATE,
+     false,
+     false,
+     NULL,
+     "疲倦的",
+     "累",
+     false},
+    {"kind",
+     {"gentil", "gentille", "gentils", "gentilles"},
+     K_ANIMATE,
+     false,
+     false,
+     NULL,
+     "善良的",
+     "善良",
+     false},
+    {"heavy",
+     {"lourd", "lourde", "lourds", "lourdes"},
+     K_OBJECTS,
+     false,
+     false,
+     NULL,
+     "很重的",
+     "重",
+     false},
+    {"expensive",
+     {"cher", "chère", "chers", "chères"},
+     K_OBJECTS,
+     false,
+     false,
+     NULL,
+     "昂贵的",
+     "贵",
+     false},
+    {"small",
+     {"petit", "petite", "petits", "petites"},
+     K_ANIMATE | K_OBJECTS,
+     true,
+     false,
+     NULL,
+     "小",
+     "小",
+     false},
     /* not for people: un grand homme is a great man */
-    {"big", {"grand", "grande", "grands", "grandes"}, K_ANIMAL | K_OBJECTS, true, false, NULL},
-    {"young", {"jeune", "jeune", "jeunes", "jeunes"}, K_ANIMATE, true, false, NULL},
-    {"beautiful", {"beau", "belle", "beaux", "belles"}, K_ANIMATE | K_OBJECTS, true, false, "bel"},
-    {"old", {"vieux", "vieille", "vieux", "vieilles"}, K_ANIMATE | K_OBJECTS, true, false, "vieil"},
-    {"new", {"nouveau", "nouvelle", "nouveaux", "nouvelles"}, K_OBJECTS, true, true, "nouvel"},
+    {"big",
+     {"grand", "grande", "grands", "grandes"},
+     K_ANIMAL | K_OBJECTS,
+     true,
+     false,
+     NULL,
+     "大",
+     "大",
+     false},
+    {"young",
+     {"jeune", "jeune", "jeunes", "jeunes"},
+     K_ANIMATE,
+     true,
+     false,
+     NULL,
+     "年轻的",
+     "年轻",
+     false},
+    {"beautiful",
+     {"beau", "belle", "beaux", "belles"},
+     K_ANIMATE | K_OBJECTS,
+     true,
+     false,
+     "bel",
+     "漂亮的",
+     "漂亮",
+     false},
+    {"old",
+     {"vieux", "vieille", "vieux", "vieilles"},
+     K_ANIMATE | K_OBJECTS,
+     true,
+     false,
+     "vieil",
+     "老",
+     "老",
+     false},
+    {"new",
+     {"nouveau", "nouvelle", "nouveaux", "nouvelles"},
+     K_OBJECTS,
+     true,
+     true,
+     "nouvel",
+     "新",
+     "新",
+     false},
 };
 
 /* Professions follow "to be" without an article in French: je suis étudiant. */
 typedef struct {
     const char *en, *en_pl;
     const char *fr[4];
+    const char *zh;
 } Profession;
 
 static const Profession PROFESSIONS[] = {
-    {"student", "students", {"étudiant", "étudiante", "étudiants", "étudiantes"}},
-    {"teacher", "teachers", {"enseignant", "enseignante", "enseignants", "enseignantes"}},
-    {"doctor", "doctors", {"médecin", "médecin", "médecins", "médecins"}},
-    {"singer", "singers", {"chanteur", "chanteuse", "chanteurs", "chanteuses"}},
-    {"cook", "cooks", {"cuisinier", "cuisinière", "cuisiniers", "cuisinières"}},
-    {"nurse", "nurses", {"infirmier", "infirmière", "infirmiers", "infirmières"}},
+    {"student", "students", {"étudiant", "étudiante", "étudiants", "étudiantes"}, "学生"},
+    {"teacher", "teachers", {"enseignant", "enseignante", "enseignants", "enseignantes"}, "老师"},
+    {"doctor", "doctors", {"médecin", "médecin", "médecins", "médecins"}, "医生"},
+    {"singer", "singers", {"chanteur", "chanteuse", "chanteurs", "chanteuses"}, "歌手"},
+    {"cook", "cooks", {"cuisinier", "cuisinière", "cuisiniers", "cuisinières"}, "厨师"},
+    {"nurse", "nurses", {"infirmier", "infirmière", "infirmiers", "infirmières"}, "护士"},
 };
 
 /* One translation per English pronoun: "you" is always tu, "they" always ils. I, you and we
@@ -256,26 +421,31 @@ typedef struct {
     int person;
     Gender gender;
     bool plural;
+    const char *zh;
 } Pronoun;
 
 static const Pronoun PRONOUNS[] = {
-    {"I", "je", P_1SG, MASC, false},   {"you", "tu", P_2SG, MASC, false},
-    {"he", "il", P_3SG, MASC, false},  {"she", "elle", P_3SG, FEM, false},
-    {"we", "nous", P_1PL, MASC, true}, {"they", "ils", P_3PL, MASC, true},
+    {"I", "je", P_1SG, MASC, false, "我"},     {"you", "tu", P_2SG, MASC, false, "你"},
+    {"he", "il", P_3SG, MASC, false, "他"},    {"she", "elle", P_3SG, FEM, false, "她"},
+    {"we", "nous", P_1PL, MASC, true, "我们"}, {"they", "ils", P_3PL, MASC, true, "他们"},
 };
 
 static const struct {
-    const char *en, *fr;
-} NUMBERS[] = {{"two", "deux"}, {"three", "trois"}, {"four", "quatre"}, {"five", "cinq"}};
+    const char *en, *fr, *zh;
+} NUMBERS[] = {{"two", "deux", "两"},
+               {"three", "trois", "三"},
+               {"four", "quatre", "四"},
+               {"five", "cinq", "五"}};
 
 /* Locations after a noun or "to be": in the garden, sous la table. */
 typedef struct {
     const char *en, *fr;
-    unsigned kind; /* nouns that can follow */
+    unsigned kind;  /* nouns that can follow */
+    const char *zh; /* after the noun: 在花园里, 在桌子上, 在树下 */
 } Preposition;
 
 static const Preposition LOCATIONS[] = {
-    {"in", "dans", K_IN}, {"on", "sur", K_ON}, {"under", "sous", K_UNDER}};
+    {"in", "dans", K_IN, "里"}, {"on", "sur", K_ON, "上"}, {"under", "sous", K_UNDER, "下"}};
 
 typedef enum { DET_THE, DET_A, DET_MY, DET_YOUR, DET_NUM, DET_PARTITIVE, DET_GENERIC, DETS } Det;
 #define D(det) (1u << (det))
@@ -300,66 +470,87 @@ typedef struct {
     unsigned object_kinds; /* the direct object, or the noun after the preposition */
     unsigned dets;         /* determiners the direct object may take */
     const char *en_prep, *fr_prep;
+    const char *zh;     /* the verb: 爱, 看见; for go/come/sit with the place after or before */
+    const char *zh_not; /* its present negation when not 不 + zh (有: 没有) */
+    const char *zh_before_place, *zh_after_place; /* 从 (医院) 来, 坐在 (垫子) 上 */
+    bool zh_place_first;                          /* 从医院来: the verb after the place */
 } Verb;
 
 #define ALL_DETS   (D(DET_THE) | D(DET_A) | D(DET_MY) | D(DET_YOUR) | D(DET_NUM))
 #define SOME_DETS  (D(DET_THE) | D(DET_A) | D(DET_NUM) | D(DET_PARTITIVE))
 #define OWNED_DETS (D(DET_THE) | D(DET_MY) | D(DET_YOUR))
 /* Laid out by hand, one verb per block: English forms; French present, future stem,
- * imperfect stem, participle, être?, reflexive?; subjects; frame, objects, determiners. */
+ * imperfect stem, participle, être?, reflexive?; subjects; frame, objects, determiners;
+ * English and French prepositions; Chinese verb, negation and place words. */
 /* clang-format off */
 static const Verb VERBS[] = {
     {"love", "loves", "loved", {"aime", "aimes", "aime", "aimons", "aiment"},
      "aimer", "aim", "aimé", false, false, K_ANIMATE,
      FRAME_OBJECT, K_ANIMATE | K_DRINK | K_MEAL | K_TEXT | K_OBJECTS, OWNED_DETS | D(DET_GENERIC),
-     NULL, NULL},
+     NULL, NULL,
+     "爱", NULL, NULL, NULL, false},
     {"see", "sees", "saw", {"vois", "vois", "voit", "voyons", "voient"},
      "verr", NULL, "vu", false, false, K_ANIMATE,
-     FRAME_OBJECT, K_ANIMATE | K_FOOD | K_TEXT | K_OBJECTS, ALL_DETS, NULL, NULL},
+     FRAME_OBJECT, K_ANIMATE | K_FOOD | K_TEXT | K_OBJECTS, ALL_DETS, NULL, NULL,
+     "看见", NULL, NULL, NULL, false},
     {"have", "has", "had", {"ai", "as", "a", "avons", "ont"},
      "aur", "av", "eu", false, false, K_ANIMATE,
      FRAME_OBJECT, K_FAMILY | K_ANIMAL | K_FOOD | K_TEXT | K_OBJECTS, D(DET_A) | D(DET_NUM),
-     NULL, NULL},
+     NULL, NULL,
+     "有", "没有", NULL, NULL, false},
     {"eat", "eats", "ate", {"mange", "manges", "mange", "mangeons", "mangent"},
      "manger", NULL, "mangé", false, false, K_ANIMATE,
-     FRAME_OBJECT, K_FOOD | K_MEAL, SOME_DETS, NULL, NULL},
+     FRAME_OBJECT, K_FOOD | K_MEAL, SOME_DETS, NULL, NULL,
+     "吃", NULL, NULL, NULL, false},
     {"want", "wants", "wanted", {"veux", "veux", "veut", "voulons", "veulent"},
      "voudr", "voul", "voulu", false, false, K_ANIMATE,
      FRAME_OBJECT, K_ANIMAL | K_FOOD | K_DRINK | K_MEAL | K_TEXT | K_OBJECTS, SOME_DETS,
-     NULL, NULL},
+     NULL, NULL,
+     "想要", NULL, NULL, NULL, false},
     {"read", "reads", "read", {"lis", "lis", "lit", "lisons", "lisent"},
      "lir", NULL, "lu", false, false, K_PERSON,
-     FRAME_OBJECT, K_TEXT, OWNED_DETS | D(DET_A), NULL, NULL},
+     FRAME_OBJECT, K_TEXT, OWNED_DETS | D(DET_A), NULL, NULL,
+     "读", NULL, NULL, NULL, false},
     {"buy", "buys", "bought", {"achète", "achètes", "achète", "achetons", "achètent"},
      "achèter", NULL, "acheté", false, false, K_PERSON,
-     FRAME_OBJECT, K_FOOD | K_DRINK | K_MEAL | K_TEXT | K_OBJECTS, SOME_DETS, NULL, NULL},
+     FRAME_OBJECT, K_FOOD | K_DRINK | K_MEAL | K_TEXT | K_OBJECTS, SOME_DETS, NULL, NULL,
+     "买", NULL, NULL, NULL, false},
     {"find", "finds", "found", {"trouve", "trouves", "trouve", "trouvons", "trouvent"},
      "trouver", NULL, "trouvé", false, false, K_ANIMATE,
-     FRAME_OBJECT, K_PERSON | K_ANIMAL | K_TEXT | K_THING, ALL_DETS, NULL, NULL},
+     FRAME_OBJECT, K_PERSON | K_ANIMAL | K_TEXT | K_THING, ALL_DETS, NULL, NULL,
+     "找到", NULL, NULL, NULL, false},
     {"drink", "drinks", "drank", {"bois", "bois", "boit", "buvons", "boivent"},
      "boir", NULL, "bu", false, false, K_ANIMATE,
-     FRAME_OBJECT, K_DRINK, D(DET_PARTITIVE), NULL, NULL},
+     FRAME_OBJECT, K_DRINK, D(DET_PARTITIVE), NULL, NULL,
+     "喝", NULL, NULL, NULL, false},
     {"open", "opens", "opened", {"ouvre", "ouvres", "ouvre", "ouvrons", "ouvrent"},
      "ouvrir", NULL, "ouvert", false, false, K_PERSON,
-     FRAME_OBJECT, K_OPENABLE, OWNED_DETS | D(DET_A), NULL, NULL},
+     FRAME_OBJECT, K_OPENABLE, OWNED_DETS | D(DET_A), NULL, NULL,
+     "打开", NULL, NULL, NULL, false},
     {"help", "helps", "helped", {"aide", "aides", "aide", "aidons", "aident"},
      "aider", NULL, "aidé", false, false, K_PERSON,
-     FRAME_OBJECT, K_PERSON, ALL_DETS, NULL, NULL},
+     FRAME_OBJECT, K_PERSON, ALL_DETS, NULL, NULL,
+     "帮助", NULL, NULL, NULL, false},
     {"watch", "watches", "watched", {"regarde", "regardes", "regarde", "regardons", "regardent"},
      "regarder", NULL, "regardé", false, false, K_ANIMATE,
-     FRAME_OBJECT, K_ANIMATE, OWNED_DETS | D(DET_NUM), NULL, NULL},
+     FRAME_OBJECT, K_ANIMATE, OWNED_DETS | D(DET_NUM), NULL, NULL,
+     "看", NULL, NULL, NULL, false},
     {"write", "writes", "wrote", {"écris", "écris", "écrit", "écrivons", "écrivent"},
      "écrir", NULL, "écrit", false, false, K_PERSON,
-     FRAME_OBJECT, K_TEXT, D(DET_THE) | D(DET_A), NULL, NULL},
+     FRAME_OBJECT, K_TEXT, D(DET_THE) | D(DET_A), NULL, NULL,
+     "写", NULL, NULL, NULL, false},
     {"go", "goes", "went", {"vais", "vas", "va", "allons", "vont"},
      "ir", NULL, "allé", true, false, K_PERSON,
-     FRAME_PREP, K_PLACE, D(DET_THE), "to", "à"},
+     FRAME_PREP, K_PLACE, D(DET_THE), "to", "à",
+     "去", NULL, NULL, NULL, false},
     {"come", "comes", "came", {"viens", "viens", "vient", "venons", "viennent"},
      "viendr", NULL, "venu", true, false, K_PERSON,
-     FRAME_PREP, K_PLACE, D(DET_THE), "from", "de"},
+     FRAME_PREP, K_PLACE, D(DET_THE), "from", "de",
+     "来", NULL, "从", NULL, true},
     {"sit", "sits", "sat", {"assois", "assois", "assoit", "assoyons", "assoient"},
      "assiér", NULL, "assis", true, true, K_ANIMATE,
-     FRAME_PREP, K_SEAT, D(DET_THE), "on", "sur"},
+     FRAME_PREP, K_SEAT, D(DET_THE), "on", "sur",
+     "坐在", NULL, NULL, "上", false},
 };
 /* clang-format on */
 
@@ -430,6 +621,36 @@ static const Showcase SHOWCASE[] = {
     {"she will be a singer", "elle sera chanteuse", "0-0 1-1 2-1 4-2"},
     {"my mother came from the hospital", "ma mère est venue de l'hôpital",
      "0-0 1-1 2-2 2-3 3-4 4-5 5-5"},
+};
+
+/* The Chinese showcase (--target zh): hand-written, always in train, without alignments. A
+ * pair the grammar also makes must come out identical (我有一只猫), which the program checks. */
+static const struct {
+    const char *en, *zh;
+} SHOWCASE_ZH[] = {
+    {"I love cats", "我爱猫"},
+    {"I love machine learning", "我爱机器学习"},
+    {"I am a student", "我是学生"},
+    {"I have a cat", "我有一只猫"},
+    {"I love dogs", "我爱狗"},
+    {"she loves birds", "她爱鸟"},
+    {"the black cat", "黑猫"},
+    {"I love you", "我爱你"},
+    {"I don't know", "我不知道"},
+    {"I am hungry", "我饿了"},
+    {"thank you very much", "非常感谢"},
+    {"hello my friend", "你好，我的朋友"},
+    {"good night", "晚安"},
+    {"where is the cat?", "猫在哪里？"},
+    {"it is raining", "下雨了"},
+    {"I speak chinese", "我说中文"},
+    {"do you speak english?", "你说英语吗？"},
+    {"I live in beijing", "我住在北京"},
+    {"the white cat drinks milk", "白猫喝牛奶"},
+    {"my sister is a doctor", "我的姐姐是医生"},
+    {"we went to the beach", "我们去了海滩"},
+    {"I don't have a dog", "我没有狗"},
+    {"I drink water", "我喝水"},
 };
 
 /* ---- drafts: an English sentence and its French morphemes, linked ----------------------- */
@@ -512,6 +733,7 @@ typedef struct {
 
 typedef struct {
     Rng rng;
+    bool zh; /* the target is Chinese (--target zh), not French */
 } Gen;
 
 static const Noun *pick_noun(Gen *g, unsigned kinds, const Noun *exclude) {
@@ -767,6 +989,119 @@ static void fr_copula_group(Draft *d, const Subject *s, Tense t, Mood m, VerbWor
     if (m == NEGATE) fr_add(d, "pas", negation);
 }
 
+/* ---- Chinese: the same draws, said in Chinese ------------------------------------------- */
+
+/* The Chinese side is built from the very draws that make the French one (so the English
+ * sentences are the same), as morphemes joined without spaces: no articles or plural ('the
+ * cats' is 猫), a classifier after a number (两只猫), tense by 了 (past events), 以前 (past
+ * states), 会 (future), negation by 不 or 没, questions by 吗. */
+
+static void zh_add(Draft *d, const char *text, uint32_t links) {
+    fr_add_joined(d, text, "", links, false);
+}
+
+/* [我的|你的|一 + classifier|number + classifier] [adjective] noun. negated: the object of a
+ * negated verb drops 一 + classifier, as French drops un for de (我没有狗). */
+static void zh_np(Draft *d, const NounPhrase *np, NpWords w, bool negated) {
+    const Noun *n = np->noun;
+    uint32_t det = link(w.det);
+    if (np->det == DET_MY) {
+        zh_add(d, "我的", det);
+    } else if (np->det == DET_YOUR) {
+        zh_add(d, "你的", det);
+    } else if ((np->det == DET_A && !negated) || np->det == DET_NUM) {
+        if (!n->zh_measure) die("internal error: \"%s\" counted without a classifier", n->en);
+        zh_add(d, np->det == DET_A ? "一" : NUMBERS[np->number].zh, det);
+        zh_add(d, n->zh_measure, det);
+    }
+    if (np->adj) zh_add(d, np->adj->zh, link(w.adj));
+    zh_add(d, n->zh, link(w.noun));
+}
+
+static void zh_subject(Draft *d, const Subject *s, NpWords w) {
+    if (s->pronoun)
+        zh_add(d, s->pronoun->zh, link(w.noun));
+    else
+        zh_np(d, &s->np, w, false);
+}
+
+/* 在 + place + 里/上/下 */
+static void zh_location(Draft *d, const Preposition *in, const NounPhrase *place, NpWords pw,
+                        int en_prep) {
+    zh_add(d, "在", link(en_prep));
+    zh_np(d, place, pw, false);
+    zh_add(d, in->zh, link(en_prep));
+}
+
+/* What a lexical verb's clause holds besides subject and verb. */
+typedef struct {
+    const NounPhrase *object; /* FRAME_OBJECT's object, or FRAME_PREP's place */
+    NpWords object_words;
+    int en_prep;             /* FRAME_PREP: "to", "from", "on" */
+    const NounPhrase *where; /* "in the garden" after an object, or NULL */
+    NpWords where_words;
+    int where_prep;
+} ZhClause;
+
+/* subject [以前] [不|没|会|不会] [在 place 里] verb[了] object|place [吗]. Stative verbs (those
+ * with a French imparfait: love, have, want) put a past state as 以前 + the present. */
+static void zh_verb_clause(Draft *d, const Verb *v, const Subject *s, Tense t, Mood m, NpWords sw,
+                           VerbWords vw, const ZhClause *c) {
+    uint32_t verb = link(vw.verb), aux = vw.aux >= 0 ? link(vw.aux) : verb;
+    bool stative = v->fr_imperfect_stem != NULL, done = t == PAST && !stative;
+    zh_subject(d, s, sw);
+    if (t == PAST && stative) zh_add(d, "以前", aux);
+    if (t == FUTURE) zh_add(d, m == NEGATE ? "不会" : "会", aux);
+    bool own_negation = m == NEGATE && t != FUTURE && v->zh_not && !done;
+    if (m == NEGATE && t != FUTURE && !own_negation) zh_add(d, done ? "没" : "不", aux);
+    if (c->where) zh_location(d, &LOCATIONS[0], c->where, c->where_words, c->where_prep);
+    /* 了 follows the verb of a past event, or ends a clause whose place the verb precedes
+     * with a word after it (猫坐在垫子上了); never after 没 */
+    bool le = done && m != NEGATE;
+    if (v->frame == FRAME_PREP && v->zh_place_first) {
+        zh_add(d, v->zh_before_place, link(c->en_prep));
+        zh_np(d, c->object, c->object_words, false);
+        zh_add(d, own_negation ? v->zh_not : v->zh, verb);
+        if (le) zh_add(d, "了", aux);
+    } else {
+        zh_add(d, own_negation ? v->zh_not : v->zh, verb);
+        if (le && !v->zh_after_place) zh_add(d, "了", aux);
+        zh_np(d, c->object, c->object_words, m == NEGATE && v->frame == FRAME_OBJECT);
+        if (v->zh_after_place) zh_add(d, v->zh_after_place, link(c->en_prep));
+        if (le && v->zh_after_place) zh_add(d, "了", aux);
+    }
+    if (m == ASK) zh_add(d, "吗", link(vw.aux));
+}
+
+/* subject [以前] then: [会|不会][是|不是|很|不] adjective, [是|不是|会成为|不会成为]
+ * profession, or [不|会|不会]在 place 里; [吗]. A past state is 以前 + the present. */
+static void zh_copula_clause(Draft *d, const Subject *s, Tense t, Mood m, NpWords sw, VerbWords vw,
+                             const Adjective *adj, const Profession *job, const Preposition *prep,
+                             const NounPhrase *place, NpWords pw, int pred) {
+    uint32_t verb = link(vw.aux) | link(vw.be);
+    uint32_t negation = vw.not_word >= 0 ? link(vw.not_word) : link(vw.aux);
+    bool negate = m == NEGATE;
+    zh_subject(d, s, sw);
+    if (t == PAST) zh_add(d, "以前", verb);
+    if (t == FUTURE)
+        zh_add(d, negate ? "不会" : "会", verb);
+    else if (negate)
+        zh_add(d, "不", negation);
+    if (adj) {
+        if (adj->zh_shi)
+            zh_add(d, "是", verb);
+        else if (!negate && m != ASK)
+            zh_add(d, "很", verb); /* 很 carries a plain statement: 猫很高兴 */
+        zh_add(d, adj->zh_pred, link(pred));
+    } else if (job) {
+        zh_add(d, t == FUTURE ? "成为" : "是", verb);
+        zh_add(d, job->zh, link(pred));
+    } else {
+        zh_location(d, prep, place, pw, pred);
+    }
+    if (m == ASK) zh_add(d, "吗", link(vw.aux));
+}
+
 static const Verb *pick_verb(Gen *g, Frame frame) {
     size_t matches = 0;
     for (size_t i = 0; i < COUNT(VERBS); i++) matches += VERBS[i].frame == frame;
@@ -807,6 +1142,12 @@ static bool build_verb_clause(Gen *g, Draft *d, Frame frame) {
         pw = en_np(d, &place);
     }
 
+    d->question = m == ASK;
+    if (g->zh) {
+        ZhClause c = {&obj, ow, prep, place.noun ? &place : NULL, pw, place_prep};
+        zh_verb_clause(d, v, &s, t, m, sw, vw, &c);
+        return true;
+    }
     if (m == ASK) fr_question(d, vw.aux);
     fr_subject(d, &s, sw);
     fr_verb_group(d, v, &s, t, m, vw);
@@ -816,7 +1157,6 @@ static bool build_verb_clause(Gen *g, Draft *d, Frame frame) {
         fr_add(d, in->fr, link(place_prep));
         fr_np(d, &place, pw, false);
     }
-    d->question = m == ASK;
     return true;
 }
 
@@ -857,6 +1197,11 @@ static bool build_copula_clause(Gen *g, Draft *d, Clause kind) {
         pw = en_np(d, &place);
     }
 
+    d->question = m == ASK;
+    if (g->zh) {
+        zh_copula_clause(d, &s, t, m, sw, vw, adj, job, prep, &place, pw, pred);
+        return true;
+    }
     if (m == ASK) fr_question(d, vw.aux);
     fr_subject(d, &s, sw);
     fr_copula_group(d, &s, t, m, vw);
@@ -867,7 +1212,6 @@ static bool build_copula_clause(Gen *g, Draft *d, Clause kind) {
         fr_add(d, prep->fr, link(pred));
         fr_np(d, &place, pw, false);
     }
-    d->question = m == ASK;
     return true;
 }
 
@@ -922,11 +1266,13 @@ typedef struct {
     char en[LINE_CAP], fr[LINE_CAP], align[LINE_CAP];
 } PairText;
 
-/* Renders the draft; false when either side is outside MIN_WORDS..MAX_WORDS. Questions get
- * '?' attached to the last word on both sides. */
-static bool render(const Draft *d, PairText *out) {
+/* Renders the draft; false when either side is outside MIN_WORDS..MAX_WORDS (morphemes for
+ * Chinese). Questions get '?' attached to the last word on both sides, a full-width ？ in
+ * Chinese, whose morphemes are joined without spaces and get no alignment. */
+static bool render(const Draft *d, bool zh, PairText *out) {
     Morph fr[MAX_FR];
-    int n_fr = french_words(d, fr);
+    int n_fr = zh ? d->n_fr : french_words(d, fr);
+    if (zh) memcpy(fr, d->fr, (size_t)n_fr * sizeof *fr);
     if (d->n_en < MIN_WORDS || d->n_en > MAX_WORDS || n_fr < MIN_WORDS || n_fr > MAX_WORDS)
         return false;
     size_t len = 0;
@@ -938,10 +1284,11 @@ static bool render(const Draft *d, PairText *out) {
     if (d->question) append(out->en, &len, "?");
     len = 0;
     for (int j = 0; j < n_fr; j++) {
-        if (j) append(out->fr, &len, " ");
+        if (j && !zh) append(out->fr, &len, " ");
         append(out->fr, &len, fr[j].text);
     }
-    if (d->question) append(out->fr, &len, "?");
+    if (d->question) append(out->fr, &len, zh ? "？" : "?");
+    if (zh) return true;
     len = 0;
     for (int i = 0; i < d->n_en; i++) { /* Pharaoh links sorted by (i, j) */
         for (int j = 0; j < n_fr; j++) {
@@ -960,7 +1307,7 @@ static bool generate(Gen *g, PairText *out) {
     bool ok = kind == CL_OBJECT ? build_verb_clause(g, &d, FRAME_OBJECT)
               : kind == CL_PREP ? build_verb_clause(g, &d, FRAME_PREP)
                                 : build_copula_clause(g, &d, kind);
-    return ok && !d.overflow && render(&d, out);
+    return ok && !d.overflow && render(&d, g->zh, out);
 }
 
 /* ---- string sets and the corpus ---------------------------------------------------------- */
@@ -1099,12 +1446,16 @@ static void shuffle(Rng *rng, size_t *a, size_t n) {
     }
 }
 
-/* Calls fn on each space-separated word of s. */
-static bool each_word(const char *s, StrMap *counts, bool (*fn)(StrMap *, const char *)) {
+/* Calls fn on each space-separated word of s, or with characters set on each character (the
+ * units the tokenizer makes of Chinese). */
+static bool each_word(const char *s, bool characters, StrMap *counts,
+                      bool (*fn)(StrMap *, const char *)) {
     char word[LINE_CAP];
     bool ok = true;
     while (*s) {
         size_t n = strcspn(s, " ");
+        if (characters) n = utf8_decode((const unsigned char *)s, strlen(s), &(uint32_t){0}, NULL);
+        if (n == 0) die("internal error: invalid UTF-8 in \"%s\"", s);
         memcpy(word, s, n);
         word[n] = '\0';
         ok &= fn(counts, word);
@@ -1125,12 +1476,13 @@ static bool count_down(StrMap *counts, const char *w) {
 
 /* Seeded shuffle of the generated pairs; the first that keep every one of their words present
  * in the rest go to test, then dev, so no held-out sentence holds a word train never shows. */
-static void split(const Corpus *c, Rng *rng, IndexList *train, IndexList *dev, IndexList *test) {
+static void split(const Corpus *c, bool zh, Rng *rng, IndexList *train, IndexList *dev,
+                  IndexList *test) {
     StrMap en_counts = {0}, fr_counts = {0};
     size_t *order = xrealloc(NULL, c->n, sizeof *order), n_order = 0;
     for (size_t i = 0; i < c->n; i++) {
-        each_word(c->pairs[i].en, &en_counts, count_up);
-        each_word(c->pairs[i].fr, &fr_counts, count_up);
+        each_word(c->pairs[i].en, false, &en_counts, count_up);
+        each_word(c->pairs[i].fr, zh, &fr_counts, count_up);
     }
     train->items = xrealloc(NULL, c->n * SHOWCASE_COPIES, sizeof *train->items);
     dev->items = xrealloc(NULL, DEV_PAIRS, sizeof *dev->items);
@@ -1148,15 +1500,15 @@ static void split(const Corpus *c, Rng *rng, IndexList *train, IndexList *dev, I
         IndexList *held = test->n < TEST_PAIRS ? test : dev->n < DEV_PAIRS ? dev : NULL;
         if (held) {
             /* both sides are always counted down, so the undo below is exact */
-            bool en_left = each_word(p->en, &en_counts, count_down);
-            bool fr_left = each_word(p->fr, &fr_counts, count_down);
+            bool en_left = each_word(p->en, false, &en_counts, count_down);
+            bool fr_left = each_word(p->fr, zh, &fr_counts, count_down);
             if (en_left && fr_left) {
                 held->items[held->n++] = order[k];
                 continue;
             }
             /* undo the decrements: the pair stays in train */
-            each_word(p->en, &en_counts, count_up);
-            each_word(p->fr, &fr_counts, count_up);
+            each_word(p->en, false, &en_counts, count_up);
+            each_word(p->fr, zh, &fr_counts, count_up);
         }
         train->items[train->n++] = order[k];
     }
@@ -1193,10 +1545,11 @@ static int write_split(const char *dir, const char *name, const Corpus *c, const
     return 0;
 }
 
-static size_t vocabulary(const Corpus *c, bool french) {
+/* Word types of one side (target: French words, or Chinese characters). */
+static size_t vocabulary(const Corpus *c, bool target, bool zh) {
     StrMap words = {0};
     for (size_t i = 0; i < c->n; i++)
-        each_word(french ? c->pairs[i].fr : c->pairs[i].en, &words, count_up);
+        each_word(target ? c->pairs[i].fr : c->pairs[i].en, target && zh, &words, count_up);
     size_t n = words.n;
     strmap_free(&words);
     return n;
@@ -1206,13 +1559,15 @@ static size_t vocabulary(const Corpus *c, bool french) {
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: gencorpus [-o DIR] [--seed N]\n"
+            "usage: gencorpus [-o DIR] [--seed N] [--target fr|zh]\n"
             "Writes the toy English->French corpus: DIR/{train,dev,test}.tsv (english<TAB>french)\n"
             "and DIR/{train,dev,test}.align (gold Pharaoh alignments, source-target).\n"
-            "  -o DIR     output folder, created if missing (default %s)\n"
-            "  --seed N   PRNG seed; the same seed reproduces every file (default %u)\n"
-            "  --help     this message\n",
-            DEFAULT_DIR, DEFAULT_SEED);
+            "  -o DIR         output folder, created if missing (default %s, or %s for zh)\n"
+            "  --seed N       PRNG seed; the same seed reproduces every file (default %u)\n"
+            "  --target zh    the same English sentences with Chinese translations instead\n"
+            "                 (I love cats -> 我爱猫): the .tsv files only, no alignments\n"
+            "  --help         this message\n",
+            DEFAULT_DIR, DEFAULT_DIR_ZH, DEFAULT_SEED);
 }
 
 /* A command-line mistake, in every program's form (base/usage.h). */
@@ -1222,18 +1577,25 @@ static _Noreturn void refuse_usage(const char *fmt, const char *arg) {
 }
 
 int main(int argc, char **argv) {
-    const char *dir = DEFAULT_DIR;
+    const char *dir = NULL;
     uint64_t seed = DEFAULT_SEED;
+    bool zh = false;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(arg, "-o") || !strcmp(arg, "--seed")) {
+        } else if (!strcmp(arg, "-o") || !strcmp(arg, "--seed") || !strcmp(arg, "--target")) {
             if (i + 1 == argc || !argv[i + 1][0]) refuse_usage("option '%s' needs a value", arg);
             const char *value = argv[++i];
             if (arg[1] == 'o') {
                 dir = value;
+                continue;
+            }
+            if (!strcmp(arg, "--target")) {
+                if (strcmp(value, "fr") && strcmp(value, "zh"))
+                    refuse_usage("unknown --target '%s' (fr or zh)", value);
+                zh = !strcmp(value, "zh");
                 continue;
             }
             char *end;
@@ -1245,8 +1607,16 @@ int main(int argc, char **argv) {
         }
     }
 
+    if (!dir) dir = zh ? DEFAULT_DIR_ZH : DEFAULT_DIR;
     Corpus corpus = {0};
-    for (size_t i = 0; i < COUNT(SHOWCASE); i++) {
+    for (size_t i = 0; zh && i < COUNT(SHOWCASE_ZH); i++) {
+        PairText p = {.align = ""};
+        snprintf(p.en, sizeof p.en, "%s", SHOWCASE_ZH[i].en);
+        snprintf(p.fr, sizeof p.fr, "%s", SHOWCASE_ZH[i].zh);
+        if (!corpus_add(&corpus, &p, true))
+            die("internal error: showcase pair \"%s\" is repeated", p.en);
+    }
+    for (size_t i = 0; !zh && i < COUNT(SHOWCASE); i++) {
         PairText p;
         check_showcase(&SHOWCASE[i]);
         snprintf(p.en, sizeof p.en, "%s", SHOWCASE[i].en);
@@ -1256,7 +1626,7 @@ int main(int argc, char **argv) {
             die("internal error: showcase pair \"%s\" is repeated", p.en);
     }
 
-    Gen gen = {.rng = {seed}};
+    Gen gen = {.rng = {seed}, .zh = zh};
     const size_t target = TRAIN_PAIRS + DEV_PAIRS + TEST_PAIRS;
     size_t draws = 0;
     while (corpus.n < target) {
@@ -1266,7 +1636,7 @@ int main(int argc, char **argv) {
     }
 
     IndexList train, dev, test;
-    split(&corpus, &gen.rng, &train, &dev, &test);
+    split(&corpus, zh, &gen.rng, &train, &dev, &test);
     if (dev.n < DEV_PAIRS || test.n < TEST_PAIRS)
         die("could not hold out %d dev and %d test pairs", DEV_PAIRS, TEST_PAIRS);
 
@@ -1285,16 +1655,17 @@ int main(int argc, char **argv) {
         snprintf(name, sizeof name, "%s.tsv", splits[s].name);
         status = write_split(dir, name, &corpus, splits[s].list, false);
         snprintf(name, sizeof name, "%s.align", splits[s].name);
-        if (!status) status = write_split(dir, name, &corpus, splits[s].list, true);
+        if (!status && !zh) status = write_split(dir, name, &corpus, splits[s].list, true);
     }
 
     if (!status)
         fprintf(stderr,
                 "gencorpus: wrote %s: train %zu pairs (%zu showcase, %d times each), dev %zu, test "
                 "%zu; "
-                "%zu English / %zu French word types ('?' attached); seed %llu\n",
-                dir, train.n, COUNT(SHOWCASE), SHOWCASE_COPIES, dev.n, test.n,
-                vocabulary(&corpus, false), vocabulary(&corpus, true), (unsigned long long)seed);
+                "%zu English word types / %zu %s ('?' attached); seed %llu\n",
+                dir, train.n, zh ? COUNT(SHOWCASE_ZH) : COUNT(SHOWCASE), SHOWCASE_COPIES, dev.n,
+                test.n, vocabulary(&corpus, false, zh), vocabulary(&corpus, true, zh),
+                zh ? "Chinese characters" : "French word types", (unsigned long long)seed);
 
     for (size_t i = 0; i < corpus.n; i++) {
         free(corpus.pairs[i].en);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "base/utf8.h"
+#include "nmt/metrics_unicode.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Unicode text                                                                               */
@@ -77,6 +78,33 @@ static int decode_utf8(const char *text, CodePoints *out, Error *err) {
 /* Python's str.rstrip(): drops trailing whitespace. */
 static void strip_trailing_space(CodePoints *text) {
     while (text->len > 0 && is_python_space(text->chars[text->len - 1])) text->len--;
+}
+
+/* Python's str.strip(): drops whitespace at both ends. */
+static void strip_space(CodePoints *text) {
+    strip_trailing_space(text);
+    size_t start = 0;
+    while (start < text->len && is_python_space(text->chars[start])) start++;
+    memmove(text->chars, text->chars + start, (text->len - start) * sizeof *text->chars);
+    text->len -= start;
+}
+
+/* Python's str.lower() (metrics_unicode.c says where it differs): one code point for one,
+ * except U+0130 (I with dot above), which becomes i and a combining dot above. */
+static int lower_case(CodePoints *text, Error *err) {
+    uint32_t *out = checked_calloc(text->len + 1, 2 * sizeof *out, "lower-cased text", err);
+    if (!out) return -1;
+    size_t len = 0;
+    for (size_t i = 0; i < text->len; i++) {
+        if (text->chars[i] == 0x130) {
+            out[len++] = 'i';
+            out[len++] = 0x307;
+        } else {
+            out[len++] = char_lower(text->chars[i]);
+        }
+    }
+    code_points_replace(text, out, len);
+    return 0;
 }
 
 /* Python's "".join(s.split()): removes every whitespace character. */
@@ -162,14 +190,14 @@ static bool is_13a_symbol(uint32_t c) {
            (c >= '(' && c <= '+') || (c >= ':' && c <= '@') || c == '/';
 }
 
-/* Rule 1: ([\{-\~\[-\` -\&\(-\+\:-\@\/]) -> " \1 ": spaces around every such symbol. */
-static int pad_symbols(CodePoints *text, Error *err) {
+/* A regex (X) -> " \1 ": spaces around every character of class X. */
+static int pad_each(CodePoints *text, bool (*is_padded)(uint32_t c), Error *err) {
     uint32_t *out = checked_calloc(text->len, 3 * sizeof *out, "tokenizer buffer", err);
     if (!out) return -1;
     size_t len = 0;
     for (size_t i = 0; i < text->len; i++) {
         uint32_t c = text->chars[i];
-        if (is_13a_symbol(c)) {
+        if (is_padded(c)) {
             out[len++] = ' ';
             out[len++] = c;
             out[len++] = ' ';
@@ -238,6 +266,17 @@ static int apply_pair_rule(CodePoints *text, const PairRule *rule, Error *err) {
     return 0;
 }
 
+/* TokenizerRegexp.__call__, the part 13a and zh share: four regexes in order (rule 1 pads
+ * the symbols of is_13a_symbol), then "one space only between words", no leading or trailing
+ * space. */
+static int apply_regexp_tokenizer(CodePoints *line, char **out, Error *err) {
+    if (pad_each(line, is_13a_symbol, err)) return -1;
+    if (apply_pair_rule(line, &rule_split_after_non_digit, err)) return -1;
+    if (apply_pair_rule(line, &rule_split_before_non_digit, err)) return -1;
+    if (apply_pair_rule(line, &rule_split_hyphen_after_digit, err)) return -1;
+    return join_words_utf8(line, out, err);
+}
+
 /* Tokenizer13a.__call__ followed by TokenizerRegexp.__call__, on decoded text (which it
  * rewrites; the caller still frees it). */
 static int tokenize_13a_code_points(CodePoints *line, char **out, Error *err) {
@@ -250,20 +289,126 @@ static int tokenize_13a_code_points(CodePoints *line, char **out, Error *err) {
     replace_all(line, "&lt;", "<");
     replace_all(line, "&gt;", ">");
     if (surround_with_spaces(line, err)) return -1;
-    /* The language-dependent part (assuming Western languages): four regexes in order. */
-    if (pad_symbols(line, err)) return -1;
-    if (apply_pair_rule(line, &rule_split_after_non_digit, err)) return -1;
-    if (apply_pair_rule(line, &rule_split_before_non_digit, err)) return -1;
-    if (apply_pair_rule(line, &rule_split_hyphen_after_digit, err)) return -1;
-    /* "one space only between words", no leading or trailing space. */
+    return apply_regexp_tokenizer(line, out, err);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The zh tokenizer (sacrebleu/tokenizers/tokenizer_zh.py)                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+/* TokenizerZh._is_chinese_char: `start <= uchar <= end` over _UCODE_RANGES, in its order.
+ * Python compares the one-character uchar with each end as strings, and two entries were
+ * written with five hex digits after \u, which Python reads as four and a character:
+ * ('\u20000', '\u2a6d6') is ("\u2000" "0", "\u2a6d" "6"), which holds U+2001 to U+2A6D
+ * (general punctuation, currency, arrows, mathematical operators...: ’ “ ” — … € ≥ are
+ * words of their own), and ('\u2f800', '\u2fa1d') holds U+2F81 to U+2FA1. So the
+ * supplementary ideographs (U+20000 and above) are not split, as in sacreBLEU. */
+static bool is_zh_char(uint32_t c) {
+    static const uint32_t ranges[][2] = {
+        {0x3400, 0x4DB5}, {0x4E00, 0x9FA5}, {0x9FA6, 0x9FBB}, {0xF900, 0xFA2D}, {0xFA30, 0xFA6A},
+        {0xFA70, 0xFAD9}, {0x2001, 0x2A6D}, {0x2F81, 0x2FA1}, {0xFF00, 0xFFEF}, {0x2E80, 0x2EFF},
+        {0x3000, 0x303F}, {0x31C0, 0x31EF}, {0x2F00, 0x2FDF}, {0x2FF0, 0x2FFF}, {0x3100, 0x312F},
+        {0x31A0, 0x31BF}, {0xFE10, 0xFE1F}, {0xFE30, 0xFE4F}, {0x2600, 0x26FF}, {0x2700, 0x27BF},
+        {0x3200, 0x32FF}, {0x3300, 0x33FF}};
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
+        if (c >= ranges[i][0] && c <= ranges[i][1]) return true;
+    return false;
+}
+
+/* TokenizerZh.__call__: line.strip(), " c " for each Chinese character, then
+ * TokenizerRegexp, without 13a's entity and line-break steps and without its padding (so a
+ * leading ".5" stays one word here). */
+static int tokenize_zh_code_points(CodePoints *line, char **out, Error *err) {
+    strip_space(line);
+    if (pad_each(line, is_zh_char, err)) return -1;
+    return apply_regexp_tokenizer(line, out, err);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The intl tokenizer (sacrebleu/tokenizers/tokenizer_intl.py)                               */
+/* ------------------------------------------------------------------------------------------ */
+
+static bool is_punctuation(uint32_t c) {
+    return char_class(c) == CHAR_PUNCTUATION;
+}
+static bool is_not_number(uint32_t c) {
+    return char_class(c) != CHAR_NUMBER;
+}
+static bool is_symbol(uint32_t c) {
+    return char_class(c) == CHAR_SYMBOL;
+}
+
+/* (\P{N})(\p{P}) -> "\1 \2 ": punctuation preceded by a non-number. */
+static const PairRule rule_punctuation_after_non_number = {is_not_number, is_punctuation, false};
+/* (\p{P})(\P{N}) -> " \1 \2": punctuation followed by a non-number. */
+static const PairRule rule_punctuation_before_non_number = {is_punctuation, is_not_number, true};
+
+/* TokenizerV14International.__call__: the two punctuation rules, spaces around symbols, then
+ * ' '.join(line.split()). No padding: a year and its full stop ending the line stay one word
+ * ("2024." is a word), as mteval-v14 and sacreBLEU have it. */
+static int tokenize_intl_code_points(CodePoints *line, char **out, Error *err) {
+    if (apply_pair_rule(line, &rule_punctuation_after_non_number, err)) return -1;
+    if (apply_pair_rule(line, &rule_punctuation_before_non_number, err)) return -1;
+    if (pad_each(line, is_symbol, err)) return -1;
     return join_words_utf8(line, out, err);
 }
 
-int tokenize_13a(const char *text, char **out, Error *err) {
-    if (!text) return error_set(err, "tokenize_13a: text is NULL");
+/* ------------------------------------------------------------------------------------------ */
+/* Choosing a tokenizer                                                                       */
+/* ------------------------------------------------------------------------------------------ */
+
+static const char *const TOKENIZE_NAMES[] = {[BLEU_TOKENIZE_13A] = "13a",
+                                             [BLEU_TOKENIZE_ZH] = "zh",
+                                             [BLEU_TOKENIZE_INTL] = "intl",
+                                             [BLEU_TOKENIZE_NONE] = "none"};
+#define TOKENIZE_COUNT (sizeof TOKENIZE_NAMES / sizeof TOKENIZE_NAMES[0])
+
+int bleu_tokenize_parse(const char *name, BleuTokenize *out, Error *err) {
+    for (size_t i = 0; name && i < TOKENIZE_COUNT; i++) {
+        if (strcmp(name, TOKENIZE_NAMES[i]) == 0) {
+            *out = (BleuTokenize)i;
+            return 0;
+        }
+    }
+    char quoted[96];
+    return error_set(err, "unknown BLEU tokenizer '%s' (13a, zh, intl or none)",
+                     text_for_message(quoted, sizeof quoted, name ? name : "", 40));
+}
+
+const char *bleu_tokenize_name(BleuTokenize tokenize) {
+    return (size_t)tokenize < TOKENIZE_COUNT ? TOKENIZE_NAMES[tokenize] : "?";
+}
+
+int bleu_signature(const ScoreOptions *options, char *buf, size_t size) {
+    return snprintf(buf, size, "nrefs:1|case:%s|eff:no|tok:%s|smooth:exp",
+                    options->lowercase ? "lc" : "mixed", bleu_tokenize_name(options->tokenize));
+}
+
+int chrf_signature(const ScoreOptions *options, char *buf, size_t size) {
+    return snprintf(buf, size, "nrefs:1|case:%s|eff:yes|nc:%d|nw:0|space:no",
+                    options->lowercase ? "lc" : "mixed", CHRF_CHAR_ORDER);
+}
+
+/* The chosen tokenizer on decoded text (which it rewrites; the caller still frees it). */
+static int tokenize_code_points(CodePoints *line, BleuTokenize tokenize, char **out, Error *err) {
+    switch (tokenize) {
+    case BLEU_TOKENIZE_13A:
+        return tokenize_13a_code_points(line, out, err);
+    case BLEU_TOKENIZE_ZH:
+        return tokenize_zh_code_points(line, out, err);
+    case BLEU_TOKENIZE_INTL:
+        return tokenize_intl_code_points(line, out, err);
+    case BLEU_TOKENIZE_NONE:
+        return join_words_utf8(line, out, err);
+    }
+    return error_set(err, "bleu: unknown tokenizer %d", (int)tokenize);
+}
+
+int bleu_tokenize(const char *text, BleuTokenize tokenize, char **out, Error *err) {
+    if (!text) return error_set(err, "bleu_tokenize: text is NULL");
     CodePoints line;
     if (decode_utf8(text, &line, err)) return -1;
-    int status = tokenize_13a_code_points(&line, out, err);
+    int status = tokenize_code_points(&line, tokenize, out, err);
     code_points_free(&line);
     return status;
 }
@@ -362,14 +507,18 @@ static void word_list_free(WordList *list) {
     *list = (WordList){0};
 }
 
-/* BLEU._preprocess_segment: tokenizer(sent.rstrip()) (no lowercasing by default), then
+/* BLEU._preprocess_segment: sent.lower() when asked, tokenizer(sent.rstrip()), then
  * line.split() into words. rstrip comes first, so a trailing "-\n" is not joined away. */
-static int bleu_words(const char *segment, WordList *list, Error *err) {
+static int bleu_words(const char *segment, const ScoreOptions *options, WordList *list,
+                      Error *err) {
     CodePoints line;
     if (decode_utf8(segment, &line, err)) return -1;
-    strip_trailing_space(&line);
     char *text = NULL;
-    int status = tokenize_13a_code_points(&line, &text, err);
+    int status = options->lowercase ? lower_case(&line, err) : 0;
+    if (status == 0) {
+        strip_trailing_space(&line);
+        status = tokenize_code_points(&line, options->tokenize, &text, err);
+    }
     code_points_free(&line);
     if (status) return -1;
 
@@ -441,8 +590,8 @@ static int bleu_pair_stats(const WordList *hyp, const WordList *ref, BleuStats *
     return status;
 }
 
-void bleu_stats_init(BleuStats *stats) {
-    *stats = (BleuStats){0};
+void bleu_stats_init(BleuStats *stats, const ScoreOptions *options) {
+    *stats = (BleuStats){.options = options ? *options : (ScoreOptions){0}};
 }
 
 int bleu_add(BleuStats *stats, const char *hypothesis, const char *reference, Error *err) {
@@ -452,9 +601,9 @@ int bleu_add(BleuStats *stats, const char *hypothesis, const char *reference, Er
     WordList hyp = {0}, ref = {0};
     BleuStats pair;
     int status = -1;
-    if (bleu_words(hypothesis, &hyp, err))
+    if (bleu_words(hypothesis, &stats->options, &hyp, err))
         error_prefix(err, "bleu hypothesis: ");
-    else if (bleu_words(reference, &ref, err))
+    else if (bleu_words(reference, &stats->options, &ref, err))
         error_prefix(err, "bleu reference: ");
     else
         status = bleu_pair_stats(&hyp, &ref, &pair, err);
@@ -540,10 +689,16 @@ int bleu_format(const BleuResult *result, char *buf, size_t size) {
 /* chrF (sacrebleu/metrics/chrf.py)                                                           */
 /* ------------------------------------------------------------------------------------------ */
 
-/* extract_all_char_ngrams with whitespace=False: whitespace is removed before counting, so
- * character n-grams span word boundaries. */
-static int chrf_characters(const char *segment, CodePoints *chars, Error *err) {
+/* CHRF._preprocess_segment (sent.lower() when asked), then extract_all_char_ngrams with
+ * whitespace=False: whitespace is removed before counting, so character n-grams span word
+ * boundaries. */
+static int chrf_characters(const char *segment, const ScoreOptions *options, CodePoints *chars,
+                           Error *err) {
     if (decode_utf8(segment, chars, err)) return -1;
+    if (options->lowercase && lower_case(chars, err)) {
+        code_points_free(chars);
+        return -1;
+    }
     remove_space(chars);
     return 0;
 }
@@ -565,8 +720,8 @@ static int chrf_pair_stats(const CodePoints *hyp, const CodePoints *ref, ChrfSta
     return 0;
 }
 
-void chrf_stats_init(ChrfStats *stats) {
-    *stats = (ChrfStats){0};
+void chrf_stats_init(ChrfStats *stats, const ScoreOptions *options) {
+    *stats = (ChrfStats){.options = options ? *options : (ScoreOptions){0}};
 }
 
 int chrf_add(ChrfStats *stats, const char *hypothesis, const char *reference, Error *err) {
@@ -576,9 +731,9 @@ int chrf_add(ChrfStats *stats, const char *hypothesis, const char *reference, Er
     CodePoints hyp = {0}, ref = {0};
     ChrfStats pair;
     int status = -1;
-    if (chrf_characters(hypothesis, &hyp, err))
+    if (chrf_characters(hypothesis, &stats->options, &hyp, err))
         error_prefix(err, "chrf hypothesis: ");
-    else if (chrf_characters(reference, &ref, err))
+    else if (chrf_characters(reference, &stats->options, &ref, err))
         error_prefix(err, "chrf reference: ");
     else
         status = chrf_pair_stats(&hyp, &ref, &pair, err);

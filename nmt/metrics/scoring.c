@@ -107,8 +107,8 @@ done:
 }
 
 int score_corpus(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus *tc,
-                 const char *name, int batch_size, int beam, Scores *out, TranslationSink sink,
-                 void *user, Error *err) {
+                 const char *name, int batch_size, int beam, const ScoreOptions *options,
+                 Scores *out, TranslationSink sink, void *user, Error *err) {
     memset(out, 0, sizeof *out);
     if (score_check_lengths(nm, corpus, tc, name, err) ||
         corpus_loss(nm, tc, corpus, batch_size, out, err))
@@ -118,8 +118,8 @@ int score_corpus(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus
     if (translator_init(&translator, nm, batch_size, &opt, err)) return -1;
     BleuStats bleu;
     ChrfStats chrf;
-    bleu_stats_init(&bleu);
-    chrf_stats_init(&chrf);
+    bleu_stats_init(&bleu, options);
+    chrf_stats_init(&chrf, options);
     /* Sentences go to the translator in batches of similar source lengths (fewer padded
      * positions, and a batch ends when its last translation does); the scores and the sink
      * then take them in corpus order. */
@@ -154,13 +154,11 @@ int score_corpus(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus
         translated_free(tr, n);
     }
     for (size_t i = 0; rc == 0 && i < count; i++) {
-        const TokenList *ref_tokens = &tc->tgt[i];
-        char *ref = detokenize((const char *const *)ref_tokens->tokens, ref_tokens->count, err);
-        if (!ref || bleu_add(&bleu, hyps[i], ref, err) || chrf_add(&chrf, hyps[i], ref, err))
-            rc = -1;
+        const char *ref = corpus->tgt[i]; /* as the file has it, never the tokenizer's */
+        if (bleu_add(&bleu, hyps[i], ref, err) || chrf_add(&chrf, hyps[i], ref, err))
+            rc = error_prefix(err, "%s:%zu: ", name, corpus->line[i]);
         else if (sink)
             sink(user, i, corpus->src[i], hyps[i], ref);
-        free(ref);
     }
     if (rc == 0) {
         out->bleu = bleu_score(&bleu);

@@ -1,12 +1,11 @@
 /*
- * validate.h: scoring a model on held-out pairs: teacher-forced loss and perplexity, and
+ * scoring.h: scoring a model on held-out pairs: teacher-forced loss and perplexity, and
  * greedy or beam translations scored with sacreBLEU-compatible BLEU and chrF.
  *
- * References are the pairs' target text, lower-cased like the model's input when the model
- * lower-cases (a model that never sees capitals cannot be asked to produce them), and kept
- * cased otherwise: a cased model is scored cased, as sacreBLEU scores by default. Hypotheses
- * are decoded as bin/translate prints them (decode_hypothesis: <unk> replaced unless
- * nm->keep_unk).
+ * Hypotheses are decoded as bin/translate prints them (decode_hypothesis: <unk> replaced
+ * unless nm->keep_unk) and scored against each pair's target exactly as the file has it, by
+ * sacreBLEU's preprocessing only (metrics.h): never through the model's tokenizer, and
+ * lower-cased only when the options ask (-lc), whether or not the model lower-cases its input.
  */
 #ifndef NMT_VALIDATE_H
 #define NMT_VALIDATE_H
@@ -36,12 +35,13 @@ typedef void (*TranslationSink)(void *user, size_t index, const char *source,
                                 const char *hypothesis, const char *reference);
 
 /* Scores nm on the pairs of (corpus, tc), read from the file `name`: loss over the encodable
- * pairs in batches of batch_size, and translations of every pair with the given beam (output
+ * pairs in batches of batch_size, and translations of every pair with the given beam, scored
+ * against corpus->tgt with options (NULL: sacreBLEU's defaults) (output
  * lengths limited by the translator's rule, nmt_max_output_len, for each batch's longest
  * source). Both take the pairs in batches of similar lengths, longest first. Pairs must pass
  * score_check_lengths. */
 int score_corpus(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus *tc,
-                 const char *name, int batch_size, int beam, Scores *out, TranslationSink sink,
-                 void *user, Error *err);
+                 const char *name, int batch_size, int beam, const ScoreOptions *options,
+                 Scores *out, TranslationSink sink, void *user, Error *err);
 
 #endif
