@@ -10,6 +10,8 @@
 #   make live MODEL=M OUT=F  the live attention page for model M, one self-contained HTML file
 #                        (COMPUTE=int8: the model with 8-bit weights, a third of the page)
 #   make test-cpus       the numerical suites on emulated CPUs without AVX-512 / AVX2 (qemu-user)
+#   make test-arm64      the numerical suites cross-compiled for ARM64, under qemu-aarch64
+#   make OPENMP=0        one thread, without OpenMP (found, else this, by itself: the first line)
 #   make bench           performance benchmark (not a test)
 #   make SANITIZE=1 test the suite under AddressSanitizer and UndefinedBehaviorSanitizer
 #   make fuzz            each libFuzzer target (clang) for FUZZ_SECONDS; docs/reliability.md
@@ -126,7 +128,7 @@ STAMP    = $(BUILD)/compile-command
 LINK_STAMP = bin/.link-command
 LINK     = $(CC) $(filter-out $(LINK_STAMP),$^) -o $@ $(LDLIBS)
 
-.PHONY: all test tests test-browser test-cpus test-mpi check-lib bench clean format install uninstall FORCE
+.PHONY: all test tests test-browser test-cpus test-arm64 test-mpi check-lib bench clean format install uninstall FORCE
 # Keep every object (pattern-rule intermediates included): no rebuilds, no "rm" lines after tests.
 .SECONDARY:
 all: $(BINS)
@@ -194,6 +196,12 @@ tests: test
 # CPUs without AVX-512 and without AVX2 (qemu-user).
 test-cpus: bin/run_tests
 	@bash tests/cpus/run.sh
+
+# The numerical suites cross-compiled for ARM64 and run under qemu-aarch64 with each kernel
+# set (i8mm, dotprod, neon, portable); tests/arm64/run.sh installs what it needs as root, else
+# says SKIPPED and the command. Builds in build/arm64/, leaving this build alone.
+test-arm64:
+	@bash tests/arm64/run.sh
 
 # The benchmark (not a test): figures only. THREADS sets the OpenMP thread count.
 THREADS ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)

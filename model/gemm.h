@@ -25,8 +25,9 @@ typedef enum { AS_STORED = 0, TRANSPOSE = 1 } GemmOp;
 void gemm(GemmOp op_a, GemmOp op_b, int M, int N, int K, const real *A, int lda, const real *B,
           int ldb, real beta, real *C, int ldc);
 
-/* The kernels gemm runs: "avx512", "avx2" or "generic", the best the CPU has, capped by the
- * environment variable NMT_GEMM_ISA (avx2 or generic), chosen on the first call. */
+/* The kernels gemm runs: "avx512", "avx2", "neon" (ARM64) or "generic", the best the CPU has,
+ * capped by the environment variable NMT_GEMM_ISA (avx2 or generic) or, on ARM64, NMT_ISA
+ * (base/cpu.h), chosen on the first call. */
 const char *gemm_kernels(void);
 
 #endif

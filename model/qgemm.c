@@ -8,6 +8,7 @@
  * they are (a kernel over plain rows would need a horizontal sum per feature and row).
  */
 #include "qgemm.h"
+#include "qgemm_isa.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -20,17 +21,6 @@
 #define QGEMM_X86 0
 #endif
 
-/* Activation rows per kernel call, and the widest block of features. */
-enum { MR = 8, MAX_BLOCK = 16, GROUP = 4 };
-
-/* tile[r * p->block + jj] = sum_k x[r * ldx + k] * W[jb * block + jj, k] for r < m <= MR. */
-typedef void TileFn(const QPacked *p, int jb, int m, const int8_t *x, int ldx, int32_t *tile);
-
-typedef struct {
-    const char *name;
-    int block;
-    TileFn *tile;
-} QIsa;
 
 /* ---- generic: one feature per block, rows as stored (padded to whole groups) ---------- */
 
@@ -103,6 +93,9 @@ static const QIsa qisa_avx512vnni = {.name = "avx512vnni", .block = 16, .tile = 
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
 static int cpu_runs(const QIsa *isa) {
+#if QGEMM_NEON
+    if (qisa_arm_runs(isa)) return 1;
+#endif
 #if QGEMM_X86
     __builtin_cpu_init();
     if (isa == &qisa_avx512vnni)
@@ -115,6 +108,9 @@ static int cpu_runs(const QIsa *isa) {
 
 static const QIsa *qisa_named(const char *name) {
     if (!strcmp(name, "generic")) return &qisa_generic;
+#if QGEMM_NEON
+    if (qisa_arm_named(name)) return qisa_arm_named(name);
+#endif
 #if QGEMM_X86
     if (!strcmp(name, "avx2")) return &qisa_avx2;
     if (!strcmp(name, "avx512vnni")) return &qisa_avx512vnni;
@@ -128,6 +124,9 @@ int qgemm_supported(const char *name) {
 }
 
 static const QIsa *qisa_select(void) {
+#if QGEMM_NEON
+    if (qisa_arm_best()) return qisa_arm_best();
+#endif
 #if QGEMM_X86
     /* the same cap as gemm's: NMT_GEMM_ISA=avx2 or generic (any other value is ignored) */
     const char *force = getenv("NMT_GEMM_ISA");

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/cpu.h"
 #include "model/gemm.h"
 #include "suites.h"
 
@@ -337,13 +338,18 @@ START_TEST(gemm_rows_do_not_depend_on_batch) {
 END_TEST
 
 /* The kernels chosen are ones this CPU can run, within the cap of NMT_GEMM_ISA; under
- * NMT_EXPECT_KERNELS (make test-cpus sets it for each emulated CPU) they are the ones named. */
+ * NMT_EXPECT_KERNELS (make test-cpus and make test-arm64 set it for each emulated CPU) they are
+ * the ones named. On ARM64 every CPU gets the NEON kernels, unless NMT_ISA=portable. */
 START_TEST(gemm_kernels_follow_the_cpu) {
     const char *kernels = gemm_kernels(), *expect = getenv("NMT_EXPECT_KERNELS");
-    const char *cap = getenv("NMT_GEMM_ISA");
+    const char *cap = getenv("NMT_GEMM_ISA"), *isa = getenv("NMT_ISA");
     if (expect) ck_assert_str_eq(kernels, expect);
     ck_assert(!strcmp(kernels, "avx512") || !strcmp(kernels, "avx2") ||
-              !strcmp(kernels, "generic"));
+              !strcmp(kernels, "neon") || !strcmp(kernels, "generic"));
+#if defined(__aarch64__) && !defined(REAL_DOUBLE)
+    ck_assert(cpu_runs(ISA_NEON));
+    ck_assert_str_eq(kernels, isa && !strcmp(isa, "portable") ? "generic" : "neon");
+#endif
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
     if (!strcmp(kernels, "avx512")) ck_assert(__builtin_cpu_supports("avx512f"));

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/cpu.h"
 #include "model/qgemm.h"
 #include "model/quant.h"
 #include "model/search.h"
@@ -27,7 +28,7 @@
 #include "reference/fdcheck.h"
 #include "suites.h"
 
-static const char *const KERNELS[] = {"generic", "avx2", "avx512vnni"};
+static const char *const KERNELS[] = {"generic", "avx2", "avx512vnni", "neon", "dotprod", "i8mm"};
 
 static uint64_t next(uint64_t *s) {
     *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
@@ -162,6 +163,9 @@ START_TEST(quant_kernels_exact) {
             }
     }
     ck_assert_int_ge(ran, 1);
+#if defined(__aarch64__)
+    ck_assert_int_ge(ran, 2); /* the NEON kernels at least, which every ARM64 CPU runs */
+#endif
     QMatrix none = {0};
     QPacked p;
     ck_assert_int_eq(qpack(&p, "no-such-isa", &none, 0, 1, &err), -1);
@@ -176,9 +180,18 @@ START_TEST(quant_kernels_follow_the_cpu) {
     if (cap && !strcmp(cap, "generic")) ck_assert_str_eq(chosen, "generic");
     if (cap && !strcmp(cap, "avx2")) ck_assert_str_ne(chosen, "avx512vnni");
     if (!cap && qgemm_supported("avx512vnni")) ck_assert_str_eq(chosen, "avx512vnni");
-    /* make test-cpus: the emulated CPU must get these */
+    /* make test-cpus, make test-arm64: the emulated CPU must get these */
     const char *expected = getenv("NMT_EXPECT_KERNELS");
     if (expected) ck_assert_str_eq(chosen, expected);
+#if defined(__aarch64__)
+    /* the best set the CPU runs, down to NMT_ISA's cap (base/cpu.h) */
+    InstructionSet best = cpu_best();
+    const char *want = best == ISA_I8MM      ? "i8mm"
+                       : best == ISA_DOTPROD ? "dotprod"
+                       : best == ISA_NEON    ? "neon"
+                                             : "generic";
+    ck_assert_str_eq(chosen, want);
+#endif
 }
 END_TEST
 
