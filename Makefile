@@ -88,7 +88,7 @@ CFLAGS  += $(OPENMP_FLAGS)
 LDLIBS  += $(OPENMP_LIBS)
 # One line, from the make that was typed (not from the makes it starts).
 ifeq ($(MAKELEVEL),0)
-ifneq ($(filter-out clean format uninstall wasm live fuzz,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out clean format uninstall wasm live fuzz test-arm64,$(or $(MAKECMDGOALS),all)),)
 $(info OpenMP: $(OPENMP_KIND))
 endif
 endif
