@@ -56,6 +56,13 @@ ifeq ($(shell uname -s),Darwin)
 CFLAGS  += -D_DARWIN_C_SOURCE
 endif
 
+# GCC 12 for ARM64 (Debian 12's, Raspberry Pi OS's) crashes vectorising a reduction by fmax, as
+# the tests have (an internal compiler error in vect_transform_reduction); fmax and fmin are in
+# no hot loop, so on ARM64 they are left to libm.
+ifneq ($(filter aarch64%,$(shell $(CC) -dumpmachine 2>/dev/null)),)
+CFLAGS  += -fno-builtin-fmax -fno-builtin-fmin
+endif
+
 # OpenMP: the compiler's own (-fopenmp), else Homebrew's libomp (Apple's clang has no runtime
 # of its own), else none: one thread, base/serial/omp.h answering the runtime's calls, and
 # -fopenmp-simd (where the compiler has it) keeping `#pragma omp simd`. OPENMP=0 forces the
