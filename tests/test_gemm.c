@@ -369,10 +369,15 @@ Suite *gemm_suite(void) {
     tcase_add_test(tc, gemm_many_shapes_all_modes);
     tcase_add_test(tc, gemm_sub_blocks);
     tcase_add_test(tc, gemm_edge_cases);
-    tcase_add_test(tc, gemm_thread_count_does_not_change_bits);
-    tcase_add_test(tc, gemm_claimed_runs_match_reference);
-    tcase_add_test(tc, gemm_rows_do_not_depend_on_batch);
     suite_add_tcase(s, tc);
+    /* apart from the shapes, which make test-arm64 runs alone for each kernel set
+     * (CK_RUN_CASE=gemm): these are the heavy ones under emulation */
+    TCase *threads = tcase_create("threads");
+    tcase_set_timeout(threads, 120);
+    tcase_add_test(threads, gemm_thread_count_does_not_change_bits);
+    tcase_add_test(threads, gemm_claimed_runs_match_reference);
+    tcase_add_test(threads, gemm_rows_do_not_depend_on_batch);
+    suite_add_tcase(s, threads);
     /* a case of its own, which make test-cpus runs alone (CK_RUN_CASE=kernels) */
     TCase *kernels = tcase_create("kernels");
     tcase_add_test(kernels, gemm_kernels_follow_the_cpu);
