@@ -27,6 +27,8 @@
 #include "bench/lengths.h"
 #include "bench/peak.h"
 #include "reference/fdcheck.h"
+#include "base/cpu.h"
+#include "model/fastmath.h"
 #include "model/gemm.h"
 #include "model/search.h"
 #include "train/adam.h"
@@ -558,9 +560,10 @@ int main(int argc, char **argv) {
     int threads = omp_get_max_threads();
     double peak1 = fma_peak_gflops(1);
     machine_peak = fma_peak_gflops(threads);
-    printf("machine: %d thread(s), FP32 FMA peak %.1f GFLOP/s (%.1f per thread), %s build, %s "
-           "GEMM kernels, %s int8 kernels\n",
-           threads, machine_peak, peak1, REAL_NAME, gemm_kernels(), qgemm_kernels());
+    printf("machine: %d thread(s), FP32 FMA peak %.1f GFLOP/s (%.1f per thread) with %s, %s "
+           "build, %s GEMM kernels, %s vector loops, %s int8 kernels\n",
+           threads, machine_peak, peak1, isa_name(cpu_best()), REAL_NAME, isa_name(gemm_kernels()),
+           isa_name(vector_kernels()), isa_name(qgemm_kernels()));
     printf("BENCH name=peak threads=%d gflops=%.1f\n", threads, machine_peak);
 
     printf("\ntraining (random full-length batches, Adam, clipping 1.0; FLOPs = 3 x forward):\n");

@@ -4,6 +4,8 @@
  */
 #include "peak.h"
 
+#include "base/cpu.h"
+
 #include <omp.h>
 #include <time.h>
 
@@ -43,14 +45,15 @@ static float fma_plain(long iters) {
     return s;
 }
 
-/* FLOPs per iteration and the loop for this CPU. */
+/* FLOPs per iteration and the loop of the best set cpu_allows(): with NMT_ISA=avx2 an AVX-512
+ * CPU's peak is its AVX2 one, the peak the capped kernels can reach. */
 static float run_loop(long iters, double *flops_per_iter) {
 #if defined(__x86_64__)
-    if (__builtin_cpu_supports("avx512f")) {
+    if (cpu_allows(ISA_AVX512)) {
         *flops_per_iter = 16 * 16 * 2;
         return fma_avx512(iters);
     }
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    if (cpu_allows(ISA_AVX2)) {
         *flops_per_iter = 12 * 8 * 2;
         return fma_avx2(iters);
     }

@@ -1,6 +1,6 @@
 /*
  * peak.h: the machine's FP32 peak, measured with a register-only FMA loop (AVX-512 or AVX2
- * when the CPU has them, else plain C), so benchmarks can report a share of what the cores
+ * when cpu_allows() them, so capped by NMT_ISA as the kernels are, else plain C), so benchmarks can report a share of what the cores
  * can do rather than of a datasheet number.
  */
 #ifndef NMT_BENCH_PEAK_H

@@ -87,9 +87,9 @@ static void context_softmax_backward(real *de, real *dh, const real *dc, const r
 /* One position's part of the additive score's backward: e_i = v . hidden_i, hidden_i =
  * tanh(q + k_i), so dv += de_i hidden_i and d(q + k_i) = de_i * v * (1 - hidden_i^2), added to
  * dq and dk_i. In vector clones (with restrict: the loop was scalar while these could alias). */
-VECTOR_CLONES static void hidden_backward(real *restrict dv, real *restrict dq, real *restrict dk,
-                                          const real *restrict hid, const real *restrict v,
-                                          real de_i, int A) {
+static VECTOR_BODY void hidden_backward_body(real *restrict dv, real *restrict dq,
+                                             real *restrict dk, const real *restrict hid,
+                                             const real *restrict v, real de_i, int A) {
     for (int j = 0; j < A; j++) {
         real dpre = de_i * v[j] * (1 - hid[j] * hid[j]);
         dv[j] += de_i * hid[j];
@@ -97,6 +97,10 @@ VECTOR_CLONES static void hidden_backward(real *restrict dv, real *restrict dq, 
         dk[j] += dpre;
     }
 }
+VECTOR_DISPATCH_VOID(VECTOR_SETS, static, hidden_backward,
+                     (real *restrict dv, real *restrict dq, real *restrict dk,
+                      const real *restrict hid, const real *restrict v, real de_i, int A),
+                     (dv, dq, dk, hid, v, de_i, A))
 
 /* Sentence b of attention_backward. */
 static void sentence_backward(real *dquery, real *denergy, real *dkeys, real *denc_h, real *dv,

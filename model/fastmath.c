@@ -14,9 +14,29 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <stdatomic.h>
+
+#define FIRST_ALLOWED_(set, suffix, target_, unused)                                               \
+    if (cpu_allows(set)) return set;
+static InstructionSet vector_select(void) {
+    VECTOR_SETS(FIRST_ALLOWED_, 0)
+    return ISA_PORTABLE;
+}
+
+InstructionSet vector_kernels(void) {
+    /* chosen once (racing first calls reach the same answer): every loop of the model asks */
+    static atomic_int chosen = -1;
+    int set = atomic_load_explicit(&chosen, memory_order_relaxed);
+    if (set < 0) {
+        set = (int)vector_select();
+        atomic_store_explicit(&chosen, set, memory_order_relaxed);
+    }
+    return (InstructionSet)set;
+}
+
 #ifndef REAL_DOUBLE
 
-static inline float exp_poly(float x) {
+static VECTOR_BODY float exp_poly(float x) {
     /* clamp to the range where 2^k is a normal float; comparisons keep NaN as NaN */
     float xc = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
     /* k = round(x / ln2) without floorf or a float-to-int conversion, which would stop the
@@ -43,7 +63,7 @@ static inline float exp_poly(float x) {
     return p * scale;
 }
 
-static inline float tanh_poly(float x) {
+static VECTOR_BODY float tanh_poly(float x) {
     float ax = fabsf(x), x2 = x * x;
     float small = -1382.0f / 155925;
     small = small * x2 + 62.0f / 2835;
@@ -56,25 +76,30 @@ static inline float tanh_poly(float x) {
     return ax < 0.25f ? small : big;
 }
 
-VECTOR_CLONES void vec_tanh(real *x, size_t n) {
+static VECTOR_BODY void vec_tanh_body(real *x, size_t n) {
 #pragma omp simd
     for (size_t i = 0; i < n; i++) x[i] = tanh_poly(x[i]);
 }
+VECTOR_DISPATCH_VOID(VECTOR_SETS, extern, vec_tanh, (real * x, size_t n), (x, n))
 
-VECTOR_CLONES void vec_sigmoid(real *x, size_t n) {
+static VECTOR_BODY void vec_sigmoid_body(real *x, size_t n) {
 #pragma omp simd
     for (size_t i = 0; i < n; i++) x[i] = 1 / (1 + exp_poly(-x[i]));
 }
+VECTOR_DISPATCH_VOID(VECTOR_SETS, extern, vec_sigmoid, (real * x, size_t n), (x, n))
 
-VECTOR_CLONES void vec_exp(real *y, const real *x, size_t n, real shift, real scale) {
+static VECTOR_BODY void vec_exp_body(real *y, const real *x, size_t n, real shift, real scale) {
 #pragma omp simd
     for (size_t i = 0; i < n; i++) y[i] = scale * exp_poly(x[i] - shift);
 }
+VECTOR_DISPATCH_VOID(VECTOR_SETS, extern, vec_exp,
+                     (real * y, const real *x, size_t n, real shift, real scale),
+                     (y, x, n, shift, scale))
 
 /* The sum of exp(x - shift) as 16 partial sums in a fixed pattern (vectorises, and the order
  * never changes), storing each exp(x - shift) in y unless y is NULL: a constant at each call
  * below, so neither loop tests it. */
-static inline float sum_exp_into(float *y, const float *x, size_t n, float shift) {
+static VECTOR_BODY float sum_exp_into(float *y, const float *x, size_t n, float shift) {
     float part[16] = {0};
     size_t i = 0;
     for (; i + 16 <= n; i += 16)
@@ -94,15 +119,19 @@ static inline float sum_exp_into(float *y, const float *x, size_t n, float shift
     return sum;
 }
 
-VECTOR_CLONES real vec_sum_exp(const real *x, size_t n, real shift) {
+static VECTOR_BODY real vec_sum_exp_body(const real *x, size_t n, real shift) {
     return sum_exp_into(NULL, x, n, shift);
 }
+VECTOR_DISPATCH(VECTOR_SETS, extern, real, vec_sum_exp, (const real *x, size_t n, real shift),
+                (x, n, shift))
 
-VECTOR_CLONES real vec_exp_sum(real *y, const real *x, size_t n, real shift) {
+static VECTOR_BODY real vec_exp_sum_body(real *y, const real *x, size_t n, real shift) {
     return sum_exp_into(y, x, n, shift);
 }
+VECTOR_DISPATCH(VECTOR_SETS, extern, real, vec_exp_sum,
+                (real * y, const real *x, size_t n, real shift), (y, x, n, shift))
 
-VECTOR_CLONES real vec_max(const real *x, size_t n) {
+static VECTOR_BODY real vec_max_body(const real *x, size_t n) {
     /* 16 running maxima, as vec_sum_exp's sums; x > m keeps a NaN out, as the scalar loop */
     float part[16];
     for (int j = 0; j < 16; j++) part[j] = x[0];
@@ -115,8 +144,9 @@ VECTOR_CLONES real vec_max(const real *x, size_t n) {
     for (int j = 1; j < 16; j++) top = part[j] > top ? part[j] : top;
     return top;
 }
+VECTOR_DISPATCH(VECTOR_SETS, extern, real, vec_max, (const real *x, size_t n), (x, n))
 
-VECTOR_CLONES real vec_add_max(real *restrict x, const real *restrict b, size_t n) {
+static VECTOR_BODY real vec_add_max_body(real *restrict x, const real *restrict b, size_t n) {
     /* vec_max's running maxima, over the sums as they are formed (the largest value does not
      * depend on which lane saw it) */
     x[0] += b[0];
@@ -137,8 +167,10 @@ VECTOR_CLONES real vec_add_max(real *restrict x, const real *restrict b, size_t 
     for (int j = 1; j < 16; j++) top = part[j] > top ? part[j] : top;
     return top;
 }
+VECTOR_DISPATCH(VECTOR_SETS, extern, real, vec_add_max,
+                (real *restrict x, const real *restrict b, size_t n), (x, b, n))
 
-VECTOR_CLONES real vec_dot(const real *x, const real *y, size_t n) {
+static VECTOR_BODY real vec_dot_body(const real *x, const real *y, size_t n) {
     /* 16 partial sums in a fixed pattern, as vec_sum_exp: one chain would wait on the latency
      * of every multiply-add in turn */
     float part[16] = {0};
@@ -151,6 +183,8 @@ VECTOR_CLONES real vec_dot(const real *x, const real *y, size_t n) {
     for (int j = 0; j < 16; j++) sum += part[j];
     return sum;
 }
+VECTOR_DISPATCH(VECTOR_SETS, extern, real, vec_dot, (const real *x, const real *y, size_t n),
+                (x, y, n))
 
 #else /* double build: libm, exactly */
 
@@ -203,7 +237,8 @@ real vec_exp_sum(real *y, const real *x, size_t n, real shift) {
 
 enum { SUM_SQUARES_AHEAD = 1024 };
 
-VECTOR_CLONES void vec_sum_squares_add(double part[SUM_SQUARES_LANES], const real *x, size_t n) {
+static VECTOR_BODY void vec_sum_squares_add_body(double part[SUM_SQUARES_LANES], const real *x,
+                                                 size_t n) {
     /* 32 partial sums in a fixed pattern, as vec_dot's 16: four vectors of doubles in flight
      * instead of one chain waiting on each addition; kept in a local array, which the
      * compiler keeps in registers */
@@ -223,8 +258,10 @@ VECTOR_CLONES void vec_sum_squares_add(double part[SUM_SQUARES_LANES], const rea
     for (int j = 0; i < n; i++, j++) lane[j] += (double)x[i] * x[i];
     memcpy(part, lane, sizeof lane);
 }
+VECTOR_DISPATCH_VOID(VECTOR_SETS, extern, vec_sum_squares_add,
+                     (double part[SUM_SQUARES_LANES], const real *x, size_t n), (part, x, n))
 
-VECTOR_CLONES double vec_sum(const real *x, size_t n) {
+static VECTOR_BODY double vec_sum_body(const real *x, size_t n) {
     /* vec_sum_squares's pattern of partial sums */
     double lane[SUM_SQUARES_LANES] = {0};
     size_t i = 0;
@@ -234,10 +271,14 @@ VECTOR_CLONES double vec_sum(const real *x, size_t n) {
     for (int j = 0; i < n; i++, j++) lane[j] += (double)x[i];
     return sum_squares_total(lane);
 }
+VECTOR_DISPATCH(VECTOR_SETS, extern, double, vec_sum, (const real *x, size_t n), (x, n))
 
-VECTOR_CLONES void vec_add_scaled(real *restrict y, real a, const real *restrict x, size_t n) {
+static VECTOR_BODY void vec_add_scaled_body(real *restrict y, real a, const real *restrict x,
+                                            size_t n) {
     for (size_t i = 0; i < n; i++) y[i] += a * x[i];
 }
+VECTOR_DISPATCH_VOID(VECTOR_SETS, extern, vec_add_scaled,
+                     (real *restrict y, real a, const real *restrict x, size_t n), (y, a, x, n))
 
 double sum_squares_total(const double part[SUM_SQUARES_LANES]) {
     double sum = 0;

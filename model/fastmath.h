@@ -17,22 +17,94 @@
 #include <stddef.h>
 
 #include "base/base.h"
+#include "base/cpu.h"
 
-/* Compiles a function for AVX-512, AVX2 and the baseline, and the loader picks the best the
- * CPU has (GCC function multiversioning): no -march flag, one binary. For the array loops of
- * the float build. Every clone gives the same values (ISO C mode contracts no FMA; only a
- * NaN's payload may differ), and every clone is vectorised: fastmath.c is compiled with
- * -fno-trapping-math for that (see the Makefile). */
-#if !defined(REAL_DOUBLE) && defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-/* The same without AVX-512, for loops bound by square roots and divisions: on some CPUs
- * AVX-512's are slower than AVX2's, and Adam's loop was slowest in its AVX-512 clone
- * (docs/performance.md). */
-#define AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+/* The array loops of this header, and the model's others (Adam's, the norm's, the gates'),
+ * are each written once, as a portable body, and compiled once for each instruction set below
+ * and once for none; the first call chooses among them through cpu_allows(), so NMT_ISA caps
+ * them as it caps the products (base/cpu.h). Every variant gives the same values: the build
+ * contracts no multiply-add into an FMA (ISO C mode; clang is told so below), and a variant
+ * only lets the compiler use wider vectors (only a NaN's payload may differ). Each is
+ * vectorised (tests/cpus/run.sh checks): fastmath.c is compiled with -fno-trapping-math for
+ * that (see the Makefile).
+ *
+ * VECTOR_SETS(X, ...) names the sets, best first, as X(set, suffix, target attribute, ...);
+ * another architecture's sets are a line each here. NARROW_SETS leaves out AVX-512, for loops
+ * bound by square roots and divisions: on some CPUs AVX-512's are slower than AVX2's, and
+ * Adam's loop was slowest in its AVX-512 clone (docs/performance.md). */
+#if !defined(REAL_DOUBLE) && defined(__x86_64__) && defined(__GNUC__)
+#define VECTOR_SETS(X, ...)                                                                        \
+    X(ISA_AVX512, avx512, "avx512f,avx512bw", __VA_ARGS__) X(ISA_AVX2, avx2, "avx2", __VA_ARGS__)
+#define NARROW_SETS(X, ...) X(ISA_AVX2, avx2, "avx2", __VA_ARGS__)
 #else
-#define VECTOR_CLONES
-#define AVX2_CLONES
+#define VECTOR_SETS(X, ...)
+#define NARROW_SETS(X, ...)
 #endif
+
+#if defined(__clang__)
+/* gcc in ISO C mode contracts nothing; clang would fuse a * b + c in the variants that have FMA
+ * and not in the others */
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+/* Before a loop over a few independent lanes: clang unrolls such a loop before its vectoriser
+ * sees it, and can then leave it scalar. */
+#if defined(__clang__)
+#define LANE_LOOP _Pragma("omp simd") _Pragma("clang loop unroll(disable)")
+#else
+#define LANE_LOOP _Pragma("omp simd")
+#endif
+
+/* The set the vector loops run: the best of VECTOR_SETS that cpu_allows(), chosen on the first
+ * call (ISA_PORTABLE when none is). A loop of NARROW_SETS runs the best of its sets at or
+ * below it. */
+InstructionSet vector_kernels(void);
+
+/* A loop's body, written for no instruction set in particular: `static VECTOR_BODY real
+ * name_body(params)`, which VECTOR_DISPATCH compiles once per set. */
+#define VECTOR_BODY inline __attribute__((always_inline))
+
+/* Defines `linkage ret name params` (linkage: static or extern) running name_body args in the
+ * variant vector_kernels() chose among SETS (VECTOR_SETS or NARROW_SETS); ret is not void. */
+#define VECTOR_DISPATCH(SETS, linkage, ret, name, params, args)                                    \
+    SETS(VECTOR_VARIANT_, ret, name, params, args)                                                 \
+    __attribute__((noinline)) static ret name##_isa_portable params {                              \
+        return name##_body args;                                                                   \
+    }                                                                                              \
+    linkage ret name params {                                                                      \
+        InstructionSet chosen_ = vector_kernels();                                                 \
+        (void)chosen_;                                                                             \
+        SETS(VECTOR_CALL_, ret, name, params, args)                                                \
+        return name##_isa_portable args;                                                           \
+    }
+/* The same for a body that returns nothing. */
+#define VECTOR_DISPATCH_VOID(SETS, linkage, name, params, args)                                    \
+    SETS(VECTOR_VARIANT_VOID_, void, name, params, args)                                           \
+    __attribute__((noinline)) static void name##_isa_portable params {                             \
+        name##_body args;                                                                          \
+    }                                                                                              \
+    linkage void name params {                                                                     \
+        InstructionSet chosen_ = vector_kernels();                                                 \
+        (void)chosen_;                                                                             \
+        SETS(VECTOR_CALL_VOID_, void, name, params, args)                                          \
+        name##_isa_portable args;                                                                  \
+    }
+#define VECTOR_VARIANT_(set, suffix, target_, ret, name, params, args)                             \
+    __attribute__((target(target_), noinline)) static ret name##_isa_##suffix params {             \
+        return name##_body args;                                                                   \
+    }
+#define VECTOR_VARIANT_VOID_(set, suffix, target_, ret, name, params, args)                        \
+    __attribute__((target(target_), noinline)) static void name##_isa_##suffix params {            \
+        name##_body args;                                                                          \
+    }
+/* the sets are listed best first, so the first at or below the chosen one is the best */
+#define VECTOR_CALL_(set, suffix, target_, ret, name, params, args)                                \
+    if (set <= chosen_) return name##_isa_##suffix args;
+#define VECTOR_CALL_VOID_(set, suffix, target_, ret, name, params, args)                           \
+    if (set <= chosen_) {                                                                          \
+        name##_isa_##suffix args;                                                                  \
+        return;                                                                                    \
+    }
 
 /* x = tanh(x), in place, over n values. */
 void vec_tanh(real *x, size_t n);

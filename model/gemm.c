@@ -41,10 +41,10 @@
  *    it starts (the output layer's C, tens of MB, is far from the core). The gains of each
  *    are in docs/performance.md.
  *
- *  - Dispatch. The instruction set is chosen once, on the first call, with
- *    __builtin_cpu_supports: AVX-512F, else AVX2+FMA, else portable C. The environment
- *    variable NMT_GEMM_ISA=avx2|generic forces a lower one (to test those paths on an AVX-512
- *    machine). The double build (-DREAL_DOUBLE) always uses the portable code.
+ *  - Dispatch. The instruction set is chosen once, on the first call, with cpu_allows()
+ *    (base/cpu.h): AVX-512, else AVX2 with FMA, else portable C, capped by NMT_ISA (to run
+ *    the paths of smaller CPUs on an AVX-512 machine). The double build (-DREAL_DOUBLE)
+ *    always uses the portable code.
  *
  *  - Threads. OpenMP splits C into disjoint ranges of whole tiles: columns when M <= N (each
  *    thread then packs all of the smaller op(A)), rows otherwise: a fixed share each, or on
@@ -174,7 +174,7 @@ static void dot_generic(int m, int n, int kc, const real *a, ptrdiff_t lda, cons
         }
 }
 
-static const Isa isa_generic = {.name = "generic",
+static const Isa isa_generic = {.set = ISA_PORTABLE,
                                 .mr = G_MR,
                                 .nr = G_NR,
                                 .kernel = kernel_generic,
@@ -379,7 +379,7 @@ __attribute__((target("avx2,fma"))) static void dot_avx2(int m, int n, int kc, c
     }
 }
 
-static const Isa isa_avx2 = {.name = "avx2",
+static const Isa isa_avx2 = {.set = ISA_AVX2,
                              .mr = AVX2_MR,
                              .nr = AVX2_NR,
                              .fma = 1,
@@ -739,7 +739,7 @@ __attribute__((target("avx512f"))) static void dot_avx512(int m, int n, int kc, 
     }
 }
 
-static const Isa isa_avx512 = {.name = "avx512",
+static const Isa isa_avx512 = {.set = ISA_AVX512,
                                .mr = A512_MR,
                                .nr = A512_NR,
                                .fma = 1,
@@ -760,13 +760,9 @@ static const Isa *isa_select(void) {
     if (cpu_allows(ISA_NEON)) isa = &isa_neon;
 #endif
 #if GEMM_X86
-    /* NMT_GEMM_ISA=avx2 or generic caps the choice (any other value is ignored) */
-    const char *force = getenv("NMT_GEMM_ISA");
-    int cap = !force ? 2 : !strcmp(force, "generic") ? 0 : !strcmp(force, "avx2") ? 1 : 2;
-    __builtin_cpu_init();
-    if (cap >= 2 && __builtin_cpu_supports("avx512f"))
+    if (cpu_allows(ISA_AVX512))
         isa = &isa_avx512;
-    else if (cap >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    else if (cpu_allows(ISA_AVX2))
         isa = &isa_avx2;
 #endif
     return isa;
@@ -783,8 +779,8 @@ static const Isa *isa_get(void) {
     return isa;
 }
 
-const char *gemm_kernels(void) {
-    return isa_get()->name;
+InstructionSet gemm_kernels(void) {
+    return isa_get()->set;
 }
 
 /* ---- packing ----------------------------------------------------------------------------- */

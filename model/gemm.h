@@ -18,6 +18,7 @@
 #define NMT_GEMM_H
 
 #include "base/base.h"
+#include "base/cpu.h"
 
 /* How a product reads an operand. */
 typedef enum { AS_STORED = 0, TRANSPOSE = 1 } GemmOp;
@@ -25,9 +26,8 @@ typedef enum { AS_STORED = 0, TRANSPOSE = 1 } GemmOp;
 void gemm(GemmOp op_a, GemmOp op_b, int M, int N, int K, const real *A, int lda, const real *B,
           int ldb, real beta, real *C, int ldc);
 
-/* The kernels gemm runs: "avx512", "avx2", "neon" (ARM64) or "generic", the best the CPU has,
- * capped by the environment variable NMT_GEMM_ISA (avx2 or generic) or, on ARM64, NMT_ISA
- * (base/cpu.h), chosen on the first call. */
-const char *gemm_kernels(void);
+/* The kernels gemm runs: ISA_AVX512, ISA_AVX2, ISA_NEON (ARM64) or ISA_PORTABLE, the best
+ * cpu_allows() (so capped by NMT_ISA), chosen on the first call. */
+InstructionSet gemm_kernels(void);
 
 #endif

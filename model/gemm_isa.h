@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "base/base.h"
+#include "base/cpu.h"
 
 /* K block: the unit of summation (see Determinism) and the depth of every packed panel. */
 #define KC 256
@@ -34,7 +35,7 @@ typedef void (*Dot)(int m, int n, int kc, const real *a, ptrdiff_t lda, const re
 typedef int (*Pack)(int trans, int kc, int n, const real *x, ptrdiff_t ldx, int w, real *dst);
 
 typedef struct {
-    const char *name;
+    InstructionSet set;
     int mr, nr;     /* micro-tile */
     int fma;        /* the kernels use fused multiply-add (so must the fallback loop) */
     int in_place_m; /* up to this many rows, a non-transposed B is read in place */

@@ -148,7 +148,7 @@ static void dot_neon(int m, int n, int kc, const float *a, ptrdiff_t lda, const 
     }
 }
 
-const Isa isa_neon = {.name = "neon",
+const Isa isa_neon = {.set = ISA_NEON,
                       .mr = NEON_MR,
                       .nr = NEON_NR,
                       .fma = 1,

@@ -28,10 +28,10 @@ void gru_step_forward_ln(real *h_out, real *cache, real *xhat, real *rstd, real 
  * fastmath's loops: GCC left these loops scalar while their pointers could alias and the
  * select between active and passed-through rows was inside them. Each clone computes every
  * value as the scalar code does (no FMA is contracted in ISO C mode). */
-VECTOR_CLONES static void gates_units(real *restrict h, real *restrict c, const real *restrict gi,
-                                      const real *restrict gh, const real *restrict hp,
-                                      const real *restrict b_hh, int active, int N, int lo,
-                                      int hi) {
+static VECTOR_BODY void gates_units_body(real *restrict h, real *restrict c,
+                                         const real *restrict gi, const real *restrict gh,
+                                         const real *restrict hp, const real *restrict b_hh,
+                                         int active, int N, int lo, int hi) {
     /* r and z: sigmoid over each gate's pre-activations at once; then n: tanh */
     for (int g = 0; g < 2; g++) {
         for (int j = g * N + lo; j < g * N + hi; j++) c[j] = gi[j] + gh[j] + b_hh[j];
@@ -47,6 +47,11 @@ VECTOR_CLONES static void gates_units(real *restrict h, real *restrict c, const 
     else
         for (int j = lo; j < hi; j++) h[j] = hp[j];
 }
+VECTOR_DISPATCH_VOID(VECTOR_SETS, static, gates_units,
+                     (real *restrict h, real *restrict c, const real *restrict gi,
+                      const real *restrict gh, const real *restrict hp, const real *restrict b_hh,
+                      int active, int N, int lo, int hi),
+                     (h, c, gi, gh, hp, b_hh, active, N, lo, hi))
 
 /* Units [lo, hi) of row b of gru_gates_forward. */
 static void gates_row(real *h_out, real *cache, const real *gi, const real *gh, const real *h_prev,
@@ -86,10 +91,10 @@ static inline void unit_backward(real dcell, int j, real *restrict dgi, real *re
 
 /* Row b of gru_step_backward's element-wise part (pointers at the row), vectorised as
  * gates_units is: the select between active and passed-through rows is outside the loops. */
-VECTOR_CLONES static void gates_row_backward(real *restrict dhp, real *restrict dgi,
-                                             real *restrict dgh, const real *restrict dh,
-                                             const real *restrict c, const real *restrict hp,
-                                             int active, int N) {
+static VECTOR_BODY void gates_row_backward_body(real *restrict dhp, real *restrict dgi,
+                                                real *restrict dgh, const real *restrict dh,
+                                                const real *restrict c, const real *restrict hp,
+                                                int active, int N) {
     if (active)
         for (int j = 0; j < N; j++) {
             unit_backward(dh[j], j, dgi, dgh, c, hp, N);
@@ -101,6 +106,11 @@ VECTOR_CLONES static void gates_row_backward(real *restrict dhp, real *restrict 
             dhp[j] = dh[j];
         }
 }
+VECTOR_DISPATCH_VOID(VECTOR_SETS, static, gates_row_backward,
+                     (real *restrict dhp, real *restrict dgi, real *restrict dgh,
+                      const real *restrict dh, const real *restrict c, const real *restrict hp,
+                      int active, int N),
+                     (dhp, dgi, dgh, dh, c, hp, active, N))
 
 /* The element-wise part of gru_step_backward: dgi, dgh and dh_prev's part through z * h. */
 static void gates_backward(real *dh_prev, real *dgi, real *dgh, const real *dh, const real *cache,

@@ -15,39 +15,46 @@
 enum { LANES = 8 };
 
 /* sum_j x_j */
-VECTOR_CLONES static double row_sum(const real *restrict x, int n) {
+static VECTOR_BODY double row_sum_body(const real *restrict x, int n) {
     double lane[LANES] = {0}, sum = 0;
     int j = 0;
     for (; j + LANES <= n; j += LANES)
+#pragma omp simd
         for (int k = 0; k < LANES; k++) lane[k] += x[j + k];
     for (; j < n; j++) lane[0] += x[j];
     for (int k = 0; k < LANES; k++) sum += lane[k];
     return sum;
 }
+VECTOR_DISPATCH(VECTOR_SETS, static, double, row_sum, (const real *restrict x, int n), (x, n))
 
 /* sum_j (x_j - centre)^2 */
-VECTOR_CLONES static double row_squares(const real *restrict x, int n, double centre) {
+static VECTOR_BODY double row_squares_body(const real *restrict x, int n, double centre) {
     double lane[LANES] = {0}, sum = 0;
     int j = 0;
     for (; j + LANES <= n; j += LANES)
+#pragma omp simd
         for (int k = 0; k < LANES; k++) lane[k] += (x[j + k] - centre) * (x[j + k] - centre);
     for (; j < n; j++) lane[0] += (x[j] - centre) * (x[j] - centre);
     for (int k = 0; k < LANES; k++) sum += lane[k];
     return sum;
 }
+VECTOR_DISPATCH(VECTOR_SETS, static, double, row_squares,
+                (const real *restrict x, int n, double centre), (x, n, centre))
 
 /* sum_j dy_j g_j and sum_j dy_j g_j xhat_j */
-VECTOR_CLONES static void row_dot_sums(const real *restrict dy, const real *restrict g,
-                                       const real *restrict xhat, int n, double *sum_d,
-                                       double *sum_dx) {
+static VECTOR_BODY void row_dot_sums_body(const real *restrict dy, const real *restrict g,
+                                          const real *restrict xhat, int n, double *sum_d,
+                                          double *sum_dx) {
     double lane[LANES] = {0}, lane2[LANES] = {0};
     int j = 0;
-    for (; j + LANES <= n; j += LANES)
+    for (; j + LANES <= n; j += LANES) {
+        LANE_LOOP
         for (int k = 0; k < LANES; k++) {
             double d = (double)dy[j + k] * g[j + k];
             lane[k] += d;
             lane2[k] += d * xhat[j + k];
         }
+    }
     for (; j < n; j++) {
         double d = (double)dy[j] * g[j];
         lane[0] += d;
@@ -56,6 +63,10 @@ VECTOR_CLONES static void row_dot_sums(const real *restrict dy, const real *rest
     *sum_d = *sum_dx = 0;
     for (int k = 0; k < LANES; k++) *sum_d += lane[k], *sum_dx += lane2[k];
 }
+VECTOR_DISPATCH_VOID(VECTOR_SETS, static, row_dot_sums,
+                     (const real *restrict dy, const real *restrict g, const real *restrict xhat,
+                      int n, double *sum_d, double *sum_dx),
+                     (dy, g, xhat, n, sum_d, sum_dx))
 
 /*   LN(a) = (a - mean(a)) / sqrt(var(a) + eps),   y = g * LN(a) + b */
 void layernorm_forward(real *y, int ldy, real *xhat, real *rstd, const real *a, int lda,

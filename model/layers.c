@@ -84,12 +84,15 @@ void linear_columns(real *y, int ldy, const real *x, int ldx, const real *w, int
 
 /* The block of columns from j0 of add_column_sums, in vector clones (a bias gradient reads all
  * of dy, a second pass after the weight gradient's product). */
-VECTOR_CLONES static void column_sums_block(real *restrict sums, const real *restrict x, int rows,
-                                            int cols, int j0) {
+static VECTOR_BODY void column_sums_block_body(real *restrict sums, const real *restrict x,
+                                               int rows, int cols, int j0) {
     int j1 = column_block_end(j0, cols);
     for (int r = 0; r < rows; r++)
         for (int j = j0; j < j1; j++) sums[j] += x[(size_t)r * cols + j];
 }
+VECTOR_DISPATCH_VOID(VECTOR_SETS, static, column_sums_block,
+                     (real *restrict sums, const real *restrict x, int rows, int cols, int j0),
+                     (sums, x, rows, cols, j0))
 
 void add_column_sums(real *sums, const real *x, int rows, int cols) {
 #pragma omp parallel for if (worth_parallel((double)rows * cols, 65536)) schedule(static)

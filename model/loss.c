@@ -67,9 +67,9 @@ void xent_forward(real *lse, real *logits, const real *bias, const int *targets,
  * row's loss into nll, its logits turned into gradients, and their sum into part [V]. With
  * p = e / sum, e = exp(z - max) kept from the log-sum-exp (one exp per logit, not two):
  * d l / d z_j = scale * (p_j - (1 - eps) [j == y] - eps / V). */
-VECTOR_CLONES static void xent_train_group(real *logits, const real *bias, real *lse,
-                                           const int *targets, int g, int rows, int V, real eps,
-                                           real scale, double *nll, real *part) {
+static VECTOR_BODY void xent_train_group_body(real *logits, const real *bias, real *lse,
+                                              const int *targets, int g, int rows, int V, real eps,
+                                              real scale, double *nll, real *part) {
     int r0 = g * XENT_GROUP, r1 = r0 + XENT_GROUP < rows ? r0 + XENT_GROUP : rows;
     for (int j = 0; j < V; j++) part[j] = 0;
     for (int r = r0; r < r1; r++) {
@@ -98,6 +98,10 @@ VECTOR_CLONES static void xent_train_group(real *logits, const real *bias, real 
         z[y] = z_y, part[y] = part_y + z_y;
     }
 }
+VECTOR_DISPATCH_VOID(VECTOR_SETS, static, xent_train_group,
+                     (real * logits, const real *bias, real *lse, const int *targets, int g,
+                      int rows, int V, real eps, real scale, double *nll, real *part),
+                     (logits, bias, lse, targets, g, rows, V, eps, scale, nll, part))
 
 void xent_train(real *logits, const real *bias, real *lse, const int *targets, int rows, int V,
                 real eps, real scale, double *total, real *db, real *parts, double *nll) {

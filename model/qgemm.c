@@ -10,6 +10,8 @@
 #include "qgemm.h"
 #include "qgemm_isa.h"
 
+#include "base/cpu.h"
+
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +37,7 @@ static void tile_generic(const QPacked *p, int jb, int m, const int8_t *x, int l
     }
 }
 
-static const QIsa qisa_generic = {.name = "generic", .block = 1, .tile = tile_generic};
+static const QIsa qisa_generic = {.set = ISA_PORTABLE, .block = 1, .tile = tile_generic};
 
 #if QGEMM_X86
 /* The 4 activation bytes of group g of a row, as one 32-bit lane value. */
@@ -65,7 +67,7 @@ __attribute__((target("avx2"))) static void tile_avx2(const QPacked *p, int jb, 
     for (int r = 0; r < m; r++) _mm256_storeu_si256((__m256i *)(tile + (size_t)r * 8), acc[r]);
 }
 
-static const QIsa qisa_avx2 = {.name = "avx2", .block = 8, .tile = tile_avx2};
+static const QIsa qisa_avx2 = {.set = ISA_AVX2, .block = 8, .tile = tile_avx2};
 
 /* ---- avx512vnni: blocks of 16 features x 4 inputs ----------------------------------------- */
 
@@ -87,69 +89,48 @@ tile_avx512vnni(const QPacked *p, int jb, int m, const int8_t *x, int ldx, int32
         _mm512_storeu_si512((void *)(tile + (size_t)r * 16), _mm512_sub_epi32(acc[r], correction));
 }
 
-static const QIsa qisa_avx512vnni = {.name = "avx512vnni", .block = 16, .tile = tile_avx512vnni};
+static const QIsa qisa_avx512vnni = {.set = ISA_AVX512_VNNI, .block = 16, .tile = tile_avx512vnni};
 #endif
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
-static int cpu_runs(const QIsa *isa) {
-#if QGEMM_NEON
-    if (qisa_arm_runs(isa)) return 1;
-#endif
+/* The kernels of `set`, or NULL when there are none. */
+static const QIsa *qisa_of(InstructionSet set) {
+    switch (set) {
+    case ISA_PORTABLE:
+        return &qisa_generic;
 #if QGEMM_X86
-    __builtin_cpu_init();
-    if (isa == &qisa_avx512vnni)
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vnni");
-    if (isa == &qisa_avx2) return __builtin_cpu_supports("avx2");
+    case ISA_AVX2:
+        return &qisa_avx2;
+    case ISA_AVX512_VNNI:
+        return &qisa_avx512vnni;
 #endif
-    return isa == &qisa_generic;
-}
-
-static const QIsa *qisa_named(const char *name) {
-    if (!strcmp(name, "generic")) return &qisa_generic;
 #if QGEMM_NEON
-    if (qisa_arm_named(name)) return qisa_arm_named(name);
+    case ISA_NEON:
+    case ISA_DOTPROD:
+    case ISA_I8MM:
+        return qisa_arm(set);
 #endif
-#if QGEMM_X86
-    if (!strcmp(name, "avx2")) return &qisa_avx2;
-    if (!strcmp(name, "avx512vnni")) return &qisa_avx512vnni;
-#endif
-    return NULL;
-}
-
-int qgemm_supported(const char *name) {
-    const QIsa *isa = qisa_named(name);
-    return isa && cpu_runs(isa);
-}
-
-static const QIsa *qisa_select(void) {
-#if QGEMM_NEON
-    if (qisa_arm_best()) return qisa_arm_best();
-#endif
-#if QGEMM_X86
-    /* the same cap as gemm's: NMT_GEMM_ISA=avx2 or generic (any other value is ignored) */
-    const char *force = getenv("NMT_GEMM_ISA");
-    int cap = !force ? 2 : !strcmp(force, "generic") ? 0 : !strcmp(force, "avx2") ? 1 : 2;
-    if (cap >= 2 && cpu_runs(&qisa_avx512vnni)) return &qisa_avx512vnni;
-    if (cap >= 1 && cpu_runs(&qisa_avx2)) return &qisa_avx2;
-#endif
-    return &qisa_generic;
-}
-
-/* The one-time dispatch decision (racing first calls reach the same answer). */
-static const QIsa *qisa_get(void) {
-    static _Atomic(const QIsa *) chosen;
-    const QIsa *isa = atomic_load_explicit(&chosen, memory_order_acquire);
-    if (!isa) {
-        isa = qisa_select();
-        atomic_store_explicit(&chosen, isa, memory_order_release);
+    default:
+        return NULL;
     }
-    return isa;
 }
 
-const char *qgemm_kernels(void) {
-    return qisa_get()->name;
+int qgemm_supported(InstructionSet set) {
+    return qisa_of(set) && cpu_runs(set);
+}
+
+/* The one-time dispatch decision: the best kernels cpu_allows(). */
+InstructionSet qgemm_kernels(void) {
+    static atomic_int chosen = -1;
+    int set = atomic_load_explicit(&chosen, memory_order_relaxed);
+    if (set < 0) {
+        set = ISA_PORTABLE;
+        for (int s = ISA_PORTABLE + 1; s < ISA_COUNT; s++)
+            if (qisa_of((InstructionSet)s) && cpu_allows((InstructionSet)s)) set = s;
+        atomic_store_explicit(&chosen, set, memory_order_relaxed);
+    }
+    return (InstructionSet)set;
 }
 
 /* ---- packing ------------------------------------------------------------------------------ */
@@ -169,19 +150,15 @@ static void *aligned_zeroed(size_t bytes, const char *what, Error *err) {
     return p;
 }
 
-int qpack(QPacked *p, const char *name, const QMatrix *w, int col0, int in, Error *err) {
+int qpack(QPacked *p, InstructionSet set, const QMatrix *w, int col0, int in, Error *err) {
     memset(p, 0, sizeof *p);
-    const QIsa *isa = name ? qisa_named(name) : qisa_get();
-    if (!isa || !cpu_runs(isa))
-        return error_set(err, "this CPU cannot run the int8 kernels '%s'", name);
+    const QIsa *isa = qisa_of(set);
+    if (!isa || !cpu_runs(set))
+        return error_set(err, "this CPU cannot run int8 kernels for '%s'", isa_name(set));
     int block = isa->block, out = w->rows, blocks = (out + block - 1) / block;
     int groups = (in + GROUP - 1) / GROUP;
-    *p = (QPacked){.isa = isa->name,
-                   .out = out,
-                   .in = in,
-                   .block = block,
-                   .groups = groups,
-                   .scale = w->scale};
+    *p = (QPacked){
+        .isa = set, .out = out, .in = in, .block = block, .groups = groups, .scale = w->scale};
     size_t values = (size_t)blocks * block * groups * GROUP;
     p->w = aligned_zeroed(values, "packed int8 weights", err);
     if (!p->w) return -1;
@@ -214,10 +191,6 @@ void qpacked_free(QPacked *p) {
 }
 
 /* ---- products ----------------------------------------------------------------------------- */
-
-static const QIsa *packed_isa(const QPacked *p) {
-    return qisa_named(p->isa);
-}
 
 /* Where the sums of a tile go: into acc (qgemm_packed), or scaled into y (qlinear_packed). */
 typedef struct {
@@ -253,7 +226,7 @@ static void sink_tile(const TileSink *s, const QPacked *p, const int32_t *tile, 
 static void run_tiles(const QPacked *p, int M, const int8_t *x, int ldx, int lo, int hi,
                       const TileSink *sink) {
     if (lo >= hi || M <= 0) return;
-    const QIsa *isa = packed_isa(p);
+    const QIsa *isa = qisa_of(p->isa);
     int32_t tile[MR * MAX_BLOCK];
     for (int jb = lo / p->block; jb * p->block < hi; jb++) {
         int jbase = jb * p->block;
@@ -303,7 +276,8 @@ int decode_packs_build(QPacked *packs, const QuantWeights *qw, const ModelDims *
     for (size_t i = 0; i < sizeof products / sizeof products[0]; i++) {
         const QMatrix *w = &qw->m[products[i].weights];
         if (w->rows == 0) continue;
-        if (qpack(&packs[products[i].id], NULL, w, products[i].col0, products[i].in, err)) {
+        if (qpack(&packs[products[i].id], qgemm_kernels(), w, products[i].col0, products[i].in,
+                  err)) {
             for (int p = 0; p < QP_COUNT; p++) qpacked_free(&packs[p]);
             return -1;
         }

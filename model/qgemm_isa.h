@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 
+#include "base/cpu.h"
 #include "model/qgemm.h"
 
 /* Activation rows per kernel call, and the widest block of features. */
@@ -20,19 +21,15 @@ enum { MR = 8, MAX_BLOCK = 16, GROUP = 4 };
 typedef void TileFn(const QPacked *p, int jb, int m, const int8_t *x, int ldx, int32_t *tile);
 
 typedef struct {
-    const char *name;
+    InstructionSet set;
     int block;
     TileFn *tile;
 } QIsa;
 
 #if defined(__aarch64__)
 #define QGEMM_NEON 1
-/* model/qgemm_neon.c: the ARM64 kernels ("neon", "dotprod", "i8mm"): the one named (NULL:
- * none of them), whether this CPU runs it (0 for any other), and the best cpu_allows() (NULL
- * when it allows none, under NMT_ISA=portable). */
-const QIsa *qisa_arm_named(const char *name);
-int qisa_arm_runs(const QIsa *isa);
-const QIsa *qisa_arm_best(void);
+/* model/qgemm_neon.c: the kernels of ISA_NEON, ISA_DOTPROD or ISA_I8MM (NULL for another set). */
+const QIsa *qisa_arm(InstructionSet set);
 #else
 #define QGEMM_NEON 0
 #endif

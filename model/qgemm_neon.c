@@ -18,8 +18,6 @@
 #include <arm_neon.h>
 #include <string.h>
 
-#include "base/cpu.h"
-
 enum { BLOCK = 8, BLOCK_BYTES = BLOCK * GROUP };
 
 /* sdot and smmla through inline assembly in functions compiled for the extension: the
@@ -153,32 +151,14 @@ TARGET_I8MM static void tile_i8mm(const QPacked *p, int jb, int m, const int8_t 
     }
 }
 
-static const QIsa qisa_neon = {.name = "neon", .block = BLOCK, .tile = tile_neon};
-static const QIsa qisa_dotprod = {.name = "dotprod", .block = BLOCK, .tile = tile_dotprod};
-static const QIsa qisa_i8mm = {.name = "i8mm", .block = BLOCK, .tile = tile_i8mm};
+static const QIsa qisa_neon = {.set = ISA_NEON, .block = BLOCK, .tile = tile_neon};
+static const QIsa qisa_dotprod = {.set = ISA_DOTPROD, .block = BLOCK, .tile = tile_dotprod};
+static const QIsa qisa_i8mm = {.set = ISA_I8MM, .block = BLOCK, .tile = tile_i8mm};
 
-/* Best first, each with the set it needs. */
-static const struct {
-    const QIsa *isa;
-    InstructionSet set;
-} arm_kernels[] = {{&qisa_i8mm, ISA_I8MM}, {&qisa_dotprod, ISA_DOTPROD}, {&qisa_neon, ISA_NEON}};
-enum { ARM_KERNELS = sizeof arm_kernels / sizeof arm_kernels[0] };
-
-const QIsa *qisa_arm_named(const char *name) {
-    for (int i = 0; i < ARM_KERNELS; i++)
-        if (!strcmp(name, arm_kernels[i].isa->name)) return arm_kernels[i].isa;
-    return NULL;
-}
-
-int qisa_arm_runs(const QIsa *isa) {
-    for (int i = 0; i < ARM_KERNELS; i++)
-        if (isa == arm_kernels[i].isa) return cpu_runs(arm_kernels[i].set);
-    return 0;
-}
-
-const QIsa *qisa_arm_best(void) {
-    for (int i = 0; i < ARM_KERNELS; i++)
-        if (cpu_allows(arm_kernels[i].set)) return arm_kernels[i].isa;
-    return NULL;
+const QIsa *qisa_arm(InstructionSet set) {
+    return set == ISA_I8MM      ? &qisa_i8mm
+           : set == ISA_DOTPROD ? &qisa_dotprod
+           : set == ISA_NEON    ? &qisa_neon
+                                : NULL;
 }
 #endif

@@ -37,8 +37,8 @@ static const float ROUNDER = 0x1.8p23f;
 
 /* One row of quantize_rows, in vector clones: it runs on every activation row of every
  * decoding step. */
-VECTOR_CLONES static void quantize_row(const real *restrict x, int n, int8_t *restrict q,
-                                       float *scale) {
+static VECTOR_BODY void quantize_row_body(const real *restrict x, int n, int8_t *restrict q,
+                                          float *scale) {
     float part[16] = {0}; /* 16 running maxima of |x|, as vec_max's */
     int i = 0;
     for (; i + 16 <= n; i += 16)
@@ -66,6 +66,9 @@ VECTOR_CLONES static void quantize_row(const real *restrict x, int n, int8_t *re
         q[k] = (int8_t)(int)v;
     }
 }
+VECTOR_DISPATCH_VOID(VECTOR_SETS, static, quantize_row,
+                     (const real *restrict x, int n, int8_t *restrict q, float *scale),
+                     (x, n, q, scale))
 
 void quantize_rows(const real *x, int ldx, int rows, int cols, int8_t *q, int ldq, float *scale) {
     for (int r = 0; r < rows; r++)

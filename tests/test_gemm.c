@@ -20,9 +20,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "base/cpu.h"
+#include "model/fastmath.h"
 #include "model/gemm.h"
+#include "model/qgemm.h"
+#include "harness.h"
 #include "suites.h"
 
 #define EPS      (sizeof(real) == 8 ? 0x1p-53 : 0x1p-24)
@@ -337,27 +342,104 @@ START_TEST(gemm_rows_do_not_depend_on_batch) {
 }
 END_TEST
 
-/* The kernels chosen are ones this CPU can run, within the cap of NMT_GEMM_ISA; under
+/* Each dispatch's choice: the GEMM kernels, the vector loops (exp, tanh, the norm, the gates,
+ * Adam: model/fastmath.h) and the int8 kernels. */
+typedef struct {
+    InstructionSet gemm, vector, int8;
+} Choices;
+
+static Choices choices_now(void) {
+    return (Choices){gemm_kernels(), vector_kernels(), qgemm_kernels()};
+}
+
+/* The kernels chosen are the best this CPU runs within NMT_ISA's cap; under
  * NMT_EXPECT_KERNELS (make test-cpus and make test-arm64 set it for each emulated CPU) they are
- * the ones named. On ARM64 every CPU gets the NEON kernels, unless NMT_ISA=portable. */
+ * the ones named. On ARM64 the GEMM kernels are NEON's on every CPU (unless NMT_ISA=portable),
+ * and the vector loops have their portable variant only: NEON is ARM64's baseline, which the
+ * compiler vectorises it for (make test-arm64 checks), as it does SSE2 on x86-64. */
 START_TEST(gemm_kernels_follow_the_cpu) {
-    const char *kernels = gemm_kernels(), *expect = getenv("NMT_EXPECT_KERNELS");
-    const char *cap = getenv("NMT_GEMM_ISA"), *isa = getenv("NMT_ISA");
-    if (expect) ck_assert_str_eq(kernels, expect);
-    ck_assert(!strcmp(kernels, "avx512") || !strcmp(kernels, "avx2") || !strcmp(kernels, "neon") ||
-              !strcmp(kernels, "generic"));
-#if defined(__aarch64__) && !defined(REAL_DOUBLE)
+    Choices c = choices_now();
+    InstructionSet best_float = cpu_allows(ISA_AVX512) ? ISA_AVX512
+                                : cpu_allows(ISA_AVX2) ? ISA_AVX2
+                                                       : ISA_PORTABLE;
+    InstructionSet best_gemm = cpu_allows(ISA_NEON) ? ISA_NEON : best_float;
+#if defined(REAL_DOUBLE)
+    best_float = best_gemm = ISA_PORTABLE; /* the double build has the portable code only */
+#endif
+#if defined(__aarch64__)
     ck_assert(cpu_runs(ISA_NEON));
-    ck_assert_str_eq(kernels, isa && !strcmp(isa, "portable") ? "generic" : "neon");
 #endif
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    if (!strcmp(kernels, "avx512")) ck_assert(__builtin_cpu_supports("avx512f"));
-    if (!strcmp(kernels, "avx2"))
-        ck_assert(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+    ck_assert_str_eq(isa_name(c.gemm), isa_name(best_gemm));
+    ck_assert_str_eq(isa_name(c.vector), isa_name(best_float));
+    const char *expect = getenv("NMT_EXPECT_KERNELS");
+    if (expect) {
+        ck_assert_str_eq(isa_name(c.gemm), expect);
+        if (best_float != ISA_PORTABLE) ck_assert_str_eq(isa_name(c.vector), expect);
+    }
+}
+END_TEST
+
+/* Choices under NMT_ISA=cap, made in a child process whose first use of the dispatches
+ * follows the setenv (the cap is read once a process). */
+static Choices choices_under(const char *cap) {
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        setenv("NMT_ISA", cap, 1);
+        Choices c = choices_now();
+        _exit(write(fds[1], &c, sizeof c) == (ssize_t)sizeof c ? 0 : 1);
+    }
+    close(fds[1]);
+    Choices c;
+    ck_assert_int_eq(read(fds[0], &c, sizeof c), (ssize_t)sizeof c);
+    close(fds[0]);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    return c;
+}
+
+/* NMT_ISA reaches every dispatch: under each cap every choice is the best set at or below it
+ * that the CPU runs. A dispatch that ignored the cap (a target_clones function, a kernel
+ * chosen with __builtin_cpu_supports) would pick a higher one on a CPU that has it; make
+ * test-cpus also checks that no function in the build is chosen by the loader. */
+START_TEST(gemm_isa_cap_reaches_every_dispatch) {
+    if (getenv("CK_FORK") && !strcmp(getenv("CK_FORK"), "no")) {
+        test_skip("gemm_isa_cap_reaches_every_dispatch", "needs CK_FORK (reads NMT_ISA once)");
+        return;
+    }
+#if defined(__aarch64__)
+    const InstructionSet caps[] = {ISA_PORTABLE, ISA_NEON, ISA_DOTPROD, ISA_I8MM};
+#else
+    const InstructionSet caps[] = {ISA_PORTABLE, ISA_AVX2, ISA_AVX512};
 #endif
-    if (cap && !strcmp(cap, "generic")) ck_assert_str_eq(kernels, "generic");
-    if (cap && !strcmp(cap, "avx2")) ck_assert_str_ne(kernels, "avx512");
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+        InstructionSet cap = caps[i];
+        Choices c = choices_under(isa_name(cap));
+        InstructionSet want = ISA_PORTABLE, want_gemm = ISA_PORTABLE, want_int8 = ISA_PORTABLE;
+#if defined(__aarch64__) /* NEON products; the vector loops' portable variant is NEON code */
+        for (int s = ISA_NEON; s <= (int)cap; s++)
+            if (cpu_runs((InstructionSet)s)) want_int8 = (InstructionSet)s;
+#if !defined(REAL_DOUBLE)
+        want_gemm = cap >= ISA_NEON ? ISA_NEON : ISA_PORTABLE;
+#endif
+#else
+#if !defined(REAL_DOUBLE)
+        for (int s = ISA_AVX2; s <= (int)cap; s++)
+            if (cpu_runs((InstructionSet)s)) want = want_gemm = (InstructionSet)s;
+#endif
+        want_int8 = cap >= ISA_AVX2 && cpu_runs(ISA_AVX2) ? ISA_AVX2 : ISA_PORTABLE;
+#endif
+        ck_assert_msg(c.gemm == want_gemm, "NMT_ISA=%s: the GEMM kernels are %s, not %s",
+                      isa_name(cap), isa_name(c.gemm), isa_name(want_gemm));
+        ck_assert_msg(c.vector == want, "NMT_ISA=%s: the vector loops are %s, not %s",
+                      isa_name(cap), isa_name(c.vector), isa_name(want));
+        ck_assert_msg(c.int8 == want_int8, "NMT_ISA=%s: the int8 kernels are %s, not %s",
+                      isa_name(cap), isa_name(c.int8), isa_name(want_int8));
+    }
 }
 END_TEST
 
@@ -381,6 +463,7 @@ Suite *gemm_suite(void) {
     /* a case of its own, which make test-cpus runs alone (CK_RUN_CASE=kernels) */
     TCase *kernels = tcase_create("kernels");
     tcase_add_test(kernels, gemm_kernels_follow_the_cpu);
+    tcase_add_test(kernels, gemm_isa_cap_reaches_every_dispatch);
     suite_add_tcase(s, kernels);
     return s;
 }

@@ -28,7 +28,8 @@
 #include "reference/fdcheck.h"
 #include "suites.h"
 
-static const char *const KERNELS[] = {"generic", "avx2", "avx512vnni", "neon", "dotprod", "i8mm"};
+static const InstructionSet KERNELS[] = {ISA_PORTABLE, ISA_AVX2,    ISA_AVX512_VNNI,
+                                         ISA_NEON,     ISA_DOTPROD, ISA_I8MM};
 
 static uint64_t next(uint64_t *s) {
     *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
@@ -155,8 +156,8 @@ START_TEST(quant_kernels_exact) {
                                 (int64_t)x[(size_t)r * ldx + k] * w[(size_t)j * cols + col0 + k];
                         int32_t got = acc[(size_t)r * ldc + j - lo];
                         EXPECT_MSG(got == want, "%s %dx%dx%d%s: [%d][%d] = %d, want %lld",
-                                   KERNELS[kern], M, N, K, extreme ? " (+-127)" : "", r, j, got,
-                                   (long long)want);
+                                   isa_name(KERNELS[kern]), M, N, K, extreme ? " (+-127)" : "", r,
+                                   j, got, (long long)want);
                     }
                 qpacked_free(&p);
                 free(x), free(w), free(scale), free(acc);
@@ -168,30 +169,25 @@ START_TEST(quant_kernels_exact) {
 #endif
     QMatrix none = {0};
     QPacked p;
-    ck_assert_int_eq(qpack(&p, "no-such-isa", &none, 0, 1, &err), -1);
+    ck_assert_int_eq(qpack(&p, ISA_AVX512, &none, 0, 1, &err), -1); /* no int8 kernels */
 }
 END_TEST
 
-/* The chosen kernels are ones the CPU runs, within NMT_GEMM_ISA's cap, and under make
- * test-cpus the ones its emulated CPU must get. */
+/* The chosen kernels are ones the CPU runs, the best NMT_ISA allows, and under make test-cpus
+ * the ones its emulated CPU must get. */
 START_TEST(quant_kernels_follow_the_cpu) {
-    const char *chosen = qgemm_kernels(), *cap = getenv("NMT_GEMM_ISA");
-    ck_assert(qgemm_supported(chosen));
-    if (cap && !strcmp(cap, "generic")) ck_assert_str_eq(chosen, "generic");
-    if (cap && !strcmp(cap, "avx2")) ck_assert_str_ne(chosen, "avx512vnni");
-    if (!cap && qgemm_supported("avx512vnni")) ck_assert_str_eq(chosen, "avx512vnni");
+    InstructionSet chosen = qgemm_kernels();
+    ck_assert(qgemm_supported(chosen) && cpu_allows(chosen));
+    if (cpu_allows(ISA_AVX512_VNNI))
+        ck_assert_int_eq(chosen, ISA_AVX512_VNNI);
+    else if (cpu_allows(ISA_AVX2))
+        ck_assert_int_eq(chosen, ISA_AVX2);
+#if defined(__aarch64__)
+    ck_assert_int_eq(chosen, cpu_best()); /* i8mm, dotprod, neon or portable: NMT_ISA caps */
+#endif
     /* make test-cpus, make test-arm64: the emulated CPU must get these */
     const char *expected = getenv("NMT_EXPECT_KERNELS");
-    if (expected) ck_assert_str_eq(chosen, expected);
-#if defined(__aarch64__)
-    /* the best set the CPU runs, down to NMT_ISA's cap (base/cpu.h) */
-    InstructionSet best = cpu_best();
-    const char *want = best == ISA_I8MM      ? "i8mm"
-                       : best == ISA_DOTPROD ? "dotprod"
-                       : best == ISA_NEON    ? "neon"
-                                             : "generic";
-    ck_assert_str_eq(chosen, want);
-#endif
+    if (expected) ck_assert_str_eq(isa_name(chosen), expected);
 }
 END_TEST
 
@@ -211,7 +207,7 @@ START_TEST(quant_linear_matches_dequantized_product) {
     QMatrix m = {.q = wq, .scale = ws, .rows = OUT, .cols = COLS};
     QPacked p;
     Error err;
-    ck_assert_int_eq(qpack(&p, NULL, &m, COL0, IN, &err), 0);
+    ck_assert_int_eq(qpack(&p, qgemm_kernels(), &m, COL0, IN, &err), 0);
     for (int i = 0; i < ROWS * OUT; i++) y[i] = 1;
     qlinear_packed(y, OUT, xq, ROOM, xs, &p, b, ROWS, 2, 9, 1);
     qpacked_free(&p);

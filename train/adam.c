@@ -88,8 +88,8 @@ static inline int update_one(real *m, real *v, real *param, real g, const AdamSt
 /* The update of parameters [first, end), from grads, or from zero gradients when grads is NULL
  * (the same arithmetic, so the same bits); returns whether one came out non-finite. Each
  * value is updated on its own, so every instruction set gives the same bits. */
-AVX2_CLONES static int adam_range(const Adam *adam, real *params, real *grads, real grad_scale,
-                                  AdamStepConsts c, size_t first, size_t end) {
+static VECTOR_BODY int adam_range_body(const Adam *adam, real *params, real *grads, real grad_scale,
+                                       AdamStepConsts c, size_t first, size_t end) {
     real *m = adam->m, *v = adam->v;
     int bad = 0;
     if (grads) {
@@ -105,6 +105,10 @@ AVX2_CLONES static int adam_range(const Adam *adam, real *params, real *grads, r
     }
     return bad;
 }
+VECTOR_DISPATCH(NARROW_SETS, static, int, adam_range,
+                (const Adam *adam, real *params, real *grads, real grad_scale, AdamStepConsts c,
+                 size_t first, size_t end),
+                (adam, params, grads, grad_scale, c, first, end))
 
 /* adam_range over chunk [first, end), piece by piece. */
 static int adam_chunk(const Adam *adam, real *params, real *grads, ZeroGrads zero, real grad_scale,
