@@ -64,9 +64,9 @@ CFLAGS  += -fno-builtin-fmax -fno-builtin-fmin
 endif
 
 # OpenMP: the compiler's own (-fopenmp), else Homebrew's libomp (Apple's clang has no runtime
-# of its own), else none: one thread, base/serial/omp.h answering the runtime's calls, and
-# -fopenmp-simd (where the compiler has it) keeping `#pragma omp simd`. OPENMP=0 forces the
-# last. Each choice is a test compile and link of a program that calls the runtime.
+# of its own), else none: one thread, base/serial/omp.h answering the runtime's calls,
+# -fopenmp-simd (where the compiler has it) keeping `#pragma omp simd`, and the other pragmas
+# ignored without a warning each (gcc names every barrier). OPENMP=0 forces the last. Each choice is a test compile and link of a program that calls the runtime.
 OPENMP   ?= 1
 OMP_TRY   = printf '\#include <omp.h>\nint main(void) { return omp_get_max_threads() < 1; }\n' | \
             $(CC) -x c - -o /dev/null $(1) >/dev/null 2>&1 && echo yes
@@ -88,7 +88,7 @@ $(error OPENMP must be 0 or 1, not '$(OPENMP)')
 endif
 ifndef OPENMP_FLAGS
 OPENMP_KIND  := none, one thread ($(if $(filter 1,$(OPENMP)),$(CC) has no OpenMP runtime; on macOS: brew install libomp,OPENMP=0))
-OPENMP_FLAGS := -Ibase/serial $(if $(shell $(call OMP_TRY,-fopenmp-simd -Ibase/serial)),-fopenmp-simd,-Wno-unknown-pragmas)
+OPENMP_FLAGS := -Ibase/serial -Wno-unknown-pragmas $(if $(shell $(call OMP_TRY,-fopenmp-simd -Ibase/serial)),-fopenmp-simd)
 OPENMP_LIBS  :=
 endif
 CFLAGS  += $(OPENMP_FLAGS)
