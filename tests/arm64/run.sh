@@ -104,7 +104,8 @@ run() {
 # differ between sets: the products' shapes and the int8 kernels (ARM64_ALL=1: every suite
 # with every set, some 4 times as long). Then CPUs with less, for the dispatch alone.
 export OMP_NUM_THREADS=1
-ALL="layers model gemm quant reference"
+# ARM64_SUITES: the best set's list instead (CI: the ones that fit its time)
+ALL=${ARM64_SUITES:-layers model gemm quant reference}
 if [ "${ARM64_ALL:-0}" = 1 ]; then
     PRODUCTS="gemm:kernels $ALL" INT8="gemm:kernels $ALL"
 else
