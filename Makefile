@@ -10,6 +10,8 @@
 #   make live MODEL=M OUT=F  the live attention page for model M, one self-contained HTML file
 #                        (COMPUTE=int8: the model with 8-bit weights, a third of the page)
 #   make test-cpus       the numerical suites on emulated CPUs without AVX-512 / AVX2 (qemu-user)
+#   make test-arm64      the numerical suites cross-compiled for ARM64, under qemu-aarch64
+#   make OPENMP=0        one thread, without OpenMP (found, else this, by itself: the first line)
 #   make bench           performance benchmark (not a test)
 #   make SANITIZE=1 test the suite under AddressSanitizer and UndefinedBehaviorSanitizer
 #   make fuzz            each libFuzzer target (clang) for FUZZ_SECONDS; docs/reliability.md
@@ -32,12 +34,12 @@ MPI      ?= 0
 MPICC    ?= mpicc
 
 # -fno-math-errno lets sqrt vectorise; unlike -ffast-math it keeps IEEE semantics (NaN, inf).
-CFLAGS   = -std=c17 $(OPT) -g -Wall -Wextra -fopenmp -fno-math-errno -D_POSIX_C_SOURCE=200809L -I.
+CFLAGS   = -std=c17 $(OPT) -g -Wall -Wextra -fno-math-errno -D_POSIX_C_SOURCE=200809L -I.
 # model/fastmath.c only: without AVX-512's masked instructions GCC vectorises the selects of
 # its exp and tanh (the clamp, tanh's two branches) only when it may evaluate both sides, as
 # -fno-trapping-math allows; it changes which exception flags can be raised, not a value.
 FASTMATH_FLAGS = -fno-trapping-math
-LDLIBS   = -lm -fopenmp
+LDLIBS   = -lm
 ifeq ($(REAL),double)
 CFLAGS  += -DREAL_DOUBLE
 else ifneq ($(REAL),float)
@@ -49,6 +51,56 @@ CFLAGS  += -DNMT_MPI
 else ifneq ($(MPI),0)
 $(error MPI must be 0 or 1, not '$(MPI)')
 endif
+# macOS hides behind _POSIX_C_SOURCE what glibc shows under the _DEFAULT_SOURCE that some files
+# define (madvise, sysconf's _SC_PHYS_PAGES); _DARWIN_C_SOURCE is its counterpart there.
+ifeq ($(shell uname -s),Darwin)
+CFLAGS  += -D_DARWIN_C_SOURCE
+endif
+
+# GCC 12 for ARM64 (Debian 12's, Raspberry Pi OS's) crashes vectorising a reduction by fmax, as
+# the tests have (an internal compiler error in vect_transform_reduction); fmax and fmin are in
+# no hot loop, so on ARM64 they are left to libm.
+ifneq ($(filter aarch64%,$(shell $(CC) -dumpmachine 2>/dev/null)),)
+CFLAGS  += -fno-builtin-fmax -fno-builtin-fmin
+endif
+
+# OpenMP: the compiler's own (-fopenmp), else Homebrew's libomp (Apple's clang has no runtime
+# of its own), else none: one thread, base/serial/omp.h answering the runtime's calls,
+# -fopenmp-simd (where the compiler has it) keeping `#pragma omp simd`, and the other pragmas
+# ignored without a warning each (gcc names every barrier). OPENMP=0 forces the last. Each choice is a test compile and link of a program that calls the runtime.
+OPENMP   ?= 1
+OMP_TRY   = printf '\#include <omp.h>\nint main(void) { return omp_get_max_threads() < 1; }\n' | \
+            $(CC) -x c - -o /dev/null $(1) >/dev/null 2>&1 && echo yes
+HOMEBREW_LIBOMP = $(firstword $(wildcard /opt/homebrew/opt/libomp /usr/local/opt/libomp))
+ifeq ($(OPENMP),1)
+ifeq ($(shell $(call OMP_TRY,-fopenmp)),yes)
+OPENMP_KIND  := the compiler's (-fopenmp)
+OPENMP_FLAGS := -fopenmp
+OPENMP_LIBS  := -fopenmp
+else ifneq ($(HOMEBREW_LIBOMP),)
+ifeq ($(shell $(call OMP_TRY,-Xpreprocessor -fopenmp -I$(HOMEBREW_LIBOMP)/include -L$(HOMEBREW_LIBOMP)/lib -lomp)),yes)
+OPENMP_KIND  := Homebrew's libomp ($(HOMEBREW_LIBOMP))
+OPENMP_FLAGS := -Xpreprocessor -fopenmp -I$(HOMEBREW_LIBOMP)/include
+OPENMP_LIBS  := -L$(HOMEBREW_LIBOMP)/lib -lomp
+endif
+endif
+else ifneq ($(OPENMP),0)
+$(error OPENMP must be 0 or 1, not '$(OPENMP)')
+endif
+ifndef OPENMP_FLAGS
+OPENMP_KIND  := none, one thread ($(if $(filter 1,$(OPENMP)),$(CC) has no OpenMP runtime; on macOS: brew install libomp,OPENMP=0))
+OPENMP_FLAGS := -Ibase/serial -Wno-unknown-pragmas $(if $(shell $(call OMP_TRY,-fopenmp-simd -Ibase/serial)),-fopenmp-simd)
+OPENMP_LIBS  :=
+endif
+CFLAGS  += $(OPENMP_FLAGS)
+LDLIBS  += $(OPENMP_LIBS)
+# One line, from the make that was typed (not from the makes it starts).
+ifeq ($(MAKELEVEL),0)
+ifneq ($(filter-out clean format uninstall wasm live fuzz test-arm64,$(or $(MAKECMDGOALS),all)),)
+$(info OpenMP: $(OPENMP_KIND))
+endif
+endif
+
 ifeq ($(SANITIZE),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDLIBS  += -fsanitize=address,undefined
@@ -94,7 +146,7 @@ LINK_STAMP = bin/.link-command
 # The objects first, then the archives in the order the rule lists them.
 LINK     = $(CC) $(filter %.o,$^) $(filter %.a,$^) -o $@ $(LDLIBS)
 
-.PHONY: all test tests test-browser test-cpus test-mpi check-lib bench clean format install uninstall FORCE
+.PHONY: all test tests test-browser test-cpus test-arm64 test-mpi check-lib bench clean format install uninstall FORCE
 # Keep every object (pattern-rule intermediates included): no rebuilds, no "rm" lines after tests.
 .SECONDARY:
 all: $(BINS)
@@ -112,10 +164,11 @@ $(BUILD)/%.o: %.c $(STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(if $(filter model/fastmath,$*),$(FASTMATH_FLAGS)) -MMD -MP -c $< -o $@
 
-# Each symbol is named after the path given: _binary_nmt_attention_page_js_start and _end.
-$(PAGE_OBJ): $(BUILD)/%.o: % $(STAMP)
+# Each symbol is named after the path given: _binary_nmt_attention_page_js_start and _end
+# (base/embed.S: the compiler's assembler, so any compiler and any target).
+$(PAGE_OBJ): $(BUILD)/%.o: % base/embed.S $(STAMP)
 	@mkdir -p $(dir $@)
-	ld -r -b binary -z noexecstack -o $@ $<
+	$(CC) -c -DNAME=_binary_$(subst -,_,$(subst .,_,$(subst /,_,$<))) -DPATH='"$<"' base/embed.S -o $@
 
 # One archive per room. Secondary expansion turns libnmt-pictures.a back into nmt/pictures.
 .SECONDEXPANSION:
@@ -166,10 +219,10 @@ bin/run_tests: $(TEST_OBJ) $(call room_lib,$(ROOMS)) | check-lib
 	$(LINK) $(shell pkg-config --libs check 2>/dev/null) $(TEST_WRAP)
 
 # The install test (tests/test_install.c) repeats `make install` with this build's settings and
-# links the example with this build's extra flags.
+# compiles the example with this build's compiler and extra flags.
 test: check-lib $(BINS) bin/run_tests
-	@cd tests && NMT_MAKE_FLAGS='REAL=$(REAL) SANITIZE=$(SANITIZE) OPT=$(OPT) CC=$(CC)' \
-	    NMT_EXAMPLE_FLAGS='$(filter -fsanitize%,$(LDLIBS))' ../bin/run_tests
+	@cd tests && NMT_MAKE_FLAGS='REAL=$(REAL) SANITIZE=$(SANITIZE) OPT=$(OPT) CC=$(CC) OPENMP=$(OPENMP)' \
+	    NMT_CC='$(CC)' NMT_EXAMPLE_FLAGS='$(filter -fsanitize%,$(LDLIBS))' ../bin/run_tests
 
 # The attention page in headless Chromium (tests/browser/run.sh: installs it as root, else says
 # SKIPPED), and the SVG files through xmllint.
@@ -184,8 +237,14 @@ tests: test
 test-cpus: bin/run_tests
 	@bash tests/cpus/run.sh
 
+# The numerical suites cross-compiled for ARM64 and run under qemu-aarch64 with each kernel
+# set (i8mm, dotprod, neon, portable); tests/arm64/run.sh installs what it needs as root, else
+# says SKIPPED and the command. Builds in build/arm64/, leaving this build alone.
+test-arm64:
+	@bash tests/arm64/run.sh
+
 # The benchmark (not a test): figures only. THREADS sets the OpenMP thread count.
-THREADS ?= $(shell nproc 2>/dev/null || echo 2)
+THREADS ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
 bin/bench: $(BUILD)/bench/bench.o $(BUILD)/bench/peak.o $(BUILD)/bench/lengths.o \
            $(call room_lib,train nmt nmt/formats data model base)
 	$(LINK)
@@ -231,7 +290,7 @@ install: $(BINS) $(BUILD)/install/libnmt.a
 	cp nmt/nmt.h $(DESTDIR)$(PREFIX)/include/nmt.h
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
 	    'Name: nmt' 'Description: attention-based neural machine translation in plain C' \
-	    'Version: $(NMT_VERSION)' 'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lnmt -fopenmp -lm' \
+	    'Version: $(NMT_VERSION)' 'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lnmt $(OPENMP_LIBS) -lm' \
 	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nmt.pc
 
 uninstall:
@@ -287,7 +346,7 @@ fuzz: $(FUZZ_TARGETS:%=bin/fuzz_%)
 # ---- the live attention page (live/, docs/live.md) ---------------------------------------
 # make wasm: the translation library and live/live.c as one WebAssembly module inside one
 # JavaScript file (build/wasm/nmt-live.js), inference only and one thread: emcc compiles
-# without -fopenmp, so the `#pragma omp` lines compile away and live/serial/omp.h answers
+# without -fopenmp, so the `#pragma omp` lines compile away and base/serial/omp.h answers
 # the runtime calls as a team of one; model/gemm.c compiles its portable kernel only (its
 # x86 kernels need __x86_64__). Optional like MPI=1: live/need-emcc.sh installs Debian's
 # emscripten as root, otherwise says what to install and the target reports SKIPPED.
@@ -298,7 +357,7 @@ EMCC        ?= emcc
 WASM_BUILD   = build/wasm
 WASM_SRC     = $(filter-out nmt/pictures/align_html.c,$(NMT_SRC)) live/live.c
 WASM_OBJ     = $(WASM_SRC:%.c=$(WASM_BUILD)/%.o)
-WASM_CFLAGS  = -std=c17 -O3 -Wall -Wextra -fno-math-errno -D_POSIX_C_SOURCE=200809L -I. -Ilive/serial
+WASM_CFLAGS  = -std=c17 -O3 -Wall -Wextra -fno-math-errno -D_POSIX_C_SOURCE=200809L -I. -Ibase/serial
 WASM_EXPORTS = _live_open,_live_close,_live_info,_live_translate,_live_force,_malloc,_free
 WASM_LDFLAGS = -O3 -s SINGLE_FILE=1 -s MODULARIZE=1 -s EXPORT_NAME=createLiveModule \
                -s WASM_ASYNC_COMPILATION=0 -s ALLOW_MEMORY_GROWTH=1 -s ENVIRONMENT=web,node \

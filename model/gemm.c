@@ -66,6 +66,7 @@
  * the results either.
  */
 #include "model/gemm.h"
+#include "model/gemm_isa.h"
 #include "model/parallel.h"
 
 #include "base/cpu.h"
@@ -86,8 +87,7 @@
 
 /* ---- blocking parameters and the per-instruction-set table ------------------------------ */
 
-/* K block: the unit of summation (see Determinism) and the depth of every packed panel. */
-#define KC 256
+/* KC, the K block, and the Isa table are in gemm_isa.h. */
 /* Columns of the packed B block: KC x NC reals, 1 MiB in float. */
 #define NC 1024
 /* Rows of op(A) packed at once (rounded down to a multiple of MR): 192 KiB in float. */
@@ -109,39 +109,6 @@
 /* Per-thread buffer: the packed B block, then the packed A block. */
 #define WS_B_ELEMS ((size_t)KC * NC)
 #define WS_ELEMS   (WS_B_ELEMS + (size_t)MC * KC)
-
-/* Computes an mr x nr (<= MR x NR) tile of C from kc steps of a packed A micro-panel
- * (a[k*MR + i]) and of B rows b + k*ldb, each with NR readable values (a zero-padded packed
- * panel with ldb = NR, or whole panels of B itself). `add`: C += tile, else C = tile. */
-typedef void (*Kernel)(int kc, const real *a, const real *b, ptrdiff_t ldb, real *c, ptrdiff_t ldc,
-                       int mr, int nr, int add);
-/* The C^T kernel: tile rows are 8 rows of B stored [N,K] (read in place at b + j*ldb + k),
- * columns a packed panel of op(A)^T (a[k*NR + i]); writes C[i*ldc + j] for i < ni, j < nj. */
-typedef void (*KernelT)(int kc, const real *b, ptrdiff_t ldb, const real *a, real *c, ptrdiff_t ldc,
-                        int ni, int nj, int add);
-/* y[j*incy] (+)= sum_k x[k*incx] B[k*ldb + j] for j < n: vectors along j, K blocks of KC. */
-typedef void (*GemvN)(int n, int K, const real *x, ptrdiff_t incx, const real *B, ptrdiff_t ldb,
-                      int add, real *y, ptrdiff_t incy);
-/* C(i, j) (+)= sum_k a[i*lda + k] b[j*ldb + k] for i < m, j < n, with C(i, j) at
- * c[i*rsc + j*csc]: dot products, vectors along k. Each element gets the same arithmetic
- * whatever m, n and its position (groups of rows repeat their last row to fill up). */
-typedef void (*Dot)(int m, int n, int kc, const real *a, ptrdiff_t lda, const real *b,
-                    ptrdiff_t ldb, int add, real *c, ptrdiff_t rsc, ptrdiff_t csc);
-/* Packs panels exactly as pack_panels does, or returns 0 to leave the job to it. */
-typedef int (*Pack)(int trans, int kc, int n, const real *x, ptrdiff_t ldx, int w, real *dst);
-
-typedef struct {
-    InstructionSet set;
-    int mr, nr;     /* micro-tile */
-    int fma;        /* the kernels use fused multiply-add (so must the fallback loop) */
-    int in_place_m; /* up to this many rows, a non-transposed B is read in place */
-    Kernel kernel;
-    KernelT kernel_t; /* NULL: no C^T path */
-    GemvN gemv_n;
-    Dot dot;
-    int dot_max_m; /* the dot-product path is used for B transposed and up to this M */
-    Pack pack;     /* NULL: portable packing */
-} Isa;
 
 static inline int imin(int a, int b) {
     return a < b ? a : b;
@@ -789,6 +756,9 @@ static const Isa isa_avx512 = {.set = ISA_AVX512,
 
 static const Isa *isa_select(void) {
     const Isa *isa = &isa_generic;
+#if GEMM_NEON
+    if (cpu_allows(ISA_NEON)) isa = &isa_neon;
+#endif
 #if GEMM_X86
     if (cpu_allows(ISA_AVX512))
         isa = &isa_avx512;
@@ -890,7 +860,7 @@ static void part_fallback(const Isa *isa, const Problem *p, int m0, int m1, int 
                 real s = 0;
                 for (int k = pc; k < imin(pc + KC, p->K); k++) {
                     real a = *at_a(p, i, k), b = *at_b(p, k, j);
-#if GEMM_X86
+#if GEMM_X86 || GEMM_NEON
                     if (isa->fma) {
                         s = fmaf(a, b, s);
                         continue;

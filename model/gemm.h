@@ -26,8 +26,8 @@ typedef enum { AS_STORED = 0, TRANSPOSE = 1 } GemmOp;
 void gemm(GemmOp op_a, GemmOp op_b, int M, int N, int K, const real *A, int lda, const real *B,
           int ldb, real beta, real *C, int ldc);
 
-/* The kernels gemm runs: ISA_AVX512, ISA_AVX2 or ISA_PORTABLE, the best cpu_allows() (so
- * capped by NMT_ISA), chosen on the first call. */
+/* The kernels gemm runs: ISA_AVX512, ISA_AVX2, ISA_NEON (ARM64) or ISA_PORTABLE, the best
+ * cpu_allows() (so capped by NMT_ISA), chosen on the first call. */
 InstructionSet gemm_kernels(void);
 
 #endif

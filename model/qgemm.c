@@ -8,6 +8,7 @@
  * they are (a kernel over plain rows would need a horizontal sum per feature and row).
  */
 #include "model/qgemm.h"
+#include "model/qgemm_isa.h"
 
 #include "base/cpu.h"
 
@@ -22,17 +23,6 @@
 #define QGEMM_X86 0
 #endif
 
-/* Activation rows per kernel call, and the widest block of features. */
-enum { MR = 8, MAX_BLOCK = 16, GROUP = 4 };
-
-/* tile[r * p->block + jj] = sum_k x[r * ldx + k] * W[jb * block + jj, k] for r < m <= MR. */
-typedef void TileFn(const QPacked *p, int jb, int m, const int8_t *x, int ldx, int32_t *tile);
-
-typedef struct {
-    InstructionSet set;
-    int block;
-    TileFn *tile;
-} QIsa;
 
 /* ---- generic: one feature per block, rows as stored (padded to whole groups) ---------- */
 
@@ -114,6 +104,12 @@ static const QIsa *qisa_of(InstructionSet set) {
         return &qisa_avx2;
     case ISA_AVX512_VNNI:
         return &qisa_avx512vnni;
+#endif
+#if QGEMM_NEON
+    case ISA_NEON:
+    case ISA_DOTPROD:
+    case ISA_I8MM:
+        return qisa_arm(set);
 #endif
     default:
         return NULL;

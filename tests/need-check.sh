@@ -13,5 +13,9 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     exit 1
 fi
 echo "make test: the 'check' unit-test library is missing; install it with:" >&2
-echo "    sudo apt-get install -y check pkg-config" >&2
+if [ "$(uname -s)" = Darwin ]; then
+    echo "    brew install check pkg-config" >&2
+else
+    echo "    sudo apt-get install -y check pkg-config" >&2
+fi
 exit 1

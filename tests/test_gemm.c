@@ -353,21 +353,28 @@ static Choices choices_now(void) {
 }
 
 /* The kernels chosen are the best this CPU runs within NMT_ISA's cap; under
- * NMT_EXPECT_KERNELS (make test-cpus sets it for each emulated CPU) they are the ones named. */
+ * NMT_EXPECT_KERNELS (make test-cpus and make test-arm64 set it for each emulated CPU) they are
+ * the ones named. On ARM64 the GEMM kernels are NEON's on every CPU (unless NMT_ISA=portable),
+ * and the vector loops have their portable variant only: NEON is ARM64's baseline, which the
+ * compiler vectorises it for (make test-arm64 checks), as it does SSE2 on x86-64. */
 START_TEST(gemm_kernels_follow_the_cpu) {
     Choices c = choices_now();
     InstructionSet best_float = cpu_allows(ISA_AVX512) ? ISA_AVX512
                                 : cpu_allows(ISA_AVX2) ? ISA_AVX2
                                                        : ISA_PORTABLE;
+    InstructionSet best_gemm = cpu_allows(ISA_NEON) ? ISA_NEON : best_float;
 #if defined(REAL_DOUBLE)
-    best_float = ISA_PORTABLE; /* the double build has no kernels or loops but the portable */
+    best_float = best_gemm = ISA_PORTABLE; /* the double build has the portable code only */
 #endif
-    ck_assert_str_eq(isa_name(c.gemm), isa_name(best_float));
+#if defined(__aarch64__)
+    ck_assert(cpu_runs(ISA_NEON));
+#endif
+    ck_assert_str_eq(isa_name(c.gemm), isa_name(best_gemm));
     ck_assert_str_eq(isa_name(c.vector), isa_name(best_float));
     const char *expect = getenv("NMT_EXPECT_KERNELS");
     if (expect) {
         ck_assert_str_eq(isa_name(c.gemm), expect);
-        ck_assert_str_eq(isa_name(c.vector), expect);
+        if (best_float != ISA_PORTABLE) ck_assert_str_eq(isa_name(c.vector), expect);
     }
 }
 END_TEST
@@ -404,20 +411,32 @@ START_TEST(gemm_isa_cap_reaches_every_dispatch) {
         test_skip("gemm_isa_cap_reaches_every_dispatch", "needs CK_FORK (reads NMT_ISA once)");
         return;
     }
+#if defined(__aarch64__)
+    const InstructionSet caps[] = {ISA_PORTABLE, ISA_NEON, ISA_DOTPROD, ISA_I8MM};
+#else
     const InstructionSet caps[] = {ISA_PORTABLE, ISA_AVX2, ISA_AVX512};
+#endif
     for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
         InstructionSet cap = caps[i];
         Choices c = choices_under(isa_name(cap));
-        InstructionSet want = ISA_PORTABLE;
+        InstructionSet want = ISA_PORTABLE, want_gemm = ISA_PORTABLE, want_int8 = ISA_PORTABLE;
+#if defined(__aarch64__) /* NEON products; the vector loops' portable variant is NEON code */
+        for (int s = ISA_NEON; s <= (int)cap; s++)
+            if (cpu_runs((InstructionSet)s)) want_int8 = (InstructionSet)s;
+#if !defined(REAL_DOUBLE)
+        want_gemm = cap >= ISA_NEON ? ISA_NEON : ISA_PORTABLE;
+#endif
+#else
 #if !defined(REAL_DOUBLE)
         for (int s = ISA_AVX2; s <= (int)cap; s++)
-            if (cpu_runs((InstructionSet)s)) want = (InstructionSet)s;
+            if (cpu_runs((InstructionSet)s)) want = want_gemm = (InstructionSet)s;
 #endif
-        ck_assert_msg(c.gemm == want, "NMT_ISA=%s: the GEMM kernels are %s, not %s", isa_name(cap),
-                      isa_name(c.gemm), isa_name(want));
+        want_int8 = cap >= ISA_AVX2 && cpu_runs(ISA_AVX2) ? ISA_AVX2 : ISA_PORTABLE;
+#endif
+        ck_assert_msg(c.gemm == want_gemm, "NMT_ISA=%s: the GEMM kernels are %s, not %s",
+                      isa_name(cap), isa_name(c.gemm), isa_name(want_gemm));
         ck_assert_msg(c.vector == want, "NMT_ISA=%s: the vector loops are %s, not %s",
                       isa_name(cap), isa_name(c.vector), isa_name(want));
-        InstructionSet want_int8 = cap >= ISA_AVX2 && cpu_runs(ISA_AVX2) ? ISA_AVX2 : ISA_PORTABLE;
         ck_assert_msg(c.int8 == want_int8, "NMT_ISA=%s: the int8 kernels are %s, not %s",
                       isa_name(cap), isa_name(c.int8), isa_name(want_int8));
     }
@@ -432,10 +451,15 @@ Suite *gemm_suite(void) {
     tcase_add_test(tc, gemm_many_shapes_all_modes);
     tcase_add_test(tc, gemm_sub_blocks);
     tcase_add_test(tc, gemm_edge_cases);
-    tcase_add_test(tc, gemm_thread_count_does_not_change_bits);
-    tcase_add_test(tc, gemm_claimed_runs_match_reference);
-    tcase_add_test(tc, gemm_rows_do_not_depend_on_batch);
     suite_add_tcase(s, tc);
+    /* apart from the shapes, which make test-arm64 runs alone for each kernel set
+     * (CK_RUN_CASE=gemm): these are the heavy ones under emulation */
+    TCase *threads = tcase_create("threads");
+    tcase_set_timeout(threads, 120);
+    tcase_add_test(threads, gemm_thread_count_does_not_change_bits);
+    tcase_add_test(threads, gemm_claimed_runs_match_reference);
+    tcase_add_test(threads, gemm_rows_do_not_depend_on_batch);
+    suite_add_tcase(s, threads);
     /* a case of its own, which make test-cpus runs alone (CK_RUN_CASE=kernels) */
     TCase *kernels = tcase_create("kernels");
     tcase_add_test(kernels, gemm_kernels_follow_the_cpu);

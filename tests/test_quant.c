@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/cpu.h"
 #include "model/qgemm.h"
 #include "model/quant.h"
 #include "model/search.h"
@@ -27,7 +28,8 @@
 #include "model/fixtures.h"
 #include "tests/suites.h"
 
-static const InstructionSet KERNELS[] = {ISA_PORTABLE, ISA_AVX2, ISA_AVX512_VNNI};
+static const InstructionSet KERNELS[] = {ISA_PORTABLE, ISA_AVX2,    ISA_AVX512_VNNI,
+                                         ISA_NEON,     ISA_DOTPROD, ISA_I8MM};
 
 static uint64_t next(uint64_t *s) {
     *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
@@ -162,6 +164,9 @@ START_TEST(quant_kernels_exact) {
             }
     }
     ck_assert_int_ge(ran, 1);
+#if defined(__aarch64__)
+    ck_assert_int_ge(ran, 2); /* the NEON kernels at least, which every ARM64 CPU runs */
+#endif
     QMatrix none = {0};
     QPacked p;
     ck_assert_int_eq(qpack(&p, ISA_AVX512, &none, 0, 1, &err), -1); /* no int8 kernels */
@@ -177,7 +182,10 @@ START_TEST(quant_kernels_follow_the_cpu) {
         ck_assert_int_eq(chosen, ISA_AVX512_VNNI);
     else if (cpu_allows(ISA_AVX2))
         ck_assert_int_eq(chosen, ISA_AVX2);
-    /* make test-cpus: the emulated CPU must get these */
+#if defined(__aarch64__)
+    ck_assert_int_eq(chosen, cpu_best()); /* i8mm, dotprod, neon or portable: NMT_ISA caps */
+#endif
+    /* make test-cpus, make test-arm64: the emulated CPU must get these */
     const char *expected = getenv("NMT_EXPECT_KERNELS");
     if (expected) ck_assert_str_eq(isa_name(chosen), expected);
 }

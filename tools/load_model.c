@@ -11,13 +11,25 @@
 
 #include "nmt/translator.h"
 
+#if defined(__APPLE__)
+#include <mach-o/dyld.h> /* _NSGetExecutablePath: macOS has no /proc */
+#include <stdint.h>
+#include <stdlib.h>
+#endif
+
 /* The folder above the program's own (the checkout for bin/translate), in root[size]; -1 when
  * the program cannot tell where it is. */
 static int program_root(char *root, size_t size) {
     char exe[PATH_MAX];
+#if defined(__APPLE__)
+    char link[PATH_MAX];
+    uint32_t link_size = sizeof link;
+    if (_NSGetExecutablePath(link, &link_size) != 0 || !realpath(link, exe)) return -1;
+#else
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) return -1;
     exe[n] = '\0';
+#endif
     char *slash = strrchr(exe, '/');
     if (!slash) return -1;
     *slash = '\0';

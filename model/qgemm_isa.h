@@ -1,0 +1,37 @@
+/*
+ * qgemm_isa.h: what one instruction set's int8 kernels give qgemm.c, for the kernels that live
+ * in files of their own (model/qgemm_neon.c). Private to the int8 products.
+ *
+ * Weights are packed by qpack (qgemm.c) in blocks of `block` features x GROUP inputs, group
+ * after group: W[jb * block + jj, g * GROUP + kk] at ((jb * groups + g) * block + jj) * GROUP
+ * + kk, zero past the matrix.
+ */
+#ifndef NMT_QGEMM_ISA_H
+#define NMT_QGEMM_ISA_H
+
+#include <stdint.h>
+
+#include "base/cpu.h"
+#include "model/qgemm.h"
+
+/* Activation rows per kernel call, and the widest block of features. */
+enum { MR = 8, MAX_BLOCK = 16, GROUP = 4 };
+
+/* tile[r * p->block + jj] = sum_k x[r * ldx + k] * W[jb * block + jj, k] for r < m <= MR. */
+typedef void TileFn(const QPacked *p, int jb, int m, const int8_t *x, int ldx, int32_t *tile);
+
+typedef struct {
+    InstructionSet set;
+    int block;
+    TileFn *tile;
+} QIsa;
+
+#if defined(__aarch64__)
+#define QGEMM_NEON 1
+/* model/qgemm_neon.c: the kernels of ISA_NEON, ISA_DOTPROD or ISA_I8MM (NULL for another set). */
+const QIsa *qisa_arm(InstructionSet set);
+#else
+#define QGEMM_NEON 0
+#endif
+
+#endif
