@@ -27,6 +27,7 @@
 
 #include "base/files.h"
 #include "base/usage.h"
+#include "model/parallel.h"
 #include "nmt/text.h"
 #include "train/adam.h"
 #include "train/curves.h"
@@ -123,7 +124,8 @@ typedef struct {
     char good_path[CONFIG_PATH_MAX + 16];
     uint64_t good_step;
     double start_time;
-    int lock_fd; /* OUT_DIR/.lock, locked while this run writes the folder; -1 before */
+    int lock_fd;          /* OUT_DIR/.lock, locked while this run writes the folder; -1 before */
+    ThreadChoice threads; /* how many threads the steps run on (parallel.h) */
 } Trainer;
 
 /* Wall time spent in the training loop: this run's and that of the runs it resumes. */
@@ -555,6 +557,7 @@ static int train_step(Trainer *tr, const Batch *batch, const ForwardOptions *fwd
     ForwardOptions opt = *fwd;
     opt.rng = dist_dropout_stream(&tr->dist, fwd->rng, &rank_rng);
     long n_tokens = 0;
+    double start = now();
     *loss = 0;
     if (batch->B > 0) {
         if (model_forward(m, &tr->acts, batch, &opt, loss, err)) return -1;
@@ -592,6 +595,7 @@ static int train_step(Trainer *tr, const Batch *batch, const ForwardOptions *fwd
 
     p->window_loss += *loss * (double)n_tokens;
     p->window_tokens += (size_t)n_tokens;
+    omp_set_num_threads(thread_choice_step(&tr->threads, (double)n_tokens, now() - start));
     return 0;
 }
 
@@ -843,6 +847,7 @@ int main(int argc, char **argv) {
     }
     free(overrides);
     if (cfg.train.threads > 0) omp_set_num_threads(cfg.train.threads);
+    thread_choice_init(&tr.threads, omp_get_max_threads());
     char default_resume[CONFIG_PATH_MAX + 16];
     if (want_resume && !resume) {
         snprintf(default_resume, sizeof default_resume, "%s/last.ckpt", cfg.train.out_dir);
