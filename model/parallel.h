@@ -41,9 +41,9 @@ void spin_barrier_wait(SpinBarrier *b);
  * barrier for a thread that is not running, while its own threads spin (docs/performance.md,
  * "Threads on a busy machine"). So now and then a few steps run on the other count (1, or
  * all the threads asked for), and the faster in tokens a second is kept; a probe that keeps
- * the choice makes the steps until the next four times as many, so a quiet machine spends few of its steps
- * probing. Results do not depend on the number of threads (gemm.h), so neither does
- * training. */
+ * the choice makes the steps until the next four times as many (up to a bound), so a quiet machine
+ * spends few of its steps probing. Results do not depend on the number of threads (gemm.h), so
+ * neither does training. */
 typedef struct {
     int most;         /* the threads asked for */
     int threads;      /* the count of the usual steps */
