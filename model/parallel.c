@@ -3,6 +3,7 @@
  */
 #include "model/parallel.h"
 
+#include <math.h>
 #include <sched.h>
 
 #include <omp.h>
@@ -46,4 +47,55 @@ void spin_barrier_wait(SpinBarrier *b) {
         else
             sched_yield();
     }
+}
+
+/* The probes' schedule: the usual steps before the first probe and after a probe that
+ * changed the count, the least steps and seconds a probe or the usual steps before it are
+ * measured over (time slices of a busy machine are milliseconds long, and a toy step too),
+ * the most steps a probe takes, and the longest interval between probes (so that a machine
+ * that becomes busy is noticed within some seconds of toy steps, a few minutes of large ones). The
+ * first step of a probe and of the usual steps after one, with a team to wake or to start, is not
+ * counted. */
+enum { FIRST_PROBE = 8, AFTER_SWITCH = 64, PROBE_STEPS = 5, PROBE_MOST = 100, MAX_INTERVAL = 512 };
+static const double MEASURE_SECONDS = 0.15;
+
+void thread_choice_init(ThreadChoice *c, int most) {
+    *c = (ThreadChoice){
+        .most = most, .threads = most, .until_probe = FIRST_PROBE, .interval = FIRST_PROBE};
+}
+
+static int other_count(const ThreadChoice *c) {
+    return c->threads == c->most ? 1 : c->most;
+}
+
+int thread_choice_step(ThreadChoice *c, double tokens, double seconds) {
+    if (c->most <= 1) return c->most;
+    if (c->probing) {
+        if (c->probing++ > 1) c->probe[0] += tokens, c->probe[1] += seconds;
+        double usual_rate = c->usual[0] / fmax(c->usual[1], 1e-9);
+        double probe_rate = c->probe[0] / fmax(c->probe[1], 1e-9);
+        /* a probe at 0.6 of the usual rate or worse ends early: on a busy machine the probes of
+         * all the threads would otherwise cost what the choice saves */
+        int clearly_slower = c->probing > 2 && probe_rate < 0.6 * usual_rate;
+        if (!clearly_slower && (c->probing <= PROBE_STEPS ||
+                                (c->probe[1] < MEASURE_SECONDS && c->probing <= PROBE_MOST)))
+            return other_count(c);
+        /* the probe is over: keep the faster count (the probe's by a clear margin only) */
+        if (probe_rate > 1.1 * usual_rate) {
+            c->threads = other_count(c);
+            c->interval = AFTER_SWITCH;
+        } else {
+            c->interval = c->interval * 4 < MAX_INTERVAL ? c->interval * 4 : MAX_INTERVAL;
+        }
+        c->probing = 0;
+        c->until_probe = c->interval;
+        c->usual[0] = c->usual[1] = 0;
+        c->usual_steps = 0;
+        return c->threads;
+    }
+    if (c->usual_steps++ > 0) c->usual[0] += tokens, c->usual[1] += seconds;
+    if (--c->until_probe > 0 || c->usual[1] < MEASURE_SECONDS) return c->threads;
+    c->probing = 1;
+    c->probe[0] = c->probe[1] = 0;
+    return other_count(c);
 }

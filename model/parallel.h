@@ -36,4 +36,27 @@ typedef struct {
 void spin_barrier_init(SpinBarrier *b, int threads);
 void spin_barrier_wait(SpinBarrier *b);
 
+/* How many threads a loop of steps (training's) runs on, chosen by measuring. On a machine
+ * where another program keeps a core busy, a team of as many threads as cores waits at every
+ * barrier for a thread that is not running, while its own threads spin (docs/performance.md,
+ * "Threads on a busy machine"). So now and then a few steps run on the other count (1, or
+ * all the threads asked for), and the faster in tokens a second is kept; a probe that keeps
+ * the choice makes the steps until the next four times as many (up to a bound), so a quiet machine
+ * spends few of its steps probing. Results do not depend on the number of threads (gemm.h), so
+ * neither does training. */
+typedef struct {
+    int most;         /* the threads asked for */
+    int threads;      /* the count of the usual steps */
+    int probing;      /* 1 + the steps of the current probe so far (0: not probing) */
+    long until_probe; /* usual steps until the next probe */
+    long usual_steps; /* usual steps since the last probe */
+    long interval;    /* usual steps between probes */
+    double usual[2];  /* tokens and seconds of the usual steps since the last probe */
+    double probe[2];  /* the same for the probe's steps (its first not counted) */
+} ThreadChoice;
+
+void thread_choice_init(ThreadChoice *c, int most);
+/* After a step of `tokens` tokens that took `seconds`: the threads for the next step. */
+int thread_choice_step(ThreadChoice *c, double tokens, double seconds);
+
 #endif

@@ -16,6 +16,7 @@
 #include "model/gru.h"
 #include "model/layers.h"
 #include "model/loss.h"
+#include "model/parallel.h"
 #include "base/rng.h"
 #include "tests/suites.h"
 
@@ -555,6 +556,37 @@ START_TEST(vector_reductions) {
 }
 END_TEST
 
+/* Steps of 250 tokens at `rate[n]` tokens a second on n threads, `steps` of them, the count
+ * each time the one ThreadChoice asks for; returns how many ran on 1 thread. */
+static int steps_on_one_thread(ThreadChoice *c, const double rate[3], int steps) {
+    int threads = c->threads, on_one = 0;
+    for (int s = 0; s < steps; s++) {
+        on_one += threads == 1;
+        threads = thread_choice_step(c, 250, 250 / rate[threads]);
+        ck_assert(threads == 1 || threads == 2);
+    }
+    return on_one;
+}
+
+/* A quiet machine keeps all the threads, probing one on few steps; a busy one, where a team
+ * of two runs slower than one thread, moves to one thread and stays there but for probes;
+ * when it becomes quiet again, the threads come back. */
+START_TEST(thread_choice_follows_the_faster_count) {
+    const double quiet[3] = {0, 10000, 18000}, busy[3] = {0, 9000, 3500};
+    ThreadChoice c;
+    thread_choice_init(&c, 2);
+    ck_assert_int_le(steps_on_one_thread(&c, quiet, 5000), 5000 / 50);
+    ck_assert_int_eq(c.threads, 2);
+    ck_assert_int_ge(steps_on_one_thread(&c, busy, 5000), 5000 - 5000 / 8);
+    ck_assert_int_eq(c.threads, 1);
+    steps_on_one_thread(&c, quiet, 20000);
+    ck_assert_int_eq(c.threads, 2);
+    /* one thread asked for: nothing to choose */
+    thread_choice_init(&c, 1);
+    ck_assert_int_eq(steps_on_one_thread(&c, busy, 100), 100);
+}
+END_TEST
+
 Suite *layers_suite(void) {
     Suite *s = suite_create("layers");
     TCase *tc = tcase_create("layers");
@@ -571,6 +603,7 @@ Suite *layers_suite(void) {
     tcase_add_test(tc, vector_functions_match_libm);
     tcase_add_test(tc, vector_functions_limits_and_nan);
     tcase_add_test(tc, vector_reductions);
+    tcase_add_test(tc, thread_choice_follows_the_faster_count);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -632,6 +632,7 @@ static int train_step(Trainer *tr, const Batch *batch, Progress *p, double *loss
     Rng rank_rng;
     Rng *dropout = dist_dropout_stream(&tr->dist, &tr->dropout_rng, &rank_rng);
     long n_tokens = 0;
+    double start = now();
     *loss = 0;
     if (program->gradients(tr, batch, dropout, loss, &n_tokens, err)) return -1;
 
@@ -650,6 +651,7 @@ static int train_step(Trainer *tr, const Batch *batch, Progress *p, double *loss
 
     p->window_loss += *loss * (double)n_tokens;
     p->window_tokens += (size_t)n_tokens;
+    omp_set_num_threads(thread_choice_step(&tr->threads, (double)n_tokens, now() - start));
     return 0;
 }
 
@@ -929,6 +931,7 @@ int trainer_main(int argc, char **argv, const TrainerProgram *program) {
     }
     free(overrides);
     if (cfg.train.threads > 0) omp_set_num_threads(cfg.train.threads);
+    thread_choice_init(&tr.threads, omp_get_max_threads());
     char default_resume[CONFIG_PATH_MAX + 16];
     if (want_resume && !resume) {
         snprintf(default_resume, sizeof default_resume, "%s/last.ckpt", cfg.train.out_dir);

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "model/parallel.h"
 #include "nmt/metrics/scoring.h"
 #include "train/adam.h"
 #include "train/batching.h"
@@ -89,7 +90,8 @@ struct Trainer {
     char good_path[CONFIG_PATH_MAX + 16];
     uint64_t good_step;
     double start_time;
-    int lock_fd; /* OUT_DIR/.lock, locked while this run writes the folder; -1 before */
+    int lock_fd;          /* OUT_DIR/.lock, locked while this run writes the folder; -1 before */
+    ThreadChoice threads; /* how many threads the steps run on (parallel.h) */
 };
 
 /* The whole program: parses CONFIG, --set, --resume (resumable programs) and --help, then
