@@ -43,16 +43,49 @@ static size_t edits(const char *a, size_t n, const char *b, size_t m) {
     return d[n][m];
 }
 
-const char *nearest_name(const char *typed, size_t length, const char *const *names, size_t count) {
-    const char *nearest = NULL;
-    size_t fewest = SIZE_MAX;
-    for (size_t k = 0; k < count && length <= NAME_MAX_LENGTH; k++) {
-        size_t m = strlen(names[k]);
-        if (m > NAME_MAX_LENGTH) continue;
-        size_t allowed = m <= 4 ? 1 : m <= 8 ? 2 : 3, e = edits(typed, length, names[k], m);
-        if (e <= allowed && e < fewest) nearest = names[k], fewest = e;
+/* The edits from typed[0..length) to text[0..m), or SIZE_MAX when more than a slip of that
+ * length allows (1 edit up to 4 bytes, 2 up to 8, 3 beyond). */
+static size_t slip(const char *typed, size_t length, const char *text, size_t m) {
+    if (m > NAME_MAX_LENGTH) return SIZE_MAX;
+    size_t allowed = m <= 4 ? 1 : m <= 8 ? 2 : 3, e = edits(typed, length, text, m);
+    return e <= allowed ? e : SIZE_MAX;
+}
+
+/* The fewest edits from typed to the whole name or to one of its words between underscores
+ * ("hiden" is one edit from enc_hidden's "hidden"); SIZE_MAX when none is a slip. */
+static size_t slip_distance(const char *typed, size_t length, const char *name) {
+    size_t best = slip(typed, length, name, strlen(name));
+    if (!strchr(name, '_')) return best;
+    for (const char *word = name;; word++) {
+        size_t m = strcspn(word, "_"), e = slip(typed, length, word, m);
+        if (e < best) best = e;
+        word += m;
+        if (!*word) break;
     }
-    return fewest == 0 ? NULL : nearest; /* an exact match is no slip */
+    return best;
+}
+
+size_t near_names(const char *typed, size_t length, const char *const *names, size_t count,
+                  const char *before, const char *after, char *buf, size_t size) {
+    enum { LISTED = 3 };
+    const char *near[LISTED];
+    size_t found = 0, fewest = SIZE_MAX;
+    buf[0] = '\0';
+    for (size_t k = 0; k < count && length <= NAME_MAX_LENGTH; k++) {
+        if (strlen(names[k]) == length && memcmp(names[k], typed, length) == 0)
+            return 0; /* an exact match is no slip */
+        size_t e = slip_distance(typed, length, names[k]);
+        if (e == SIZE_MAX || e > fewest) continue;
+        if (e < fewest) fewest = e, found = 0;
+        if (found < LISTED) near[found++] = names[k];
+    }
+    for (size_t i = 0, used = 0; i < found && used < size; i++) {
+        const char *joint = i == 0 ? "" : i + 1 == found ? " or " : ", ";
+        int n = snprintf(buf + used, size - used, "%s%s%s%s", joint, before, near[i], after);
+        if (n < 0) break;
+        used += (size_t)n;
+    }
+    return found;
 }
 
 int usage_getopt_error(const char *program, char *const *argv, int returned,
@@ -77,8 +110,9 @@ int usage_getopt_error(const char *program, char *const *argv, int returned,
     const char *names[64];
     size_t count = 0;
     for (; longs && longs[count].name && count < 64; count++) names[count] = longs[count].name;
-    const char *near = is_long ? nearest_name(option + 2, strlen(option + 2), names, count) : NULL;
-    if (near)
-        return usage_error(program, "unknown option '%s'; did you mean '--%s'?", option, near);
+    char near[256];
+    if (is_long &&
+        near_names(option + 2, strlen(option + 2), names, count, "'--", "'", near, sizeof near))
+        return usage_error(program, "unknown option '%s'; did you mean %s?", option, near);
     return usage_error(program, "unknown option '%s'", option);
 }

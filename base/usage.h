@@ -26,10 +26,13 @@ struct option;
 int usage_getopt_error(const char *program, char *const *argv, int returned,
                        const struct option *longs);
 
-/* Of names[0..count), the one typed[0..length) is most likely a slip of, or NULL when none is
- * near enough: the fewest edits (a byte inserted, deleted or replaced, or two neighbours
- * swapped), at most 1 for names of up to 4 bytes, 2 up to 8 and 3 beyond. Every "did you
- * mean" (options, config sections and keys) asks this. */
-const char *nearest_name(const char *typed, size_t length, const char *const *names, size_t count);
+/* Of names[0..count), those typed[0..length) is most likely a slip of, written into buf as
+ * "a", "a or b" or "a, b or c" (each between `before` and `after`, e.g. "'--" and "'"); returns
+ * how many (0, with buf "", when none is near enough or typed is a name). Near: the fewest edits
+ * (a byte inserted, deleted or replaced, or two neighbours swapped) to the whole name or to one
+ * of its words between underscores, at most 1 for up to 4 bytes, 2 up to 8 and 3 beyond. Every
+ * "did you mean" (options, config sections and keys) asks this. */
+size_t near_names(const char *typed, size_t length, const char *const *names, size_t count,
+                  const char *before, const char *after, char *buf, size_t size);
 
 #endif

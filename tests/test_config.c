@@ -359,6 +359,9 @@ END_TEST
 START_TEST(test_unknown_key) {
     expect_failure(REQUIRED_KEYS "[model]\nemb_szie = 8\n", 5,
                    "unknown key [model] emb_szie; did you mean emb_size?");
+    /* a slip of one word of a key, which two keys share: both are named */
+    expect_failure(REQUIRED_KEYS "[model]\nhiden = 8\n", 5,
+                   "unknown key [model] hiden; did you mean enc_hidden or dec_hidden?");
     /* A key of another section is unknown in this one. */
     expect_failure(REQUIRED_KEYS "[model]\nlr = 0.1\n", 5, "unknown key [model] lr");
 }

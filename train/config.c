@@ -252,7 +252,7 @@ static void list_sections(char *buf, size_t size) {
 }
 
 /* "; did you mean NAME?" for the key of `section` (or with key NULL, the section) that the
- * typed name is a slip of, into buf; "" when none is near (base/usage.h, nearest_name). */
+ * typed name is a slip of, into buf; "" when none is near (base/usage.h, near_names). */
 static const char *did_you_mean(char *buf, size_t size, const char *section, size_t section_length,
                                 const char *typed, size_t typed_length) {
     const char *names[KEY_COUNT];
@@ -265,9 +265,15 @@ static const char *did_you_mean(char *buf, size_t size, const char *section, siz
                  memcmp(k->section, section, section_length) == 0)
             names[count++] = k->key;
     }
-    const char *near = nearest_name(typed, typed_length, names, count);
-    snprintf(buf, size, near ? (section ? "; did you mean %s?" : "; did you mean [%s]?") : "%s",
-             near ? near : "");
+    static const char intro[] = "; did you mean ";
+    size_t at = sizeof intro - 1; /* the names go after it, with a byte left for the '?' */
+    if (size > at + 1 && near_names(typed, typed_length, names, count, section ? "" : "[",
+                                    section ? "" : "]", buf + at, size - at - 1)) {
+        memcpy(buf, intro, at);
+        strcat(buf, "?");
+    } else {
+        buf[0] = '\0';
+    }
     return buf;
 }
 
