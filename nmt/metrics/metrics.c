@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "base/utf8.h"
-#include "nmt/metrics_unicode.h"
+#include "nmt/metrics/unicode.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Unicode text                                                                               */
@@ -89,7 +89,7 @@ static void strip_space(CodePoints *text) {
     text->len -= start;
 }
 
-/* Python's str.lower() (metrics_unicode.c says where it differs): one code point for one,
+/* Python's str.lower() (unicode.c says where it differs): one code point for one,
  * except U+0130 (I with dot above), which becomes i and a combining dot above. */
 static int lower_case(CodePoints *text, Error *err) {
     uint32_t *out = checked_calloc(text->len + 1, 2 * sizeof *out, "lower-cased text", err);

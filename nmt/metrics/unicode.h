@@ -1,5 +1,5 @@
 /*
- * metrics_unicode.h: the two Unicode properties sacreBLEU takes from Python that metrics.c
+ * unicode.h: the two Unicode properties sacreBLEU takes from Python that metrics.c
  * needs beyond whitespace: the `regex` module's \p{P}, \p{S} and \p{N} (the intl tokenizer)
  * and str.lower()'s one-to-one mappings (-lc).
  */

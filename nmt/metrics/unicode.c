@@ -1,6 +1,6 @@
 /*
- * metrics_unicode.c: Python's view of Unicode for sacreBLEU's intl tokenizer and -lc (see
- * metrics_unicode.h), as two tables of ranges searched by bisection.
+ * unicode.c: Python's view of Unicode for sacreBLEU's intl tokenizer and -lc (see
+ * unicode.h), as two tables of ranges searched by bisection.
  *
  * How the tables were derived and checked. INTL_CLASSES lists every run of consecutive code
  * points of one class, as the `regex` module (2026.5.9, Unicode 17.0; sacreBLEU's intl tokenizer
@@ -18,7 +18,7 @@
  * may classify or lower-case characters assigned later); str.lower() also writes U+03A3 Σ as
  * the final ς at the end of a word, which metrics.c does not (it writes σ everywhere).
  */
-#include "nmt/metrics_unicode.h"
+#include "nmt/metrics/unicode.h"
 
 #include <stddef.h>
 
