@@ -210,9 +210,9 @@ START_TEST(rooms_programs_hold_only_their_rooms) {
     for (const char *p = rooms;
          room_count < MAX_ROOMS && next_word(&p, room_names[room_count], sizeof room_names[0]);
          room_count++) {
-        char archive[512];
-        int at = snprintf(archive, sizeof archive, "%s/lib", folder);
-        snprintf(archive + at, sizeof archive - at, "%s.a", room_names[room_count]);
+        char archive[sizeof folder + sizeof room_names[0] + 8];
+        snprintf(archive, sizeof archive, "%s/lib%.63s.a", folder, room_names[room_count]);
+        size_t at = strlen(folder) + strlen("/lib");
         for (char *c = archive + at; (c = strchr(c, '/'));) *c = '-'; /* nmt/formats */
         room_symbols[room_count] = defined_symbols(archive);
     }
