@@ -379,6 +379,94 @@ __attribute__((target("avx2,fma"))) static void dot_avx2(int m, int n, int kc, c
     }
 }
 
+/* The transpose of an 8 x 8 block in place: v[i][j] becomes v[j][i]. Unpacks build 4 x 4
+ * blocks inside each 128-bit lane, then 128-bit permutes join the halves. */
+__attribute__((target("avx2"), always_inline)) static inline void transpose8x8(__m256 v[8]) {
+    __m256 t[8], u[8];
+#pragma GCC unroll 4
+    for (int q = 0; q < 8; q += 2) {
+        t[q] = _mm256_unpacklo_ps(v[q], v[q + 1]);
+        t[q + 1] = _mm256_unpackhi_ps(v[q], v[q + 1]);
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 8; h += 4) {
+        u[h] = _mm256_shuffle_ps(t[h], t[h + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        u[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    /* u[r], lane L: elements 4h..4h+3 of output row 4L + r (h = 0 for u[r], 1 for u[4 + r]) */
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) {
+        v[r] = _mm256_permute2f128_ps(u[r], u[4 + r], 0x20);
+        v[4 + r] = _mm256_permute2f128_ps(u[r], u[4 + r], 0x31);
+    }
+}
+
+/* The first w (6 or 8) lanes of v to d, which holds w floats. */
+__attribute__((target("avx2"), always_inline)) static inline void store_panel_row(float *d,
+                                                                                  __m256 v, int w) {
+    if (w == 8) {
+        _mm256_store_ps(d, v);
+        return;
+    }
+    _mm_storeu_ps(d, _mm256_castps256_ps128(v));
+    _mm_storel_pi((__m64 *)(d + 4), _mm256_extractf128_ps(v, 1));
+}
+
+/* Packs as pack_panels does, for the AVX2 panels (w = 6, op(A), or 16, op(B)). Rows of a
+ * non-transposed operand are copied k by k across every panel, so that each row, often a page
+ * of its own, is read once and in order (short ones prefetched a few rows ahead, as in
+ * pack_avx512). A transposed operand goes 8 rows x 8 k at a time through transpose8x8; rows
+ * past n read as zero. */
+__attribute__((target("avx2"))) static int pack_avx2(int trans, int kc, int n, const float *x,
+                                                     ptrdiff_t ldx, int w, float *dst) {
+    enum { AHEAD = 12 };
+    if (w != AVX2_MR && w != AVX2_NR) return 0;
+    int lanes = w == AVX2_MR ? AVX2_MR : 8; /* of each 8-wide vector that go to the panel */
+    if (!trans) {
+        for (int k = 0; k < kc; k++) {
+            const float *s = x + k * ldx;
+            if (n < 512 && k + AHEAD < kc)
+                for (int j = 0; j < n; j += 16)
+                    _mm_prefetch((const char *)(s + AHEAD * ldx + j), _MM_HINT_T1);
+            float *d = dst + k * w;
+            for (int p = 0; p < n; p += w)
+                for (int j0 = 0; j0 < w; j0 += 8) {
+                    int have = n - p - j0;
+                    __m256 v = have >= 8 ? _mm256_loadu_ps(s + p + j0)
+                                         : _mm256_maskload_ps(s + p + j0, mask8(have));
+                    store_panel_row(d + (ptrdiff_t)p * kc + j0, v, lanes);
+                }
+        }
+        return 1;
+    }
+    __m256i tail = mask8(kc % 8);
+    int full = kc - kc % 8;
+    for (int p = 0; p < n; p += w, dst += w * kc)
+        for (int j0 = 0; j0 < w; j0 += 8) {
+            int rows = imin(lanes, n - p - j0);
+            const float *s = x + (p + j0) * ldx;
+            for (int k = 0; k < kc; k += 8) {
+                __m256 v[8];
+#pragma GCC unroll 8
+                for (int j = 0; j < 8; j++)
+                    if (j >= rows)
+                        v[j] = _mm256_setzero_ps();
+                    else if (k < full)
+                        v[j] = _mm256_loadu_ps(s + j * ldx + k);
+                    else
+                        v[j] = _mm256_maskload_ps(s + j * ldx + k, tail);
+                transpose8x8(v);
+                float *d = dst + k * w + j0;
+#pragma GCC unroll 8
+                for (int q = 0; q < 8; q++)
+                    if (k + q < kc) store_panel_row(d + q * w, v[q], lanes);
+            }
+        }
+    return 1;
+}
+
 static const Isa isa_avx2 = {.set = ISA_AVX2,
                              .mr = AVX2_MR,
                              .nr = AVX2_NR,
@@ -387,7 +475,8 @@ static const Isa isa_avx2 = {.set = ISA_AVX2,
                              .kernel = kernel_avx2,
                              .gemv_n = gemv_n_avx2,
                              .dot = dot_avx2,
-                             .dot_max_m = 16};
+                             .dot_max_m = 16,
+                             .pack = pack_avx2};
 
 /* ---- AVX-512 kernels (float) ------------------------------------------------------------- */
 
