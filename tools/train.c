@@ -79,7 +79,8 @@ static int engine_gradients(Trainer *tr, const Batch *batch, Rng *dropout, doubl
     ForwardOptions opt = {.dropout = (real)ct->dropout,
                           .label_smoothing = (real)ct->label_smoothing,
                           .rng = dropout,
-                          .word_dropout = (real)ct->word_dropout};
+                          .word_dropout = (real)ct->word_dropout,
+                          .parts = tr->threads.most};
     e->zero = NO_ZERO_GRADS;
     if (batch->B == 0) return 0; /* an MPI rank's empty share */
     if (model_forward(m, &e->acts, batch, &opt, loss, err)) return -1;
