@@ -49,19 +49,31 @@ void spin_barrier_wait(SpinBarrier *b) {
     }
 }
 
-/* The probes' schedule: the usual steps before the first probe and after a probe that
- * changed the count, the least steps and seconds a probe or the usual steps before it are
- * measured over (time slices of a busy machine are milliseconds long, and a toy step too),
- * the most steps a probe takes, and the longest interval between probes (so that a machine
- * that becomes busy is noticed within some seconds of toy steps, a few minutes of large ones). The
- * first step of a probe and of the usual steps after one, with a team to wake or to start, is not
- * counted. */
-enum { FIRST_PROBE = 8, AFTER_SWITCH = 64, PROBE_STEPS = 5, PROBE_MOST = 100, MAX_INTERVAL = 512 };
+/* The probes' schedule: the usual steps before the first probe (few: on a busy machine they
+ * are the slow ones), the interval that the first probe keeping the count multiplies, the
+ * interval after a probe that changed the count, the least steps and seconds a probe or the
+ * usual steps before it are measured over (time slices of a busy machine are milliseconds
+ * long, and a toy step too), the most steps a probe takes, and the longest interval between
+ * probes (so that a machine that becomes busy is noticed within some seconds of toy steps, a
+ * few minutes of large ones). The first step of a probe and of the usual steps after one,
+ * with a team to wake or to start, is not counted. */
+enum {
+    FIRST_PROBE = 4,
+    FIRST_INTERVAL = 16,
+    AFTER_SWITCH = 128,
+    PROBE_STEPS = 5,
+    PROBE_MOST = 100,
+    MAX_INTERVAL = 512
+};
 static const double MEASURE_SECONDS = 0.15;
+/* A probe whose first measured step runs below this share of the usual rate ends there:
+ * on a busy machine each step of all the threads costs two or three of one, and on a quiet one
+ * each step of one thread half as much again as a step of all. */
+static const double CLEARLY_SLOWER = 0.8;
 
 void thread_choice_init(ThreadChoice *c, int most) {
     *c = (ThreadChoice){
-        .most = most, .threads = most, .until_probe = FIRST_PROBE, .interval = FIRST_PROBE};
+        .most = most, .threads = most, .until_probe = FIRST_PROBE, .interval = FIRST_INTERVAL};
 }
 
 static int other_count(const ThreadChoice *c) {
@@ -74,9 +86,7 @@ int thread_choice_step(ThreadChoice *c, double tokens, double seconds) {
         if (c->probing++ > 1) c->probe[0] += tokens, c->probe[1] += seconds;
         double usual_rate = c->usual[0] / fmax(c->usual[1], 1e-9);
         double probe_rate = c->probe[0] / fmax(c->probe[1], 1e-9);
-        /* a probe at 0.6 of the usual rate or worse ends early: on a busy machine the probes of
-         * all the threads would otherwise cost what the choice saves */
-        int clearly_slower = c->probing > 2 && probe_rate < 0.6 * usual_rate;
+        int clearly_slower = c->probing > 2 && probe_rate < CLEARLY_SLOWER * usual_rate;
         if (!clearly_slower && (c->probing <= PROBE_STEPS ||
                                 (c->probe[1] < MEASURE_SECONDS && c->probing <= PROBE_MOST)))
             return other_count(c);

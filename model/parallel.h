@@ -42,8 +42,10 @@ void spin_barrier_wait(SpinBarrier *b);
  * "Threads on a busy machine"). So now and then a few steps run on the other count (1, or
  * all the threads asked for), and the faster in tokens a second is kept; a probe that keeps
  * the choice makes the steps until the next four times as many (up to a bound), so a quiet machine
- * spends few of its steps probing. Results do not depend on the number of threads (gemm.h), so
- * neither does training. */
+ * spends few of its steps probing. A row's products may take another path when the rows are
+ * shared out otherwise, so the passes keep cutting their work into `most` shares however few
+ * threads run them (ForwardOptions.parts): training's bits depend on the threads asked for,
+ * never on what the measurements chose. */
 typedef struct {
     int most;         /* the threads asked for */
     int threads;      /* the count of the usual steps */

@@ -325,28 +325,35 @@ void share_rows(int B, int part, int parts, int *first, int *count) {
     *count = end - *first;
 }
 
-/* The calling thread's share of rows [0, B). Sentences are independent, so the decoder's time
- * loop shares out each step's running rows (Acts.running) and the threads meet once a step,
- * as sentences end and the shares shrink; products over all rows and steps (input
- * projections, weight gradients) stay outside, parallel over their own tiles. */
-static void thread_rows(int B, int *first, int *count) {
-    share_rows(B, omp_get_thread_num(), omp_get_num_threads(), first, count);
+/* The shares a parallel region of a pass cuts its work into (Acts.parts, else one a thread);
+ * the calling thread runs shares omp_get_thread_num(), + omp_get_num_threads(), ... of them.
+ * Sentences are independent, so the decoder's time loop shares out each step's running rows
+ * (Acts.running) and the threads meet once a step, as sentences end and the shares shrink;
+ * products over all rows and steps (input projections, weight gradients) stay outside,
+ * parallel over their own tiles. A share's products take the same path whichever thread runs
+ * it, so the bits depend on the shares, not on the threads. */
+static int region_parts(const Acts *a) {
+    return a->parts > 0 ? a->parts : omp_get_num_threads();
 }
 
 /* ---- encoder ------------------------------------------------------------------------ */
 
-/* The calling thread's part of the encoder's recurrences: directions [*dir0, *dir1), and its
- * place *part among the *parts threads that share them. With two directions and an even team,
- * each half of the team runs one direction: a thread then streams one W_hh only, multiplies
- * twice the rows at a time, and a single sentence keeps two cores busy. Otherwise each thread
- * runs every direction. The threads of a direction share its rows in the recurrence and the
- * columns of its input projection. */
-void encoder_share(int dirs, int *dir0, int *dir1, int *part, int *parts) {
-    int threads = omp_get_num_threads(), t = omp_get_thread_num();
+/* Share t of `threads` of the encoder's recurrences: directions [*dir0, *dir1), and its
+ * place *part among the *parts shares of them. With two directions and an even team, each
+ * half of the team runs one direction: a thread then streams one W_hh only, multiplies twice
+ * the rows at a time, and a single sentence keeps two cores busy. Otherwise each share runs
+ * every direction. The shares of a direction share its rows in the recurrence and the columns
+ * of its input projection. encoder_share: the calling thread's, one share a thread. */
+static void encoder_share_of(int dirs, int t, int threads, int *dir0, int *dir1, int *part,
+                             int *parts) {
     int halves = dirs == 2 && threads % 2 == 0 ? 2 : 1, per_half = threads / halves;
     *dir0 = halves == 2 ? t / per_half : 0;
     *dir1 = halves == 2 ? *dir0 + 1 : dirs;
     *part = t % per_half, *parts = per_half;
+}
+
+void encoder_share(int dirs, int *dir0, int *dir1, int *part, int *parts) {
+    encoder_share_of(dirs, omp_get_thread_num(), omp_get_num_threads(), dir0, dir1, part, parts);
 }
 
 /* Slot order of a direction's states [(S+1)*B, H]: the forward GRU starts from slot 0 and
@@ -388,6 +395,34 @@ void normalise_input(real *gi, GruNormCache *nc, const GruWeights *gw, size_t ro
                       gw->b_ih, rows, 3 * N);
 }
 
+/* Direction dir's recurrence over rows b0 .. b0+nb-1, then their h_i and h_last. */
+static void encoder_direction_forward(const Model *m, Acts *a, int dir, int b0, int nb) {
+    const ModelDims *d = &m->dims;
+    const Weights *w = &m->w;
+    int B = a->B, S = a->S, H = d->enc_hidden, K = dims_enc_state(d);
+    const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
+    real *states = a->enc_state[dir], *scratch = a->scratch + (size_t)dir * B * 3 * H;
+    for (int step = 0; step < S; step++) {
+        int i = dir == 0 ? step : S - 1 - step;
+        int from = dir == 0 ? i : i + 1, to = dir == 0 ? i + 1 : i;
+        size_t row = (size_t)i * B + b0; /* row (i, b0) of [S*B, ...] */
+        real *h_out = state_slot(states, to, B, H) + (size_t)b0 * H;
+        const real *h_prev = state_slot(states, from, B, H) + (size_t)b0 * H;
+        if (d->layer_norm) {
+            GruNormCache *nc = &a->enc_norm[dir];
+            normalise_input(a->enc_gi[dir], nc, gw, row, nb, H);
+            gru_step_forward_ln(h_out, a->enc_cache[dir] + row * 4 * H, nc->xhat_h + row * 3 * H,
+                                nc->rstd_h + row, scratch + (size_t)b0 * 3 * H,
+                                a->enc_gi[dir] + row * 3 * H, h_prev, gw->w_hh, gw->g_hh, gw->b_hh,
+                                a->src_len + b0, i, nb, H);
+        } else
+            gru_step_forward(h_out, a->enc_cache[dir] + row * 4 * H, scratch + (size_t)b0 * 3 * H,
+                             a->enc_gi[dir] + row * 3 * H, h_prev, gw->w_hh, gw->b_hh,
+                             a->src_len + b0, i, nb, H);
+    }
+    encoder_states_out(a, states, dir, b0, nb, S, B, H, K);
+}
+
 static void encoder_forward(const Model *m, Acts *a, int B, int S) {
     const ModelDims *d = &m->dims;
     const Weights *w = &m->w;
@@ -400,48 +435,38 @@ static void encoder_forward(const Model *m, Acts *a, int B, int S) {
                sizeof(real) * (size_t)B * H);
 #pragma omp parallel
     {
-        int dir0, dir1, part, parts, b0, nb, lo, n;
-        encoder_share(dirs, &dir0, &dir1, &part, &parts);
-        share_rows(B, part, parts, &b0, &nb);
-        for (int dir = dir0; dir < dir1; dir++) { /* gi = W_ih x_i + b_ih, all positions */
-            const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
-            share_rows(3 * H, part, parts, &lo, &n);
-            linear_columns(a->enc_gi[dir], 3 * H, a->x, E, gw->w_ih, E,
-                           d->layer_norm ? NULL : gw->b_ih, S * B, E, lo, lo + n, 0);
-        }
-#pragma omp barrier
-        for (int dir = dir0; dir < dir1 && nb > 0; dir++) {
-            const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
-            real *states = a->enc_state[dir], *scratch = a->scratch + (size_t)dir * B * 3 * H;
-            for (int step = 0; step < S; step++) {
-                int i = dir == 0 ? step : S - 1 - step;
-                int from = dir == 0 ? i : i + 1, to = dir == 0 ? i + 1 : i;
-                size_t row = (size_t)i * B + b0; /* row (i, b0) of [S*B, ...] */
-                real *h_out = state_slot(states, to, B, H) + (size_t)b0 * H;
-                const real *h_prev = state_slot(states, from, B, H) + (size_t)b0 * H;
-                if (d->layer_norm) {
-                    GruNormCache *nc = &a->enc_norm[dir];
-                    normalise_input(a->enc_gi[dir], nc, gw, row, nb, H);
-                    gru_step_forward_ln(h_out, a->enc_cache[dir] + row * 4 * H,
-                                        nc->xhat_h + row * 3 * H, nc->rstd_h + row,
-                                        scratch + (size_t)b0 * 3 * H, a->enc_gi[dir] + row * 3 * H,
-                                        h_prev, gw->w_hh, gw->g_hh, gw->b_hh, a->src_len + b0, i,
-                                        nb, H);
-                } else
-                    gru_step_forward(h_out, a->enc_cache[dir] + row * 4 * H,
-                                     scratch + (size_t)b0 * 3 * H, a->enc_gi[dir] + row * 3 * H,
-                                     h_prev, gw->w_hh, gw->b_hh, a->src_len + b0, i, nb, H);
+        int shares = region_parts(a), first = omp_get_thread_num(), step = omp_get_num_threads();
+        for (int me = first; me < shares; me += step) {
+            int dir0, dir1, part, parts, lo, n;
+            encoder_share_of(dirs, me, shares, &dir0, &dir1, &part, &parts);
+            for (int dir = dir0; dir < dir1; dir++) { /* gi = W_ih x_i + b_ih, all positions */
+                const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
+                share_rows(3 * H, part, parts, &lo, &n);
+                linear_columns(a->enc_gi[dir], 3 * H, a->x, E, gw->w_ih, E,
+                               d->layer_norm ? NULL : gw->b_ih, S * B, E, lo, lo + n, 0);
             }
-            encoder_states_out(a, states, dir, b0, nb, S, B, H, K);
         }
 #pragma omp barrier
-        /* keys and s_0: every thread takes a share of the columns */
-        share_rows(F, omp_get_thread_num(), omp_get_num_threads(), &lo, &n);
-        if (d->score != SCORE_DOT)
-            linear_columns(a->keys, F, a->enc_h, K, key_w, K, w->att_b, B * S, K, lo, lo + n, 0);
-        share_rows(D, omp_get_thread_num(), omp_get_num_threads(), &lo, &n);
-        linear_columns(a->dec_state, D, a->h_last, K, w->init_w, K, w->init_b, B, K, lo, lo + n, 0);
-        for (int b = 0; b < B && n > 0; b++) tanh_forward(a->dec_state + (size_t)b * D + lo, n);
+        for (int me = first; me < shares; me += step) {
+            int dir0, dir1, part, parts, b0, nb;
+            encoder_share_of(dirs, me, shares, &dir0, &dir1, &part, &parts);
+            share_rows(B, part, parts, &b0, &nb);
+            for (int dir = dir0; dir < dir1 && nb > 0; dir++)
+                encoder_direction_forward(m, a, dir, b0, nb);
+        }
+#pragma omp barrier
+        /* keys and s_0: every share takes some of the columns */
+        for (int me = first; me < shares; me += step) {
+            int lo, n;
+            share_rows(F, me, shares, &lo, &n);
+            if (d->score != SCORE_DOT)
+                linear_columns(a->keys, F, a->enc_h, K, key_w, K, w->att_b, B * S, K, lo, lo + n,
+                               0);
+            share_rows(D, me, shares, &lo, &n);
+            linear_columns(a->dec_state, D, a->h_last, K, w->init_w, K, w->init_b, B, K, lo, lo + n,
+                           0);
+            for (int b = 0; b < B && n > 0; b++) tanh_forward(a->dec_state + (size_t)b * D + lo, n);
+        }
     }
 }
 
@@ -502,9 +527,10 @@ static void encoder_backward(Model *m, Acts *a) {
             memcpy(a->carry + ((size_t)dir * B + b) * H, a->d_h_last + (size_t)b * K + dir * H,
                    sizeof(real) * (size_t)H);
 #pragma omp parallel
-    {
+    for (int me = omp_get_thread_num(), shares = region_parts(a); me < shares;
+         me += omp_get_num_threads()) {
         int dir0, dir1, part, parts, b0, nb;
-        encoder_share(dirs, &dir0, &dir1, &part, &parts);
+        encoder_share_of(dirs, me, shares, &dir0, &dir1, &part, &parts);
         share_rows(B, part, parts, &b0, &nb);
         for (int dir = dir0; dir < dir1 && nb > 0; dir++) {
             const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
@@ -626,7 +652,7 @@ int model_encode(const Model *m, Acts *a, const int *src, const int *src_len, in
     if (B > a->max_B || S > a->max_S)
         return error_set(err, "batch %d x %d exceeds the planned %d x %d", B, S, a->max_B,
                          a->max_S);
-    a->dropout = 0, a->word_dropout = 0;
+    a->dropout = 0, a->word_dropout = 0, a->parts = 0;
     load_ids(a, src, src_len, B, S);
     if (m->quant && !a->enc_xq)
         return error_set(err, "an int8 model's activations need ActsPlan.int8");
@@ -859,6 +885,7 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
     a->dropout = opt->dropout;
     a->word_dropout = opt->word_dropout;
     a->label_smoothing = opt->label_smoothing;
+    a->parts = opt->parts;
     load_ids(a, batch->src, batch->src_len, B, S);
     a->T = T;
     a->n_tokens = 0;
@@ -910,9 +937,11 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
 
 #pragma omp parallel
     for (int t = 1; t <= T; t++) {
-        int b0, nb, running = a->running[t - 1];
-        thread_rows(running, &b0, &nb);
-        if (nb > 0) {
+        int running = a->running[t - 1], shares = region_parts(a);
+        for (int me = omp_get_thread_num(); me < shares; me += omp_get_num_threads()) {
+            int b0, nb;
+            share_rows(running, me, shares, &b0, &nb);
+            if (nb == 0) continue;
             DecoderStep st = decoder_step(a, d, t, b0);
             decoder_step_forward(m, &st, a->keys + (size_t)b0 * S * F,
                                  a->enc_h + (size_t)b0 * S * K, a->src_len + b0,
@@ -1081,9 +1110,12 @@ void model_backward(Model *m, Acts *a) {
     memset(a->carry, 0, sizeof(real) * (size_t)B * D);
 #pragma omp parallel
     for (int t = T; t >= 1; t--) {
-        int b0, nb, running = a->running[t - 1];
-        thread_rows(running, &b0, &nb);
-        if (nb > 0) decoder_step_backward(m, a, t, b0, nb);
+        int running = a->running[t - 1], shares = region_parts(a);
+        for (int me = omp_get_thread_num(); me < shares; me += omp_get_num_threads()) {
+            int b0, nb;
+            share_rows(running, me, shares, &b0, &nb);
+            if (nb > 0) decoder_step_backward(m, a, t, b0, nb);
+        }
         /* then the threads meet: the previous step shares out more rows, so a row may change
          * threads */
         if (omp_get_thread_num() == 0) ended_rows_backward(a, d, t, running);

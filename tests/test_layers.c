@@ -587,6 +587,23 @@ START_TEST(thread_choice_follows_the_faster_count) {
 }
 END_TEST
 
+/* What the choice costs a short run (the toy's 600 steps at 250 tokens a step): beside a
+ * busy process, where a step of two threads runs at a third of one thread's, few steps run on
+ * two; on a quiet machine where one thread runs at 0.7 of two (the 2-core Zen 3's toy), few
+ * run on one. */
+START_TEST(thread_choice_costs_a_short_run_few_steps) {
+    const double quiet[3] = {0, 14000, 20000}, busy[3] = {0, 14000, 4700};
+    ThreadChoice c;
+    thread_choice_init(&c, 2);
+    int on_one = steps_on_one_thread(&c, busy, 600);
+    ck_assert_int_le(600 - on_one, 8);
+    ck_assert_int_eq(c.threads, 1);
+    thread_choice_init(&c, 2);
+    ck_assert_int_le(steps_on_one_thread(&c, quiet, 600), 12);
+    ck_assert_int_eq(c.threads, 2);
+}
+END_TEST
+
 Suite *layers_suite(void) {
     Suite *s = suite_create("layers");
     TCase *tc = tcase_create("layers");
@@ -604,6 +621,7 @@ Suite *layers_suite(void) {
     tcase_add_test(tc, vector_functions_limits_and_nan);
     tcase_add_test(tc, vector_reductions);
     tcase_add_test(tc, thread_choice_follows_the_faster_count);
+    tcase_add_test(tc, thread_choice_costs_a_short_run_few_steps);
     suite_add_tcase(s, tc);
     return s;
 }

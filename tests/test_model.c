@@ -33,6 +33,17 @@ static const ModelDims SPLIT = {.src_vocab = 300,
                                 .att = 40,
                                 .readout = 56};
 
+/* The toy configuration's sizes (configs/toy.ini on data/toy), where a row's products do
+ * take another path with another split of the rows. */
+static const ModelDims TOY = {.src_vocab = 244,
+                              .tgt_vocab = 452,
+                              .emb = 64,
+                              .enc_hidden = 128,
+                              .bidirectional = 1,
+                              .dec_hidden = 128,
+                              .att = 128,
+                              .readout = 128};
+
 typedef struct {
     Model model;
     Acts acts;
@@ -453,6 +464,55 @@ START_TEST(thread_count_changes_results_only_by_round_off) {
 }
 END_TEST
 
+/* With ForwardOptions.parts set, a pass cuts its work into that many shares whatever the
+ * threads that run them (training that moves between 1 thread and all, ThreadChoice, keeps it
+ * at the threads asked for): the loss and every gradient are then the same bits on any number
+ * of threads. Layer-normalised GRUs too (their gains' gradients sum over rows), and an
+ * unidirectional encoder (which splits its rows instead of its directions). */
+START_TEST(shares_fix_the_bits_whatever_the_threads) {
+    ModelDims dims = TOY;
+    dims.layer_norm = _i == 1;
+    dims.bidirectional = _i != 2;
+    enum { B = 32, S = 12, T = 12, PARTS = 4, RUNS = 4 };
+    Fixture f;
+    fixture_make(&f, &dims, B, S, T, 9);
+    params_spread_gains(f.model.params, &f.model.table, 9);
+    size_t P = f.model.table.total;
+    int saved = omp_get_max_threads();
+    real *grads[RUNS];
+    double loss[RUNS];
+    const int threads[RUNS] = {PARTS, 1, 2, 3};
+    for (int run = 0; run < RUNS; run++) {
+        omp_set_num_threads(threads[run]);
+        Error err;
+        Rng rng;
+        rng_seed(&rng, 3, 0);
+        ForwardOptions opt = {
+            .dropout = 0.1f, .label_smoothing = 0.1f, .rng = &rng, .parts = PARTS};
+        model_zero_grad(&f.model);
+        ck_assert_msg(model_forward(&f.model, &f.acts, &f.rb.batch, &opt, &loss[run], &err) == 0,
+                      "%s", err.msg);
+        model_backward(&f.model, &f.acts);
+        grads[run] = malloc(sizeof(real) * P);
+        ck_assert(grads[run]);
+        memcpy(grads[run], f.model.grads, sizeof(real) * P);
+    }
+    omp_set_num_threads(saved);
+    for (int run = 1; run < RUNS; run++) {
+        ck_assert_msg(loss[run] == loss[0], "loss on %d threads", threads[run]);
+        for (int p = 0; p < PARAM_COUNT; p++) {
+            const ParamInfo *info = &f.model.table.info[p];
+            ck_assert_msg(!memcmp(grads[run] + info->offset, grads[0] + info->offset,
+                                  sizeof(real) * info->size),
+                          "%s on %d threads differs from %d threads'", info->name, threads[run],
+                          PARTS);
+        }
+    }
+    for (int run = 0; run < RUNS; run++) free(grads[run]);
+    fixture_free(&f);
+}
+END_TEST
+
 /* Decoding shares its work among threads and across sentences differently from training: the
  * hypotheses must not depend on the thread count or on which sentences are decoded together,
  * and a hypothesis' log-probability must be the one teacher forcing gives its tokens. */
@@ -724,6 +784,7 @@ Suite *model_suite(void) {
     tcase_add_test(tc, phase_timers_share_out_a_step);
     tcase_add_test(tc, initialisation_is_seeded);
     tcase_add_loop_test(tc, thread_count_changes_results_only_by_round_off, 0, 2);
+    tcase_add_loop_test(tc, shares_fix_the_bits_whatever_the_threads, 0, 3);
     tcase_add_loop_test(tc, search_agrees_across_threads_batches_and_forcing, 0, SCORE_COUNT + 1);
     tcase_add_test(tc, parameter_table_follows_the_score);
     tcase_add_test(tc, bad_batches_are_rejected);

@@ -269,8 +269,8 @@ static Verdict run_case(const Case *c, AttentionScore score, uint64_t seed, Inje
     ActsPlan keep = {.logit_rows = ACTS_ALL_ROWS, .attention = ACTS_KEEP};
     ck_assert_msg(acts_init_plan(&acts, d, B, S, T, &keep, &err) == 0, "%s", err.msg);
     rng_seed(&rng, seed, 7);
-    ForwardOptions opt = {(real)c->dropout, (real)c->label_smoothing, &rng, 1,
-                          (real)c->word_dropout};
+    ForwardOptions opt = {
+        (real)c->dropout, (real)c->label_smoothing, &rng, 1, (real)c->word_dropout, 0};
     double loss;
     ck_assert_msg(model_forward(&m, &acts, batch, &opt, &loss, &err) == 0, "%s", err.msg);
     compare(&v, "loss", &ref_loss, &loss, 1, NULL);

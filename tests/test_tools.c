@@ -503,12 +503,13 @@ START_TEST(scoring_reports_in_corpus_order) {
     SinkCheck check = {.corpus = &corpus, .in_order = true};
     bleu_stats_init(&check.bleu, NULL);
     Scores by8, by1;
-    ck_assert_msg(
-        score_corpus(&nm, &corpus, &tokens, "dev", 8, 1, NULL, &by8, check_sink, &check, &err) == 0,
-        "%s", err.msg);
+    ck_assert_msg(score_corpus(&nm, &corpus, &tokens, "dev", 8, 0, 1, NULL, &by8, check_sink,
+                               &check, &err) == 0,
+                  "%s", err.msg);
     ck_assert(check.in_order && check.next == corpus.count && by8.sentences == corpus.count);
     ck_assert(bleu_score(&check.bleu).score == by8.bleu.score);
-    ck_assert(score_corpus(&nm, &corpus, &tokens, "dev", 1, 1, NULL, &by1, NULL, NULL, &err) == 0);
+    ck_assert(score_corpus(&nm, &corpus, &tokens, "dev", 1, 0, 1, NULL, &by1, NULL, NULL, &err) ==
+              0);
     ck_assert(by1.tokens == by8.tokens && by8.tokens > corpus.count);
     ck_assert_msg(fabs(by1.loss - by8.loss) <= 1e-5 * by1.loss,
                   "loss %.9g one at a time, %.9g "
