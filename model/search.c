@@ -243,6 +243,19 @@ static void feature_share(int n, int *lo, int *hi) {
     share_range(n, LINE, omp_get_thread_num(), omp_get_num_threads(), lo, hi);
 }
 
+/* Ends phase p of a step (the time since the last mark goes to it), for a benchmark's
+ * breakdown: on the first thread, when the searcher's activations ask for it. */
+static void search_phase(const Decode *dc, Phase p) {
+    Acts *a = &dc->s->enc;
+    if (a->time_search && omp_get_thread_num() == 0) phase_end(a, p);
+}
+
+/* Meets the other threads at the step's barrier. */
+static void wait_others(Decode *dc) {
+    spin_barrier_wait(&dc->barrier);
+    search_phase(dc, PHASE_SEARCH_WAIT);
+}
+
 /* The columns of the hidden units [lo, hi) in the [r | z | n] layout of gi and gh: the ranges
  * [c0[g], c1[g]) for g < the count returned (one range when the units are all of them). */
 static int gate_columns(int D, int lo, int hi, int c0[3], int c1[3]) {
@@ -324,6 +337,7 @@ static void step_inputs(const Decode *dc) {
     if (q) {
         quantize_rows(s->s, D, R, D, mine->xq_a, qw, mine->xs_a);
         quantize_rows(s->u, E, R, E, mine->xq_b, qw, mine->xs_b);
+        search_phase(dc, PHASE_SEARCH_QUANTIZE);
         qlinear_packed(s->gh, 3 * D, mine->xq_a, qw, mine->xs_a, &q->packs[QP_DEC_HH], NULL, R, lo,
                        hi, 0);
         qlinear_packed(s->gi, 3 * D, mine->xq_b, qw, mine->xs_b, &q->packs[QP_DEC_IH_EMB], b_ih, R,
@@ -332,6 +346,7 @@ static void step_inputs(const Decode *dc) {
         linear_columns(s->gh, 3 * D, s->s, D, w->dec_gru.w_hh, D, NULL, R, D, lo, hi, 0);
         linear_columns(s->gi, 3 * D, s->u, E, w->dec_gru.w_ih, E + K, b_ih, R, E, lo, hi, 0);
     }
+    search_phase(dc, PHASE_SEARCH_GRU_PRODUCTS);
     sentence_share(dc, dims_att_features(d), &i0, &i1, &lo, &hi);
     if (i0 == i1) return;
     size_t r0 = (size_t)i0 * beam;
@@ -341,6 +356,7 @@ static void step_inputs(const Decode *dc) {
     else if (d->score == SCORE_ADDITIVE || d->score == SCORE_SCALED_DOT)
         linear_columns(s->query + r0 * A, A, s->s + r0 * D, D, w->att_w_q, D, NULL,
                        (i1 - i0) * beam, D, lo, hi, 0);
+    search_phase(dc, PHASE_SEARCH_ATT_PRODUCTS);
     if (d->score != SCORE_ADDITIVE) {
         dot_energy_parts(dc, i0, i1, lo, hi);
         return;
@@ -409,10 +425,12 @@ static void step_gates(Decode *dc, int t) {
                  s->ctx_gi + (size_t)i * S * 3 * D + c0[g], 3 * D, 1,
                  s->gi + (size_t)base * 3 * D + c0[g], 3 * D);
     }
+    search_phase(dc, PHASE_SEARCH_ATTENTION);
     if (d->layer_norm) {
-        spin_barrier_wait(&dc->barrier);
+        wait_others(dc);
         normalise_rows(dc);
-        spin_barrier_wait(&dc->barrier);
+        search_phase(dc, PHASE_SEARCH_LAYER_NORM);
+        wait_others(dc);
     }
     for (int i = i0; i < i1; i++) {
         if (dc->done[i]) continue;
@@ -443,11 +461,13 @@ static void step_readout(const Decode *dc) {
         gemm(AS_STORED, AS_STORED, beam, hi - lo, S, alpha, S, s->ctx_ro + (size_t)i * S * O + lo,
              O, 1, s->readout + (size_t)base * O + lo, O);
     }
+    search_phase(dc, PHASE_SEARCH_ATTENTION);
     const QuantWeights *q = dc->quant;
     if (q) { /* u_t is still in xq_b from step_inputs */
         const ThreadPart *mine = &dc->part[omp_get_thread_num()];
         int qw = dc->qwidth;
         quantize_rows(s->s_next, D, R, D, mine->xq_a, qw, mine->xs_a);
+        search_phase(dc, PHASE_SEARCH_QUANTIZE);
         qlinear_packed(s->readout, O, mine->xq_a, qw, mine->xs_a, &q->packs[QP_RO_STATE], NULL, R,
                        lo, hi, 1);
         qlinear_packed(s->readout, O, mine->xq_b, qw, mine->xs_b, &q->packs[QP_RO_EMB], NULL, R, lo,
@@ -456,6 +476,7 @@ static void step_readout(const Decode *dc) {
         linear_columns(s->readout, O, s->s_next, D, w->out_w_o, RW, NULL, R, D, lo, hi, 1);
         linear_columns(s->readout, O, s->u, E, w->out_w_o + D + K, RW, NULL, R, E, lo, hi, 1);
     }
+    search_phase(dc, PHASE_SEARCH_RO_PRODUCTS);
     for (int r = 0; r < R; r++) tanh_forward(s->readout + (size_t)r * O + lo, hi - lo);
 }
 
@@ -475,16 +496,19 @@ static void step_logits(const Decode *dc) {
     feature_share(V, &lo, &hi);
     if (dc->quant) {
         quantize_rows(s->readout, O, R, O, mine->xq_a, dc->qwidth, mine->xs_a);
+        search_phase(dc, PHASE_SEARCH_QUANTIZE);
         qlinear_packed(s->logits, V, mine->xq_a, dc->qwidth, mine->xs_a, &dc->quant->packs[QP_OUT],
                        w->out_b, R, lo, hi, 0);
     } else {
         linear_columns(s->logits, V, s->readout, O, w->out_w, O, w->out_b, R, O, lo, hi, 0);
     }
+    search_phase(dc, PHASE_SEARCH_OUT_PRODUCTS);
     for (int r = 0; r < R; r++) {
         Candidate *best = mine->best + (size_t)r * cap;
         int n = 0;
         const real *z = s->logits + (size_t)r * V;
         mine->lse[r] = lo < hi ? log_sum_exp(z + lo, hi - lo) : -INFINITY;
+        search_phase(dc, PHASE_SEARCH_SOFTMAX);
         real floor = -INFINITY; /* once the list is full: the logit to beat */
         for (int v0 = lo; v0 < hi; v0 += SCAN_BLOCK) {
             int v1 = v0 + SCAN_BLOCK < hi ? v0 + SCAN_BLOCK : hi;
@@ -499,6 +523,7 @@ static void step_logits(const Decode *dc) {
             }
         }
         mine->n_best[r] = n;
+        search_phase(dc, PHASE_SEARCH_TOP_K);
     }
 }
 
@@ -605,6 +630,7 @@ static void context_projections(const Decode *dc) {
         const QuantWeights *q = dc->quant;
         int qw = dc->qwidth;
         quantize_rows(s->enc.enc_h, K, rows, K, mine->xq_a, qw, mine->xs_a);
+        search_phase(dc, PHASE_SEARCH_QUANTIZE);
         feature_share(3 * D, &lo, &hi);
         qlinear_packed(s->ctx_gi, 3 * D, mine->xq_a, qw, mine->xs_a, &q->packs[QP_DEC_IH_CTX], NULL,
                        rows, lo, hi, 0);
@@ -633,22 +659,28 @@ static void decode_steps(Decode *dc) {
         dc->threads = omp_get_num_threads();
         spin_barrier_init(&dc->barrier, dc->threads);
     }
+    if (dc->s->enc.time_search && omp_get_thread_num() == 0) phase_start(&dc->s->enc);
     context_projections(dc);
-    spin_barrier_wait(&dc->barrier);
+    search_phase(dc, PHASE_SEARCH_SOURCE);
+    wait_others(dc);
     int remaining = dc->n;
     for (int t = 0; t < dc->opt->max_len && remaining > 0; t++) {
         step_inputs(dc);
-        spin_barrier_wait(&dc->barrier);
+        search_phase(dc, PHASE_SEARCH_ATTENTION);
+        wait_others(dc);
         step_gates(dc, t);
-        spin_barrier_wait(&dc->barrier);
+        search_phase(dc, PHASE_SEARCH_NONLINEAR);
+        wait_others(dc);
         step_readout(dc);
-        spin_barrier_wait(&dc->barrier);
+        search_phase(dc, PHASE_SEARCH_NONLINEAR);
+        wait_others(dc);
         step_logits(dc);
-        spin_barrier_wait(&dc->barrier);
+        wait_others(dc);
 #pragma omp for schedule(static) nowait
         for (int i = 0; i < dc->n; i++)
             if (!dc->done[i]) step_select(dc, i, t);
-        spin_barrier_wait(&dc->barrier);
+        search_phase(dc, PHASE_SEARCH_BEAM);
+        wait_others(dc);
         /* done[] is settled: each thread counts for itself */
         remaining = 0;
         for (int i = 0; i < dc->n; i++) remaining += !dc->done[i];
@@ -680,7 +712,9 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
     int *padded = s->sel_token + (size_t)s->max_len * s->max_sentences * s->beam;
     memset(padded, 0, sizeof(int) * (size_t)n * S);
     for (int i = 0; i < n; i++) memcpy(padded + (size_t)i * S, src[i], sizeof(int) * src_len[i]);
+    if (s->enc.time_search) phase_start(&s->enc);
     if (model_encode(m, &s->enc, padded, src_len, n, S, err)) return -1;
+    if (s->enc.time_search) phase_end(&s->enc, PHASE_SEARCH_ENCODER);
     for (int r = 0; r < R; r++) {
         int i = r / beam;
         memcpy(s->s + (size_t)r * D, s->enc.dec_state + (size_t)i * D, sizeof(real) * (size_t)D);
