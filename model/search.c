@@ -167,6 +167,8 @@ typedef struct {
     real *lse;         /* [R]: log-sum-exp of its share of the vocabulary */
     Candidate *best;   /* [R][2*beam]: its best tokens of that share, by row */
     int *n_best;       /* [R] */
+    int *live;         /* [R]: the rows whose logits a step needs (see live_rows) */
+    real *gathered;    /* [R][O], float models: those rows of o_t, side by side */
     /* int8 models only: the activations this thread's products read, quantized by rows
      * (stride QuantPlan.width): each thread quantizes all rows for itself, a small cost
      * beside its share of the weights, so that no thread waits for another */
@@ -183,12 +185,13 @@ typedef struct {
 
 /* The parts of `threads` threads, each on cache lines of its own; *block gets the memory to
  * free besides the returned array. */
-static ThreadPart *thread_parts(int threads, int R, int S, int A, int cap, const QuantPlan *qp,
-                                void **block, Error *err) {
+static ThreadPart *thread_parts(int threads, int R, int S, int A, int O, int cap,
+                                const QuantPlan *qp, void **block, Error *err) {
     size_t quant_bytes = sizeof(float) * ((size_t)qp->rows_a + qp->rows_b + 16) +
                          (size_t)qp->width * ((size_t)qp->rows_a + qp->rows_b);
-    size_t bytes = sizeof(Candidate) * R * cap + sizeof(real) * (2 * R * S + S * A + R) +
-                   sizeof(int) * R + quant_bytes,
+    size_t gathered = qp->width ? 0 : (size_t)R * O; /* an int8 model quantizes them instead */
+    size_t bytes = sizeof(Candidate) * R * cap + sizeof(real) * (2 * R * S + S * A + R + gathered) +
+                   sizeof(int) * 2 * R + quant_bytes,
            stride = (bytes + 63) / 64 * 64;
     ThreadPart *part = checked_calloc((size_t)threads, sizeof *part, "search", err);
     char *first = (char *)checked_calloc_aligned((size_t)threads * stride / sizeof(real), block,
@@ -203,8 +206,10 @@ static ThreadPart *thread_parts(int threads, int R, int S, int A, int cap, const
         part[t].energy_part = (real *)at, at += sizeof(real) * R * S;
         part[t].alpha = (real *)at, at += sizeof(real) * R * S;
         part[t].hid = (real *)at, at += sizeof(real) * S * A;
+        part[t].gathered = (real *)at, at += sizeof(real) * gathered;
         part[t].lse = (real *)at, at += sizeof(real) * R;
         part[t].n_best = (int *)at, at += sizeof(int) * R;
+        part[t].live = (int *)at, at += sizeof(int) * R;
         if (qp->width == 0) continue;
         at = first + ((size_t)(at - first) + 15) / 16 * 16; /* floats after ints: aligned */
         part[t].xs_a = (float *)at, at += sizeof(float) * qp->rows_a;
@@ -480,6 +485,15 @@ static void step_readout(const Decode *dc) {
     for (int r = 0; r < R; r++) tanh_forward(s->readout + (size_t)r * O + lo, hi - lo);
 }
 
+/* The rows whose hypotheses are open, those of sentences not done whose score is not -inf
+ * (step_select reads no other's logits), into live[]; returns how many. */
+static int live_rows(const Decode *dc, int *live) {
+    int L = 0;
+    for (int r = 0; r < dc->R; r++)
+        if (!dc->done[r / dc->beam] && dc->s->score[r] != -INFINITY) live[L++] = r;
+    return L;
+}
+
 /* Logits looked at by step_logits as one block when searching for the best: the block's maximum
  * (a vector loop) almost always shows it holds none. */
 enum { SCAN_BLOCK = 64 };
@@ -491,22 +505,37 @@ static void step_logits(const Decode *dc) {
     const ModelDims *d = &dc->m->dims;
     const Weights *w = &dc->m->w;
     Searcher *s = dc->s;
-    int O = d->readout, V = d->tgt_vocab, R = dc->R, cap = 2 * dc->beam, lo, hi;
+    int O = d->readout, V = d->tgt_vocab, cap = 2 * dc->beam, lo, hi;
     const ThreadPart *mine = &dc->part[omp_get_thread_num()];
     feature_share(V, &lo, &hi);
+    /* only the rows step_select reads, side by side: row c of the logits is row live[c]'s */
+    int L = live_rows(dc, mine->live);
     if (dc->quant) {
-        quantize_rows(s->readout, O, R, O, mine->xq_a, dc->qwidth, mine->xs_a);
+        for (int c = 0; c < L; c++)
+            quantize_rows(s->readout + (size_t)mine->live[c] * O, O, 1, O,
+                          mine->xq_a + (size_t)c * dc->qwidth, dc->qwidth, mine->xs_a + c);
         search_phase(dc, PHASE_SEARCH_QUANTIZE);
         qlinear_packed(s->logits, V, mine->xq_a, dc->qwidth, mine->xs_a, &dc->quant->packs[QP_OUT],
-                       w->out_b, R, lo, hi, 0);
+                       w->out_b, L, lo, hi, 0);
     } else {
-        linear_columns(s->logits, V, s->readout, O, w->out_w, O, w->out_b, R, O, lo, hi, 0);
+        /* gemm sums a few rows another way than many (its dot-product paths, see its
+         * determinism note: M of 1, up to 16, more): few live rows go with copies of
+         * themselves up to the count of all rows or 17, so that their logits are those that
+         * all rows would have given */
+        int least = dc->R < 17 ? dc->R : 17, rows = L > 0 && L < least ? least : L;
+        for (int c = 0; c < rows; c++)
+            memcpy(mine->gathered + (size_t)c * O, s->readout + (size_t)mine->live[c % L] * O,
+                   sizeof(real) * (size_t)O);
+        if (rows > 0)
+            linear_columns(s->logits, V, mine->gathered, O, w->out_w, O, w->out_b, rows, O, lo, hi,
+                           0);
     }
     search_phase(dc, PHASE_SEARCH_OUT_PRODUCTS);
-    for (int r = 0; r < R; r++) {
+    for (int c = 0; c < L; c++) {
+        int r = mine->live[c];
         Candidate *best = mine->best + (size_t)r * cap;
         int n = 0;
-        const real *z = s->logits + (size_t)r * V;
+        const real *z = s->logits + (size_t)c * V;
         mine->lse[r] = lo < hi ? log_sum_exp(z + lo, hi - lo) : -INFINITY;
         search_phase(dc, PHASE_SEARCH_SOFTMAX);
         real floor = -INFINITY; /* once the list is full: the logit to beat */
@@ -744,7 +773,7 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
     dc.n_ended = checked_calloc((size_t)n, sizeof(int), "search results", err);
     dc.done = checked_calloc((size_t)n, 1, "search results", err);
     dc.cand = checked_calloc((size_t)n * cap, sizeof(Candidate), "search", err);
-    dc.part = thread_parts(threads, R, S, A, cap, &qp, &dc.part_block, err);
+    dc.part = thread_parts(threads, R, S, A, O, cap, &qp, &dc.part_block, err);
     dc.next_score = s->score + R;
     int rc = !dc.ended || !dc.n_ended || !dc.done || !dc.cand || !dc.part ? -1 : 0;
     if (rc == 0) {
