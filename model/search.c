@@ -167,7 +167,8 @@ typedef struct {
     real *lse;         /* [R]: log-sum-exp of its share of the vocabulary */
     Candidate *best;   /* [R][2*beam]: its best tokens of that share, by row */
     int *n_best;       /* [R] */
-    int *live;         /* [R]: the rows whose logits a step needs (see live_rows) */
+    int *live;         /* [2R]: the rows whose logits a step needs (live_rows), or the runs of
+                          open sentences' rows (open_runs) */
     real *gathered;    /* [R][O], float models: those rows of o_t, side by side */
     /* int8 models only: the activations this thread's products read, quantized by rows
      * (stride QuantPlan.width): each thread quantizes all rows for itself, a small cost
@@ -191,7 +192,7 @@ static ThreadPart *thread_parts(int threads, int R, int S, int A, int O, int cap
                          (size_t)qp->width * ((size_t)qp->rows_a + qp->rows_b);
     size_t gathered = qp->width ? 0 : (size_t)R * O; /* an int8 model quantizes them instead */
     size_t bytes = sizeof(Candidate) * R * cap + sizeof(real) * (2 * R * S + S * A + R + gathered) +
-                   sizeof(int) * 2 * R + quant_bytes,
+                   sizeof(int) * 3 * R + quant_bytes,
            stride = (bytes + 63) / 64 * 64;
     ThreadPart *part = checked_calloc((size_t)threads, sizeof *part, "search", err);
     char *first = (char *)checked_calloc_aligned((size_t)threads * stride / sizeof(real), block,
@@ -209,7 +210,7 @@ static ThreadPart *thread_parts(int threads, int R, int S, int A, int O, int cap
         part[t].gathered = (real *)at, at += sizeof(real) * gathered;
         part[t].lse = (real *)at, at += sizeof(real) * R;
         part[t].n_best = (int *)at, at += sizeof(int) * R;
-        part[t].live = (int *)at, at += sizeof(int) * R;
+        part[t].live = (int *)at, at += sizeof(int) * 2 * R;
         if (qp->width == 0) continue;
         at = first + ((size_t)(at - first) + 15) / 16 * 16; /* floats after ints: aligned */
         part[t].xs_a = (float *)at, at += sizeof(float) * qp->rows_a;
@@ -321,6 +322,32 @@ static void dot_energy_parts(const Decode *dc, int i0, int i1, int lo, int hi) {
     }
 }
 
+/* The rows of the sentences not done, as runs of whole sentences [run[2k], run[2k+1]) for k <
+ * the count returned, for the products: the rows of done sentences are never read again. A
+ * float model's runs have at least min(R, 17) rows, as step_logits' (a short run takes in the
+ * next one and the done rows between, the last short one the rows before it), so that each row
+ * is summed as when the step multiplied all of them. */
+static int open_runs(const Decode *dc, int *run) {
+    int n = 0, beam = dc->beam, least = dc->quant ? 1 : dc->R < 17 ? dc->R : 17;
+    for (int i = 0; i < dc->n; i++) {
+        if (dc->done[i]) continue;
+        if (n > 0 && (run[2 * n - 1] == i * beam || run[2 * n - 1] - run[2 * n - 2] < least)) {
+            run[2 * n - 1] = (i + 1) * beam; /* adjoining, or the one before is short */
+            continue;
+        }
+        run[2 * n] = i * beam, run[2 * n + 1] = (i + 1) * beam, n++;
+    }
+    if (n > 1 && run[2 * n - 1] - run[2 * n - 2] < least) { /* the last is short */
+        run[2 * n - 3] = run[2 * n - 1];
+        n--;
+    }
+    if (n == 1 && run[1] - run[0] < least) { /* alone and short: done rows around it */
+        run[0] = run[1] - least > 0 ? run[1] - least : 0;
+        if (run[1] - run[0] < least) run[1] = run[0] + least;
+    }
+    return n;
+}
+
 /* Everything of step t that needs only s_{t-1} and u_t: this thread's share of the output
  * features of gh = W_hh s_{t-1} and gi = W_ih[:, :E] u_t + b_ih (without b_ih when the GRU is
  * layer-normalised; a contiguous share: a
@@ -331,7 +358,7 @@ static void step_inputs(const Decode *dc) {
     const ModelDims *d = &dc->m->dims;
     const Weights *w = &dc->m->w;
     Searcher *s = dc->s;
-    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att, R = dc->R, S = dc->S;
+    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att, S = dc->S;
     int beam = dc->beam, i0, i1, lo, hi;
     const ThreadPart *mine = &dc->part[omp_get_thread_num()];
     const QuantWeights *q = dc->quant;
@@ -339,19 +366,27 @@ static void step_inputs(const Decode *dc) {
     /* layer-normalised, b_ih comes after the normalisation (normalise_rows) */
     const real *b_ih = d->layer_norm ? NULL : w->dec_gru.b_ih;
     feature_share(3 * D, &lo, &hi);
-    if (q) {
-        quantize_rows(s->s, D, R, D, mine->xq_a, qw, mine->xs_a);
-        quantize_rows(s->u, E, R, E, mine->xq_b, qw, mine->xs_b);
-        search_phase(dc, PHASE_SEARCH_QUANTIZE);
-        qlinear_packed(s->gh, 3 * D, mine->xq_a, qw, mine->xs_a, &q->packs[QP_DEC_HH], NULL, R, lo,
-                       hi, 0);
-        qlinear_packed(s->gi, 3 * D, mine->xq_b, qw, mine->xs_b, &q->packs[QP_DEC_IH_EMB], b_ih, R,
-                       lo, hi, 0);
-    } else {
-        linear_columns(s->gh, 3 * D, s->s, D, w->dec_gru.w_hh, D, NULL, R, D, lo, hi, 0);
-        linear_columns(s->gi, 3 * D, s->u, E, w->dec_gru.w_ih, E + K, b_ih, R, E, lo, hi, 0);
+    for (int k = 0, runs = open_runs(dc, mine->live); k < runs; k++) {
+        size_t r0 = (size_t)mine->live[2 * k];
+        int rows = mine->live[2 * k + 1] - (int)r0;
+        real *gh = s->gh + r0 * 3 * D, *gi = s->gi + r0 * 3 * D;
+        if (q) {
+            int8_t *xq_a = mine->xq_a + r0 * qw, *xq_b = mine->xq_b + r0 * qw;
+            float *xs_a = mine->xs_a + r0, *xs_b = mine->xs_b + r0;
+            quantize_rows(s->s + r0 * D, D, rows, D, xq_a, qw, xs_a);
+            quantize_rows(s->u + r0 * E, E, rows, E, xq_b, qw, xs_b);
+            search_phase(dc, PHASE_SEARCH_QUANTIZE);
+            qlinear_packed(gh, 3 * D, xq_a, qw, xs_a, &q->packs[QP_DEC_HH], NULL, rows, lo, hi, 0);
+            qlinear_packed(gi, 3 * D, xq_b, qw, xs_b, &q->packs[QP_DEC_IH_EMB], b_ih, rows, lo, hi,
+                           0);
+        } else {
+            linear_columns(gh, 3 * D, s->s + r0 * D, D, w->dec_gru.w_hh, D, NULL, rows, D, lo, hi,
+                           0);
+            linear_columns(gi, 3 * D, s->u + r0 * E, E, w->dec_gru.w_ih, E + K, b_ih, rows, E, lo,
+                           hi, 0);
+        }
+        search_phase(dc, PHASE_SEARCH_GRU_PRODUCTS);
     }
-    search_phase(dc, PHASE_SEARCH_GRU_PRODUCTS);
     sentence_share(dc, dims_att_features(d), &i0, &i1, &lo, &hi);
     if (i0 == i1) return;
     size_t r0 = (size_t)i0 * beam;
@@ -452,7 +487,7 @@ static void step_readout(const Decode *dc) {
     const ModelDims *d = &dc->m->dims;
     const Weights *w = &dc->m->w;
     Searcher *s = dc->s;
-    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, O = d->readout, R = dc->R;
+    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, O = d->readout;
     int S = dc->S, beam = dc->beam, RW = D + K + E, lo, hi;
     feature_share(O, &lo, &hi);
     if (lo == hi) return;
@@ -468,21 +503,28 @@ static void step_readout(const Decode *dc) {
     }
     search_phase(dc, PHASE_SEARCH_ATTENTION);
     const QuantWeights *q = dc->quant;
-    if (q) { /* u_t is still in xq_b from step_inputs */
-        const ThreadPart *mine = &dc->part[omp_get_thread_num()];
-        int qw = dc->qwidth;
-        quantize_rows(s->s_next, D, R, D, mine->xq_a, qw, mine->xs_a);
-        search_phase(dc, PHASE_SEARCH_QUANTIZE);
-        qlinear_packed(s->readout, O, mine->xq_a, qw, mine->xs_a, &q->packs[QP_RO_STATE], NULL, R,
-                       lo, hi, 1);
-        qlinear_packed(s->readout, O, mine->xq_b, qw, mine->xs_b, &q->packs[QP_RO_EMB], NULL, R, lo,
-                       hi, 1);
-    } else {
-        linear_columns(s->readout, O, s->s_next, D, w->out_w_o, RW, NULL, R, D, lo, hi, 1);
-        linear_columns(s->readout, O, s->u, E, w->out_w_o + D + K, RW, NULL, R, E, lo, hi, 1);
+    const ThreadPart *mine = &dc->part[omp_get_thread_num()];
+    int qw = dc->qwidth;
+    for (int k = 0, runs = open_runs(dc, mine->live); k < runs; k++) {
+        size_t r0 = (size_t)mine->live[2 * k];
+        int rows = mine->live[2 * k + 1] - (int)r0;
+        real *ro = s->readout + r0 * O;
+        if (q) { /* u_t is still in xq_b from step_inputs */
+            int8_t *xq_a = mine->xq_a + r0 * qw, *xq_b = mine->xq_b + r0 * qw;
+            float *xs_a = mine->xs_a + r0, *xs_b = mine->xs_b + r0;
+            quantize_rows(s->s_next + r0 * D, D, rows, D, xq_a, qw, xs_a);
+            search_phase(dc, PHASE_SEARCH_QUANTIZE);
+            qlinear_packed(ro, O, xq_a, qw, xs_a, &q->packs[QP_RO_STATE], NULL, rows, lo, hi, 1);
+            qlinear_packed(ro, O, xq_b, qw, xs_b, &q->packs[QP_RO_EMB], NULL, rows, lo, hi, 1);
+        } else {
+            linear_columns(ro, O, s->s_next + r0 * D, D, w->out_w_o, RW, NULL, rows, D, lo, hi, 1);
+            linear_columns(ro, O, s->u + r0 * E, E, w->out_w_o + D + K, RW, NULL, rows, E, lo, hi,
+                           1);
+        }
+        search_phase(dc, PHASE_SEARCH_RO_PRODUCTS);
+        for (int r = 0; r < rows; r++) tanh_forward(ro + (size_t)r * O + lo, hi - lo);
+        search_phase(dc, PHASE_SEARCH_NONLINEAR);
     }
-    search_phase(dc, PHASE_SEARCH_RO_PRODUCTS);
-    for (int r = 0; r < R; r++) tanh_forward(s->readout + (size_t)r * O + lo, hi - lo);
 }
 
 /* The rows whose hypotheses are open, those of sentences not done whose score is not -inf
