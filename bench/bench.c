@@ -350,6 +350,26 @@ typedef struct {
     int int8; /* 1: the model's weights quantized (--compute int8) */
 } DecodeCase;
 
+/* Searches the batch again and again for at least `seconds`; *calls gets how many times and
+ * *elapsed the time taken. */
+static int search_for(Searcher *s, const Model *m, const int **src, const int *lens, int batch,
+                      const SearchOptions *opt, Translation *tr, double seconds, long *calls,
+                      double *elapsed) {
+    Error err;
+    double t0 = now();
+    *calls = 0;
+    do {
+        if (search_translate(s, m, src, lens, batch, opt, tr, &err)) {
+            fprintf(stderr, "bench: %s\n", err.msg);
+            return -1;
+        }
+        for (int b = 0; b < batch; b++) translation_free(&tr[b]);
+        (*calls)++;
+        *elapsed = now() - t0;
+    } while (*elapsed < seconds);
+    return 0;
+}
+
 /* Sentences/s of decoding exactly 30 steps (</s> is made impossible) from random sources: the
  * median of ROUNDS timings of at least 0.4 s. */
 static int decode_report(const DecodeCase *dc) {
@@ -383,19 +403,11 @@ static int decode_report(const DecodeCase *dc) {
     }
     SearchOptions opt = {.beam = dc->beam, .nbest = 1, .max_len = steps, .len_norm = 1};
     double rates[ROUNDS];
+    double elapsed;
+    long calls;
     for (int r = 0; r < dc->rounds; r++) {
-        double t0 = now(), elapsed;
-        long sentences = 0;
-        do {
-            if (search_translate(&s, &m, src, lens, dc->batch, &opt, tr, &err)) {
-                fprintf(stderr, "bench: %s\n", err.msg);
-                return -1;
-            }
-            for (int b = 0; b < dc->batch; b++) translation_free(&tr[b]);
-            sentences += dc->batch;
-            elapsed = now() - t0;
-        } while (elapsed < 0.4);
-        rates[r] = sentences / elapsed;
+        if (search_for(&s, &m, src, lens, dc->batch, &opt, tr, 0.4, &calls, &elapsed)) return -1;
+        rates[r] = (double)calls * dc->batch / elapsed;
     }
     double rate = median(rates, dc->rounds);
     printf("  %-8s %-6s batch %-3d %-5s %9.1f sentences/s\n", dc->cfg->name,
@@ -406,17 +418,7 @@ static int decode_report(const DecodeCase *dc) {
      * (their reads would slow the figure above a little) */
     memset(s.enc.phase_seconds, 0, sizeof s.enc.phase_seconds);
     s.enc.time_search = 1;
-    double t0 = now(), elapsed;
-    long calls = 0;
-    do {
-        if (search_translate(&s, &m, src, lens, dc->batch, &opt, tr, &err)) {
-            fprintf(stderr, "bench: %s\n", err.msg);
-            return -1;
-        }
-        for (int b = 0; b < dc->batch; b++) translation_free(&tr[b]);
-        calls++;
-        elapsed = now() - t0;
-    } while (elapsed < 0.4);
+    if (search_for(&s, &m, src, lens, dc->batch, &opt, tr, 0.4, &calls, &elapsed)) return -1;
     double per_step = 1e6 / ((double)calls * steps), in_phases = 0;
     printf("  %8s us/step:", "");
     for (int p = PHASE_TRAINING_COUNT; p < PHASE_COUNT; p++) {

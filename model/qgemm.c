@@ -6,6 +6,15 @@
  * features for up to MR activation rows: each packed weight vector is loaded once and used for
  * every row, and each lane accumulates one feature, so the sums come out of the registers as
  * they are (a kernel over plain rows would need a horizontal sum per feature and row).
+ *
+ * The x86 kernels also take a run of blocks in one call (QIsa.tiles): a run small enough for
+ * L1 is swept by every row, 4 rows and 2 blocks at a time, the row count a constant in each
+ * specialised body so that the 8 accumulators stay in registers (with a run-time count they
+ * went to the stack), and each activation broadcast serves 16 features (32 with VNNI). The
+ * bytes the instruction multiplies by (|x| for VPMADDUBSW, x + 128 for VPDPBUSD) are formed
+ * once per row and call instead of once per block. Beam search's 160 rows make these products
+ * bound by the multiplier, not by memory: on AVX2 without VNNI each 32 products take a
+ * VPMADDUBSW and a VPMADDWD.
  */
 #include "model/qgemm.h"
 #include "model/qgemm_isa.h"
@@ -57,7 +66,7 @@ __attribute__((target("avx2"))) static inline __m256i avx2_step(__m256i acc, __m
     return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, ones));
 }
 
-/* One block (tile_avx2's interface, the run kernel's fallback for rows longer than RUN_ROOM). */
+/* One block (for rows longer than RUN_ROOM). */
 __attribute__((target("avx2"))) static void tile_avx2(const QPacked *p, int jb, int m,
                                                       const int8_t *x, int ldx, int32_t *tile) {
     const int8_t *w = p->w + (size_t)jb * p->groups * 32;
@@ -73,62 +82,47 @@ __attribute__((target("avx2"))) static void tile_avx2(const QPacked *p, int jb, 
     for (int r = 0; r < m; r++) _mm256_storeu_si256((__m256i *)(tile + (size_t)r * 8), acc[r]);
 }
 
-/* Rows a run kernel takes at once, and the longest rows it copies |x| of (on the stack). */
-enum { RUN_ROWS = 4, RUN_ROOM = 4096 };
-
 /* `m` rows (a constant where it is inlined, so that the accumulators stay in registers) by
- * block w0 and, when `two`, block w1 too (16 features: each broadcast serves both); ax holds
- * the rows' |x| (stride RUN_ROOM). */
+ * blocks w0 and the one after it (16 features: each broadcast serves both); ax holds the rows'
+ * |x| (stride RUN_ROOM). */
 __attribute__((target("avx2"), always_inline)) static inline void
-avx2_pass(const int8_t *w0, const int8_t *w1, int two, int groups, int m, const int8_t *x, int ldx,
-          const int8_t *ax, int32_t *out, int ldo) {
+avx2_pass(const int8_t *w0, int groups, int m, const int8_t *x, int ldx, const int8_t *ax,
+          int32_t *out, int ldo) {
+    const int8_t *w1 = w0 + (size_t)groups * 32;
     __m256i acc0[RUN_ROWS], acc1[RUN_ROWS];
     for (int r = 0; r < m; r++) acc0[r] = acc1[r] = _mm256_setzero_si256();
     for (int g = 0; g < groups; g++) {
         __m256i wa = _mm256_load_si256((const __m256i *)(w0 + (size_t)g * 32));
-        __m256i wb = two ? _mm256_load_si256((const __m256i *)(w1 + (size_t)g * 32)) : wa;
+        __m256i wb = _mm256_load_si256((const __m256i *)(w1 + (size_t)g * 32));
         for (int r = 0; r < m; r++) {
             __m256i xv = _mm256_set1_epi32(x_group(x + (size_t)r * ldx, g));
             __m256i av = _mm256_set1_epi32(x_group(ax + (size_t)r * RUN_ROOM, g));
             acc0[r] = avx2_step(acc0[r], wa, xv, av);
-            if (two) acc1[r] = avx2_step(acc1[r], wb, xv, av);
+            acc1[r] = avx2_step(acc1[r], wb, xv, av);
         }
     }
     for (int r = 0; r < m; r++) {
         _mm256_storeu_si256((__m256i *)(out + (size_t)r * ldo), acc0[r]);
-        if (two) _mm256_storeu_si256((__m256i *)(out + (size_t)r * ldo + 8), acc1[r]);
+        _mm256_storeu_si256((__m256i *)(out + (size_t)r * ldo + 8), acc1[r]);
     }
 }
 
-/* avx2_pass with m and two as constants. */
-__attribute__((target("avx2"))) static void avx2_rows(const int8_t *w0, int two, int groups, int m,
+/* avx2_pass with m as a constant. */
+__attribute__((target("avx2"))) static void avx2_rows(const int8_t *w0, int groups, int m,
                                                       const int8_t *x, int ldx, const int8_t *ax,
                                                       int32_t *out, int ldo) {
-    const int8_t *w1 = w0 + (size_t)groups * 32;
-    switch (m * 2 + two) {
+    switch (m) {
+    case 1:
+        avx2_pass(w0, groups, 1, x, ldx, ax, out, ldo);
+        break;
     case 2:
-        avx2_pass(w0, w1, 0, groups, 1, x, ldx, ax, out, ldo);
+        avx2_pass(w0, groups, 2, x, ldx, ax, out, ldo);
         break;
     case 3:
-        avx2_pass(w0, w1, 1, groups, 1, x, ldx, ax, out, ldo);
-        break;
-    case 4:
-        avx2_pass(w0, w1, 0, groups, 2, x, ldx, ax, out, ldo);
-        break;
-    case 5:
-        avx2_pass(w0, w1, 1, groups, 2, x, ldx, ax, out, ldo);
-        break;
-    case 6:
-        avx2_pass(w0, w1, 0, groups, 3, x, ldx, ax, out, ldo);
-        break;
-    case 7:
-        avx2_pass(w0, w1, 1, groups, 3, x, ldx, ax, out, ldo);
-        break;
-    case 8:
-        avx2_pass(w0, w1, 0, groups, 4, x, ldx, ax, out, ldo);
+        avx2_pass(w0, groups, 3, x, ldx, ax, out, ldo);
         break;
     default:
-        avx2_pass(w0, w1, 1, groups, 4, x, ldx, ax, out, ldo);
+        avx2_pass(w0, groups, 4, x, ldx, ax, out, ldo);
         break;
     }
 }
@@ -137,18 +131,6 @@ __attribute__((target("avx2"))) static void tiles_avx2(const QPacked *p, int jb0
                                                        const int8_t *x, int ldx, int32_t *out,
                                                        int ldo) {
     int groups = p->groups, K = groups * GROUP;
-    if (K > RUN_ROOM) { /* rows too long to copy: block by block, |x| formed in the loop */
-        int32_t tile[MR * 8];
-        for (int jb = jb0; jb < jb0 + nb; jb++)
-            for (int r0 = 0; r0 < M; r0 += MR) {
-                int m = M - r0 < MR ? M - r0 : MR;
-                tile_avx2(p, jb, m, x + (size_t)r0 * ldx, ldx, tile);
-                for (int r = 0; r < m; r++)
-                    memcpy(out + (size_t)(r0 + r) * ldo + (jb - jb0) * 8, tile + r * 8,
-                           sizeof(int32_t) * 8);
-            }
-        return;
-    }
     int8_t ax[RUN_ROWS * RUN_ROOM] __attribute__((aligned(32)));
     for (int r0 = 0; r0 < M; r0 += RUN_ROWS) {
         int m = M - r0 < RUN_ROWS ? M - r0 : RUN_ROWS;
@@ -163,7 +145,7 @@ __attribute__((target("avx2"))) static void tiles_avx2(const QPacked *p, int jb0
             for (; k < K; k++) to[k] = (int8_t)(from[k] < 0 ? -from[k] : from[k]);
         }
         for (int b = 0; b < nb; b += 2)
-            avx2_rows(p->w + (size_t)(jb0 + b) * groups * 32, b + 1 < nb, groups, m, xr, ldx, ax,
+            avx2_rows(p->w + (size_t)(jb0 + b) * groups * 32, groups, m, xr, ldx, ax,
                       out + (size_t)r0 * ldo + b * 8, ldo);
     }
 }
@@ -178,7 +160,7 @@ vnni_offset(__m512i x) {
     return _mm512_xor_si512(x, _mm512_set1_epi8((char)0x80));
 }
 
-/* One block (the run kernel's fallback for rows longer than RUN_ROOM). */
+/* One block (for rows longer than RUN_ROOM). */
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void
 tile_avx512vnni(const QPacked *p, int jb, int m, const int8_t *x, int ldx, int32_t *tile) {
     const int8_t *w = p->w + (size_t)jb * p->groups * 64;
@@ -196,61 +178,47 @@ tile_avx512vnni(const QPacked *p, int jb, int m, const int8_t *x, int ldx, int32
         _mm512_storeu_si512((void *)(tile + (size_t)r * 16), _mm512_sub_epi32(acc[r], correction));
 }
 
-/* avx2_pass's twin: `m` rows by block jb and, when `two`, block jb + 1 (32 features); ax holds
- * the rows' x + 128 (stride RUN_ROOM). */
+/* avx2_pass's twin: `m` rows by blocks jb and jb + 1 (32 features); ax holds the rows' x + 128
+ * (stride RUN_ROOM). */
 __attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline)) static inline void
-vnni_pass(const QPacked *p, int jb, int two, int m, const int8_t *ax, int32_t *out, int ldo) {
+vnni_pass(const QPacked *p, int jb, int m, const int8_t *ax, int32_t *out, int ldo) {
     int groups = p->groups;
     const int8_t *w0 = p->w + (size_t)jb * groups * 64, *w1 = w0 + (size_t)groups * 64;
     __m512i acc0[RUN_ROWS], acc1[RUN_ROWS];
     for (int r = 0; r < m; r++) acc0[r] = acc1[r] = _mm512_setzero_si512();
     for (int g = 0; g < groups; g++) {
         __m512i wa = _mm512_load_si512((const void *)(w0 + (size_t)g * 64));
-        __m512i wb = two ? _mm512_load_si512((const void *)(w1 + (size_t)g * 64)) : wa;
+        __m512i wb = _mm512_load_si512((const void *)(w1 + (size_t)g * 64));
         for (int r = 0; r < m; r++) {
             __m512i av = _mm512_set1_epi32(x_group(ax + (size_t)r * RUN_ROOM, g));
             acc0[r] = _mm512_dpbusd_epi32(acc0[r], av, wa);
-            if (two) acc1[r] = _mm512_dpbusd_epi32(acc1[r], av, wb);
+            acc1[r] = _mm512_dpbusd_epi32(acc1[r], av, wb);
         }
     }
     const int32_t *c = p->correction + (size_t)jb * 16;
     __m512i c0 = _mm512_loadu_si512((const void *)c);
-    __m512i c1 = two ? _mm512_loadu_si512((const void *)(c + 16)) : c0;
+    __m512i c1 = _mm512_loadu_si512((const void *)(c + 16));
     for (int r = 0; r < m; r++) {
         _mm512_storeu_si512((void *)(out + (size_t)r * ldo), _mm512_sub_epi32(acc0[r], c0));
-        if (two)
-            _mm512_storeu_si512((void *)(out + (size_t)r * ldo + 16),
-                                _mm512_sub_epi32(acc1[r], c1));
+        _mm512_storeu_si512((void *)(out + (size_t)r * ldo + 16), _mm512_sub_epi32(acc1[r], c1));
     }
 }
 
-/* vnni_pass with m and two as constants. */
+/* vnni_pass with m as a constant. */
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void
-vnni_rows(const QPacked *p, int jb, int two, int m, const int8_t *ax, int32_t *out, int ldo) {
-    switch (m * 2 + two) {
+vnni_rows(const QPacked *p, int jb, int m, const int8_t *ax, int32_t *out, int ldo) {
+    switch (m) {
+    case 1:
+        vnni_pass(p, jb, 1, ax, out, ldo);
+        break;
     case 2:
-        vnni_pass(p, jb, 0, 1, ax, out, ldo);
+        vnni_pass(p, jb, 2, ax, out, ldo);
         break;
     case 3:
-        vnni_pass(p, jb, 1, 1, ax, out, ldo);
-        break;
-    case 4:
-        vnni_pass(p, jb, 0, 2, ax, out, ldo);
-        break;
-    case 5:
-        vnni_pass(p, jb, 1, 2, ax, out, ldo);
-        break;
-    case 6:
-        vnni_pass(p, jb, 0, 3, ax, out, ldo);
-        break;
-    case 7:
-        vnni_pass(p, jb, 1, 3, ax, out, ldo);
-        break;
-    case 8:
-        vnni_pass(p, jb, 0, 4, ax, out, ldo);
+        vnni_pass(p, jb, 3, ax, out, ldo);
         break;
     default:
-        vnni_pass(p, jb, 1, 4, ax, out, ldo);
+        vnni_pass(p, jb, 4, ax, out, ldo);
         break;
     }
 }
@@ -259,18 +227,6 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void
 tiles_avx512vnni(const QPacked *p, int jb0, int nb, int M, const int8_t *x, int ldx, int32_t *out,
                  int ldo) {
     int K = p->groups * GROUP;
-    if (K > RUN_ROOM) { /* rows too long to copy: block by block */
-        int32_t tile[MR * 16];
-        for (int jb = jb0; jb < jb0 + nb; jb++)
-            for (int r0 = 0; r0 < M; r0 += MR) {
-                int m = M - r0 < MR ? M - r0 : MR;
-                tile_avx512vnni(p, jb, m, x + (size_t)r0 * ldx, ldx, tile);
-                for (int r = 0; r < m; r++)
-                    memcpy(out + (size_t)(r0 + r) * ldo + (jb - jb0) * 16, tile + r * 16,
-                           sizeof(int32_t) * 16);
-            }
-        return;
-    }
     int8_t ax[RUN_ROWS * RUN_ROOM] __attribute__((aligned(64)));
     for (int r0 = 0; r0 < M; r0 += RUN_ROWS) {
         int m = M - r0 < RUN_ROWS ? M - r0 : RUN_ROWS;
@@ -284,7 +240,7 @@ tiles_avx512vnni(const QPacked *p, int jb0, int nb, int M, const int8_t *x, int 
             for (; k < K; k++) to[k] = (int8_t)(from[k] ^ 0x80);
         }
         for (int b = 0; b < nb; b += 2)
-            vnni_rows(p, jb0 + b, b + 1 < nb, m, ax, out + (size_t)r0 * ldo + b * 16, ldo);
+            vnni_rows(p, jb0 + b, m, ax, out + (size_t)r0 * ldo + b * 16, ldo);
     }
 }
 
@@ -356,6 +312,7 @@ int qpack(QPacked *p, InstructionSet set, const QMatrix *w, int col0, int in, Er
     if (!isa || !cpu_runs(set))
         return error_set(err, "this CPU cannot run int8 kernels for '%s'", isa_name(set));
     int block = isa->block, out = w->rows, blocks = (out + block - 1) / block;
+    if (isa->tiles) blocks++; /* run kernels go 2 blocks at a time: a zero block to end on */
     int groups = (in + GROUP - 1) / GROUP;
     *p = (QPacked){
         .isa = set, .out = out, .in = in, .block = block, .groups = groups, .scale = w->scale};
@@ -434,7 +391,7 @@ static void run_tiles(const QPacked *p, int M, const int8_t *x, int ldx, int lo,
     if (lo >= hi || M <= 0) return;
     const QIsa *isa = qisa_of(p->isa);
     int block = p->block, jb_lo = lo / block, jb_hi = (hi + block - 1) / block;
-    if (isa->tiles) {
+    if (isa->tiles && p->groups * GROUP <= RUN_ROOM) {
         int32_t sums[RUN_SUMS];
         size_t block_bytes = (size_t)p->groups * GROUP * block;
         int rows = M < RUN_SUMS / (2 * block) ? M : RUN_SUMS / (2 * block);
@@ -445,10 +402,11 @@ static void run_tiles(const QPacked *p, int M, const int8_t *x, int ldx, int lo,
             int nb = jb_hi - jb < run ? jb_hi - jb : run, jbase = jb * block;
             int j0 = lo > jbase ? lo : jbase,
                 j1 = hi < jbase + nb * block ? hi : jbase + nb * block;
+            int lds = (nb + 1) / 2 * 2 * block; /* room for the kernels' whole pairs */
             for (int r0 = 0; r0 < M; r0 += rows) {
                 int m = M - r0 < rows ? M - r0 : rows;
-                isa->tiles(p, jb, nb, m, x + (size_t)r0 * ldx, ldx, sums, nb * block);
-                sink_sums(sink, p, sums, nb * block, r0, m, jbase, j0, j1);
+                isa->tiles(p, jb, nb, m, x + (size_t)r0 * ldx, ldx, sums, lds);
+                sink_sums(sink, p, sums, lds, r0, m, jbase, j0, j1);
             }
         }
         return;
