@@ -8,7 +8,8 @@
  * machine's FP32 peak (measured here with a register-only FMA loop) and peak RSS. Every
  * measurement runs in a fresh process (this program run again with --run), so each peak RSS
  * is its own and no OpenMP state crosses a fork. Then greedy and beam-5
- * decoding speed at batch 1 and 32, with float and with 8-bit weights (int8), the wall time of
+ * decoding speed at batch 1 and 32, with float and with 8-bit weights (int8), each with where a
+ * step's time goes (the search's phase timers, from one more round), the wall time of
  * `bin/translate` (--compute float and int8) for one sentence as a whole process, and ms/step for
  * growing lengths and batch sizes. Each figure is also printed as one `BENCH key=value ...` line
  * for scripts. Threads: OMP_NUM_THREADS (make bench THREADS=N).
@@ -323,7 +324,7 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
      * the rest is filling the batch */
     double steps_timed = (double)steps * rounds, in_phases = 0;
     printf("  %-10s ms/step:", "");
-    for (int p = 0; p < PHASE_COUNT; p++) {
+    for (int p = 0; p < PHASE_TRAINING_COUNT; p++) {
         printf("%s %s %.1f", p ? "," : "", phase_name((Phase)p),
                1e3 * acts.phase_seconds[p] / steps_timed);
         in_phases += acts.phase_seconds[p];
@@ -348,6 +349,26 @@ typedef struct {
     int batch, beam, rounds;
     int int8; /* 1: the model's weights quantized (--compute int8) */
 } DecodeCase;
+
+/* Searches the batch again and again for at least `seconds`; *calls gets how many times and
+ * *elapsed the time taken. */
+static int search_for(Searcher *s, const Model *m, const int **src, const int *lens, int batch,
+                      const SearchOptions *opt, Translation *tr, double seconds, long *calls,
+                      double *elapsed) {
+    Error err;
+    double t0 = now();
+    *calls = 0;
+    do {
+        if (search_translate(s, m, src, lens, batch, opt, tr, &err)) {
+            fprintf(stderr, "bench: %s\n", err.msg);
+            return -1;
+        }
+        for (int b = 0; b < batch; b++) translation_free(&tr[b]);
+        (*calls)++;
+        *elapsed = now() - t0;
+    } while (*elapsed < seconds);
+    return 0;
+}
 
 /* Sentences/s of decoding exactly 30 steps (</s> is made impossible) from random sources: the
  * median of ROUNDS timings of at least 0.4 s. */
@@ -382,25 +403,30 @@ static int decode_report(const DecodeCase *dc) {
     }
     SearchOptions opt = {.beam = dc->beam, .nbest = 1, .max_len = steps, .len_norm = 1};
     double rates[ROUNDS];
+    double elapsed;
+    long calls;
     for (int r = 0; r < dc->rounds; r++) {
-        double t0 = now(), elapsed;
-        long sentences = 0;
-        do {
-            if (search_translate(&s, &m, src, lens, dc->batch, &opt, tr, &err)) {
-                fprintf(stderr, "bench: %s\n", err.msg);
-                return -1;
-            }
-            for (int b = 0; b < dc->batch; b++) translation_free(&tr[b]);
-            sentences += dc->batch;
-            elapsed = now() - t0;
-        } while (elapsed < 0.4);
-        rates[r] = sentences / elapsed;
+        if (search_for(&s, &m, src, lens, dc->batch, &opt, tr, 0.4, &calls, &elapsed)) return -1;
+        rates[r] = (double)calls * dc->batch / elapsed;
     }
     double rate = median(rates, dc->rounds);
     printf("  %-8s %-6s batch %-3d %-5s %9.1f sentences/s\n", dc->cfg->name,
            dc->beam == 1 ? "greedy" : "beam5", dc->batch, dc->int8 ? "int8" : "float", rate);
     printf("BENCH name=%s-decode-%s-b%d%s sent_per_s=%.1f\n", dc->cfg->name,
            dc->beam == 1 ? "greedy" : "beam5", dc->batch, dc->int8 ? "-int8" : "", rate);
+    /* where a step goes: one more round, untimed above, with the search's phase clocks on
+     * (their reads would slow the figure above a little) */
+    memset(s.enc.phase_seconds, 0, sizeof s.enc.phase_seconds);
+    s.enc.time_search = 1;
+    if (search_for(&s, &m, src, lens, dc->batch, &opt, tr, 0.4, &calls, &elapsed)) return -1;
+    double per_step = 1e6 / ((double)calls * steps), in_phases = 0;
+    printf("  %8s us/step:", "");
+    for (int p = PHASE_TRAINING_COUNT; p < PHASE_COUNT; p++) {
+        printf("%s %s %.1f", p > PHASE_TRAINING_COUNT ? "," : "", phase_name((Phase)p),
+               per_step * s.enc.phase_seconds[p]);
+        in_phases += s.enc.phase_seconds[p];
+    }
+    printf(", the rest %.1f (of %.1f)\n", per_step * (elapsed - in_phases), per_step * elapsed);
     fflush(stdout);
     free(ids), free(lens), free(src), free(tr);
     search_free(&s);

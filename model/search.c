@@ -167,6 +167,9 @@ typedef struct {
     real *lse;         /* [R]: log-sum-exp of its share of the vocabulary */
     Candidate *best;   /* [R][2*beam]: its best tokens of that share, by row */
     int *n_best;       /* [R] */
+    int *live;         /* [2R]: the rows whose logits a step needs (live_rows), or the runs of
+                          open sentences' rows (open_runs) */
+    real *gathered;    /* [R][O], float models: those rows of o_t, side by side */
     /* int8 models only: the activations this thread's products read, quantized by rows
      * (stride QuantPlan.width): each thread quantizes all rows for itself, a small cost
      * beside its share of the weights, so that no thread waits for another */
@@ -183,12 +186,13 @@ typedef struct {
 
 /* The parts of `threads` threads, each on cache lines of its own; *block gets the memory to
  * free besides the returned array. */
-static ThreadPart *thread_parts(int threads, int R, int S, int A, int cap, const QuantPlan *qp,
-                                void **block, Error *err) {
+static ThreadPart *thread_parts(int threads, int R, int S, int A, int O, int cap,
+                                const QuantPlan *qp, void **block, Error *err) {
     size_t quant_bytes = sizeof(float) * ((size_t)qp->rows_a + qp->rows_b + 16) +
                          (size_t)qp->width * ((size_t)qp->rows_a + qp->rows_b);
-    size_t bytes = sizeof(Candidate) * R * cap + sizeof(real) * (2 * R * S + S * A + R) +
-                   sizeof(int) * R + quant_bytes,
+    size_t gathered = qp->width ? 0 : (size_t)R * O; /* an int8 model quantizes them instead */
+    size_t bytes = sizeof(Candidate) * R * cap + sizeof(real) * (2 * R * S + S * A + R + gathered) +
+                   sizeof(int) * 3 * R + quant_bytes,
            stride = (bytes + 63) / 64 * 64;
     ThreadPart *part = checked_calloc((size_t)threads, sizeof *part, "search", err);
     char *first = (char *)checked_calloc_aligned((size_t)threads * stride / sizeof(real), block,
@@ -203,8 +207,10 @@ static ThreadPart *thread_parts(int threads, int R, int S, int A, int cap, const
         part[t].energy_part = (real *)at, at += sizeof(real) * R * S;
         part[t].alpha = (real *)at, at += sizeof(real) * R * S;
         part[t].hid = (real *)at, at += sizeof(real) * S * A;
+        part[t].gathered = (real *)at, at += sizeof(real) * gathered;
         part[t].lse = (real *)at, at += sizeof(real) * R;
         part[t].n_best = (int *)at, at += sizeof(int) * R;
+        part[t].live = (int *)at, at += sizeof(int) * 2 * R;
         if (qp->width == 0) continue;
         at = first + ((size_t)(at - first) + 15) / 16 * 16; /* floats after ints: aligned */
         part[t].xs_a = (float *)at, at += sizeof(float) * qp->rows_a;
@@ -241,6 +247,19 @@ enum { LINE = 64 / sizeof(real) };
 /* The calling thread's share of n output features, among all the threads. */
 static void feature_share(int n, int *lo, int *hi) {
     share_range(n, LINE, omp_get_thread_num(), omp_get_num_threads(), lo, hi);
+}
+
+/* Ends phase p of a step (the time since the last mark goes to it), for a benchmark's
+ * breakdown: on the first thread, when the searcher's activations ask for it. */
+static void search_phase(const Decode *dc, Phase p) {
+    Acts *a = &dc->s->enc;
+    if (a->time_search && omp_get_thread_num() == 0) phase_end(a, p);
+}
+
+/* Meets the other threads at the step's barrier. */
+static void wait_others(Decode *dc) {
+    spin_barrier_wait(&dc->barrier);
+    search_phase(dc, PHASE_SEARCH_WAIT);
 }
 
 /* The columns of the hidden units [lo, hi) in the [r | z | n] layout of gi and gh: the ranges
@@ -303,6 +322,32 @@ static void dot_energy_parts(const Decode *dc, int i0, int i1, int lo, int hi) {
     }
 }
 
+/* The rows of the sentences not done, as runs of whole sentences [run[2k], run[2k+1]) for k <
+ * the count returned, for the products: the rows of done sentences are never read again. A
+ * float model's runs have at least min(R, 17) rows, as step_logits' (a short run takes in the
+ * next one and the done rows between, the last short one the rows before it), so that each row
+ * is summed as when the step multiplied all of them. */
+static int open_runs(const Decode *dc, int *run) {
+    int n = 0, beam = dc->beam, least = dc->quant ? 1 : dc->R < 17 ? dc->R : 17;
+    for (int i = 0; i < dc->n; i++) {
+        if (dc->done[i]) continue;
+        if (n > 0 && (run[2 * n - 1] == i * beam || run[2 * n - 1] - run[2 * n - 2] < least)) {
+            run[2 * n - 1] = (i + 1) * beam; /* adjoining, or the one before is short */
+            continue;
+        }
+        run[2 * n] = i * beam, run[2 * n + 1] = (i + 1) * beam, n++;
+    }
+    if (n > 1 && run[2 * n - 1] - run[2 * n - 2] < least) { /* the last is short */
+        run[2 * n - 3] = run[2 * n - 1];
+        n--;
+    }
+    if (n == 1 && run[1] - run[0] < least) { /* alone and short: done rows around it */
+        run[0] = run[1] - least > 0 ? run[1] - least : 0;
+        if (run[1] - run[0] < least) run[1] = run[0] + least;
+    }
+    return n;
+}
+
 /* Everything of step t that needs only s_{t-1} and u_t: this thread's share of the output
  * features of gh = W_hh s_{t-1} and gi = W_ih[:, :E] u_t + b_ih (without b_ih when the GRU is
  * layer-normalised; a contiguous share: a
@@ -313,7 +358,7 @@ static void step_inputs(const Decode *dc) {
     const ModelDims *d = &dc->m->dims;
     const Weights *w = &dc->m->w;
     Searcher *s = dc->s;
-    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att, R = dc->R, S = dc->S;
+    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att, S = dc->S;
     int beam = dc->beam, i0, i1, lo, hi;
     const ThreadPart *mine = &dc->part[omp_get_thread_num()];
     const QuantWeights *q = dc->quant;
@@ -321,16 +366,26 @@ static void step_inputs(const Decode *dc) {
     /* layer-normalised, b_ih comes after the normalisation (normalise_rows) */
     const real *b_ih = d->layer_norm ? NULL : w->dec_gru.b_ih;
     feature_share(3 * D, &lo, &hi);
-    if (q) {
-        quantize_rows(s->s, D, R, D, mine->xq_a, qw, mine->xs_a);
-        quantize_rows(s->u, E, R, E, mine->xq_b, qw, mine->xs_b);
-        qlinear_packed(s->gh, 3 * D, mine->xq_a, qw, mine->xs_a, &q->packs[QP_DEC_HH], NULL, R, lo,
-                       hi, 0);
-        qlinear_packed(s->gi, 3 * D, mine->xq_b, qw, mine->xs_b, &q->packs[QP_DEC_IH_EMB], b_ih, R,
-                       lo, hi, 0);
-    } else {
-        linear_columns(s->gh, 3 * D, s->s, D, w->dec_gru.w_hh, D, NULL, R, D, lo, hi, 0);
-        linear_columns(s->gi, 3 * D, s->u, E, w->dec_gru.w_ih, E + K, b_ih, R, E, lo, hi, 0);
+    for (int k = 0, runs = open_runs(dc, mine->live); k < runs; k++) {
+        size_t r0 = (size_t)mine->live[2 * k];
+        int rows = mine->live[2 * k + 1] - (int)r0;
+        real *gh = s->gh + r0 * 3 * D, *gi = s->gi + r0 * 3 * D;
+        if (q) {
+            int8_t *xq_a = mine->xq_a + r0 * qw, *xq_b = mine->xq_b + r0 * qw;
+            float *xs_a = mine->xs_a + r0, *xs_b = mine->xs_b + r0;
+            quantize_rows(s->s + r0 * D, D, rows, D, xq_a, qw, xs_a);
+            quantize_rows(s->u + r0 * E, E, rows, E, xq_b, qw, xs_b);
+            search_phase(dc, PHASE_SEARCH_QUANTIZE);
+            qlinear_packed(gh, 3 * D, xq_a, qw, xs_a, &q->packs[QP_DEC_HH], NULL, rows, lo, hi, 0);
+            qlinear_packed(gi, 3 * D, xq_b, qw, xs_b, &q->packs[QP_DEC_IH_EMB], b_ih, rows, lo, hi,
+                           0);
+        } else {
+            linear_columns(gh, 3 * D, s->s + r0 * D, D, w->dec_gru.w_hh, D, NULL, rows, D, lo, hi,
+                           0);
+            linear_columns(gi, 3 * D, s->u + r0 * E, E, w->dec_gru.w_ih, E + K, b_ih, rows, E, lo,
+                           hi, 0);
+        }
+        search_phase(dc, PHASE_SEARCH_GRU_PRODUCTS);
     }
     sentence_share(dc, dims_att_features(d), &i0, &i1, &lo, &hi);
     if (i0 == i1) return;
@@ -341,6 +396,7 @@ static void step_inputs(const Decode *dc) {
     else if (d->score == SCORE_ADDITIVE || d->score == SCORE_SCALED_DOT)
         linear_columns(s->query + r0 * A, A, s->s + r0 * D, D, w->att_w_q, D, NULL,
                        (i1 - i0) * beam, D, lo, hi, 0);
+    search_phase(dc, PHASE_SEARCH_ATT_PRODUCTS);
     if (d->score != SCORE_ADDITIVE) {
         dot_energy_parts(dc, i0, i1, lo, hi);
         return;
@@ -409,10 +465,12 @@ static void step_gates(Decode *dc, int t) {
                  s->ctx_gi + (size_t)i * S * 3 * D + c0[g], 3 * D, 1,
                  s->gi + (size_t)base * 3 * D + c0[g], 3 * D);
     }
+    search_phase(dc, PHASE_SEARCH_ATTENTION);
     if (d->layer_norm) {
-        spin_barrier_wait(&dc->barrier);
+        wait_others(dc);
         normalise_rows(dc);
-        spin_barrier_wait(&dc->barrier);
+        search_phase(dc, PHASE_SEARCH_LAYER_NORM);
+        wait_others(dc);
     }
     for (int i = i0; i < i1; i++) {
         if (dc->done[i]) continue;
@@ -429,7 +487,7 @@ static void step_readout(const Decode *dc) {
     const ModelDims *d = &dc->m->dims;
     const Weights *w = &dc->m->w;
     Searcher *s = dc->s;
-    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, O = d->readout, R = dc->R;
+    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, O = d->readout;
     int S = dc->S, beam = dc->beam, RW = D + K + E, lo, hi;
     feature_share(O, &lo, &hi);
     if (lo == hi) return;
@@ -443,20 +501,39 @@ static void step_readout(const Decode *dc) {
         gemm(AS_STORED, AS_STORED, beam, hi - lo, S, alpha, S, s->ctx_ro + (size_t)i * S * O + lo,
              O, 1, s->readout + (size_t)base * O + lo, O);
     }
+    search_phase(dc, PHASE_SEARCH_ATTENTION);
     const QuantWeights *q = dc->quant;
-    if (q) { /* u_t is still in xq_b from step_inputs */
-        const ThreadPart *mine = &dc->part[omp_get_thread_num()];
-        int qw = dc->qwidth;
-        quantize_rows(s->s_next, D, R, D, mine->xq_a, qw, mine->xs_a);
-        qlinear_packed(s->readout, O, mine->xq_a, qw, mine->xs_a, &q->packs[QP_RO_STATE], NULL, R,
-                       lo, hi, 1);
-        qlinear_packed(s->readout, O, mine->xq_b, qw, mine->xs_b, &q->packs[QP_RO_EMB], NULL, R, lo,
-                       hi, 1);
-    } else {
-        linear_columns(s->readout, O, s->s_next, D, w->out_w_o, RW, NULL, R, D, lo, hi, 1);
-        linear_columns(s->readout, O, s->u, E, w->out_w_o + D + K, RW, NULL, R, E, lo, hi, 1);
+    const ThreadPart *mine = &dc->part[omp_get_thread_num()];
+    int qw = dc->qwidth;
+    for (int k = 0, runs = open_runs(dc, mine->live); k < runs; k++) {
+        size_t r0 = (size_t)mine->live[2 * k];
+        int rows = mine->live[2 * k + 1] - (int)r0;
+        real *ro = s->readout + r0 * O;
+        if (q) { /* u_t is still in xq_b from step_inputs */
+            int8_t *xq_a = mine->xq_a + r0 * qw, *xq_b = mine->xq_b + r0 * qw;
+            float *xs_a = mine->xs_a + r0, *xs_b = mine->xs_b + r0;
+            quantize_rows(s->s_next + r0 * D, D, rows, D, xq_a, qw, xs_a);
+            search_phase(dc, PHASE_SEARCH_QUANTIZE);
+            qlinear_packed(ro, O, xq_a, qw, xs_a, &q->packs[QP_RO_STATE], NULL, rows, lo, hi, 1);
+            qlinear_packed(ro, O, xq_b, qw, xs_b, &q->packs[QP_RO_EMB], NULL, rows, lo, hi, 1);
+        } else {
+            linear_columns(ro, O, s->s_next + r0 * D, D, w->out_w_o, RW, NULL, rows, D, lo, hi, 1);
+            linear_columns(ro, O, s->u + r0 * E, E, w->out_w_o + D + K, RW, NULL, rows, E, lo, hi,
+                           1);
+        }
+        search_phase(dc, PHASE_SEARCH_RO_PRODUCTS);
+        for (int r = 0; r < rows; r++) tanh_forward(ro + (size_t)r * O + lo, hi - lo);
+        search_phase(dc, PHASE_SEARCH_NONLINEAR);
     }
-    for (int r = 0; r < R; r++) tanh_forward(s->readout + (size_t)r * O + lo, hi - lo);
+}
+
+/* The rows whose hypotheses are open, those of sentences not done whose score is not -inf
+ * (step_select reads no other's logits), into live[]; returns how many. */
+static int live_rows(const Decode *dc, int *live) {
+    int L = 0;
+    for (int r = 0; r < dc->R; r++)
+        if (!dc->done[r / dc->beam] && dc->s->score[r] != -INFINITY) live[L++] = r;
+    return L;
 }
 
 /* Logits looked at by step_logits as one block when searching for the best: the block's maximum
@@ -470,21 +547,39 @@ static void step_logits(const Decode *dc) {
     const ModelDims *d = &dc->m->dims;
     const Weights *w = &dc->m->w;
     Searcher *s = dc->s;
-    int O = d->readout, V = d->tgt_vocab, R = dc->R, cap = 2 * dc->beam, lo, hi;
+    int O = d->readout, V = d->tgt_vocab, cap = 2 * dc->beam, lo, hi;
     const ThreadPart *mine = &dc->part[omp_get_thread_num()];
     feature_share(V, &lo, &hi);
+    /* only the rows step_select reads, side by side: row c of the logits is row live[c]'s */
+    int L = live_rows(dc, mine->live);
     if (dc->quant) {
-        quantize_rows(s->readout, O, R, O, mine->xq_a, dc->qwidth, mine->xs_a);
+        for (int c = 0; c < L; c++)
+            quantize_rows(s->readout + (size_t)mine->live[c] * O, O, 1, O,
+                          mine->xq_a + (size_t)c * dc->qwidth, dc->qwidth, mine->xs_a + c);
+        search_phase(dc, PHASE_SEARCH_QUANTIZE);
         qlinear_packed(s->logits, V, mine->xq_a, dc->qwidth, mine->xs_a, &dc->quant->packs[QP_OUT],
-                       w->out_b, R, lo, hi, 0);
+                       w->out_b, L, lo, hi, 0);
     } else {
-        linear_columns(s->logits, V, s->readout, O, w->out_w, O, w->out_b, R, O, lo, hi, 0);
+        /* gemm sums a few rows another way than many (its dot-product paths, see its
+         * determinism note: M of 1, up to 16, more): few live rows go with copies of
+         * themselves up to the count of all rows or 17, so that their logits are those that
+         * all rows would have given */
+        int least = dc->R < 17 ? dc->R : 17, rows = L > 0 && L < least ? least : L;
+        for (int c = 0; c < rows; c++)
+            memcpy(mine->gathered + (size_t)c * O, s->readout + (size_t)mine->live[c % L] * O,
+                   sizeof(real) * (size_t)O);
+        if (rows > 0)
+            linear_columns(s->logits, V, mine->gathered, O, w->out_w, O, w->out_b, rows, O, lo, hi,
+                           0);
     }
-    for (int r = 0; r < R; r++) {
+    search_phase(dc, PHASE_SEARCH_OUT_PRODUCTS);
+    for (int c = 0; c < L; c++) {
+        int r = mine->live[c];
         Candidate *best = mine->best + (size_t)r * cap;
         int n = 0;
-        const real *z = s->logits + (size_t)r * V;
+        const real *z = s->logits + (size_t)c * V;
         mine->lse[r] = lo < hi ? log_sum_exp(z + lo, hi - lo) : -INFINITY;
+        search_phase(dc, PHASE_SEARCH_SOFTMAX);
         real floor = -INFINITY; /* once the list is full: the logit to beat */
         for (int v0 = lo; v0 < hi; v0 += SCAN_BLOCK) {
             int v1 = v0 + SCAN_BLOCK < hi ? v0 + SCAN_BLOCK : hi;
@@ -499,6 +594,7 @@ static void step_logits(const Decode *dc) {
             }
         }
         mine->n_best[r] = n;
+        search_phase(dc, PHASE_SEARCH_TOP_K);
     }
 }
 
@@ -605,6 +701,7 @@ static void context_projections(const Decode *dc) {
         const QuantWeights *q = dc->quant;
         int qw = dc->qwidth;
         quantize_rows(s->enc.enc_h, K, rows, K, mine->xq_a, qw, mine->xs_a);
+        search_phase(dc, PHASE_SEARCH_QUANTIZE);
         feature_share(3 * D, &lo, &hi);
         qlinear_packed(s->ctx_gi, 3 * D, mine->xq_a, qw, mine->xs_a, &q->packs[QP_DEC_IH_CTX], NULL,
                        rows, lo, hi, 0);
@@ -633,22 +730,28 @@ static void decode_steps(Decode *dc) {
         dc->threads = omp_get_num_threads();
         spin_barrier_init(&dc->barrier, dc->threads);
     }
+    if (dc->s->enc.time_search && omp_get_thread_num() == 0) phase_start(&dc->s->enc);
     context_projections(dc);
-    spin_barrier_wait(&dc->barrier);
+    search_phase(dc, PHASE_SEARCH_SOURCE);
+    wait_others(dc);
     int remaining = dc->n;
     for (int t = 0; t < dc->opt->max_len && remaining > 0; t++) {
         step_inputs(dc);
-        spin_barrier_wait(&dc->barrier);
+        search_phase(dc, PHASE_SEARCH_ATTENTION);
+        wait_others(dc);
         step_gates(dc, t);
-        spin_barrier_wait(&dc->barrier);
+        search_phase(dc, PHASE_SEARCH_NONLINEAR);
+        wait_others(dc);
         step_readout(dc);
-        spin_barrier_wait(&dc->barrier);
+        search_phase(dc, PHASE_SEARCH_NONLINEAR);
+        wait_others(dc);
         step_logits(dc);
-        spin_barrier_wait(&dc->barrier);
+        wait_others(dc);
 #pragma omp for schedule(static) nowait
         for (int i = 0; i < dc->n; i++)
             if (!dc->done[i]) step_select(dc, i, t);
-        spin_barrier_wait(&dc->barrier);
+        search_phase(dc, PHASE_SEARCH_BEAM);
+        wait_others(dc);
         /* done[] is settled: each thread counts for itself */
         remaining = 0;
         for (int i = 0; i < dc->n; i++) remaining += !dc->done[i];
@@ -680,7 +783,9 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
     int *padded = s->sel_token + (size_t)s->max_len * s->max_sentences * s->beam;
     memset(padded, 0, sizeof(int) * (size_t)n * S);
     for (int i = 0; i < n; i++) memcpy(padded + (size_t)i * S, src[i], sizeof(int) * src_len[i]);
+    if (s->enc.time_search) phase_start(&s->enc);
     if (model_encode(m, &s->enc, padded, src_len, n, S, err)) return -1;
+    if (s->enc.time_search) phase_end(&s->enc, PHASE_SEARCH_ENCODER);
     for (int r = 0; r < R; r++) {
         int i = r / beam;
         memcpy(s->s + (size_t)r * D, s->enc.dec_state + (size_t)i * D, sizeof(real) * (size_t)D);
@@ -710,7 +815,7 @@ int search_translate(Searcher *s, const Model *m, const int *const *src, const i
     dc.n_ended = checked_calloc((size_t)n, sizeof(int), "search results", err);
     dc.done = checked_calloc((size_t)n, 1, "search results", err);
     dc.cand = checked_calloc((size_t)n * cap, sizeof(Candidate), "search", err);
-    dc.part = thread_parts(threads, R, S, A, cap, &qp, &dc.part_block, err);
+    dc.part = thread_parts(threads, R, S, A, O, cap, &qp, &dc.part_block, err);
     dc.next_score = s->score + R;
     int rc = !dc.ended || !dc.n_ended || !dc.done || !dc.cand || !dc.part ? -1 : 0;
     if (rc == 0) {

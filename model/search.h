@@ -13,6 +13,8 @@
  * by log-probability / length^len_norm (length normalisation; 0 ranks by log-probability).
  * Every hypothesis comes back with its alignment matrix (alpha, one row per output token
  * including </s>), the scores e_ti and each chosen token's probability, for inspection.
+ * Rows of sentences that are done take no more part in the products (the output layer's only
+ * the rows of open hypotheses), in ways that leave every sum as it was.
  * An int8 model (Model.quant) runs every product that meets a weight matrix through the int8
  * kernels (qgemm.h), each thread quantizing the rows its products read.
  * search_init plans the arrays that grow with the model, the batch and the length; a call

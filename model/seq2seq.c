@@ -115,16 +115,39 @@ static const real *embedding_keep(const Acts *a, const real *keep) {
 
 const char *phase_name(Phase phase) {
     static const char *const names[PHASE_COUNT] = {
-        "encoder",          "decoder steps",      "readout",
-        "W_out o",          "softmax and loss",   "output gradients",
-        "readout backward", "decoder steps back", "decoder weight grads",
+        "encoder",
+        "decoder steps",
+        "readout",
+        "W_out o",
+        "softmax and loss",
+        "output gradients",
+        "readout backward",
+        "decoder steps back",
+        "decoder weight grads",
         "encoder backward",
+        "encode",
+        "source projections",
+        "quantize",
+        "GRU products",
+        "attention products",
+        "readout products",
+        "output products",
+        "attention",
+        "layer norm",
+        "gates and tanh",
+        "softmax",
+        "top-k",
+        "beam",
+        "waiting",
     };
     return phase >= 0 && phase < PHASE_COUNT ? names[phase] : "?";
 }
 
-/* Ends phase p: the time since the last mark goes to it. */
-static void phase_end(Acts *a, Phase p) {
+void phase_start(Acts *a) {
+    a->phase_mark = omp_get_wtime();
+}
+
+void phase_end(Acts *a, Phase p) {
     double now = omp_get_wtime();
     a->phase_seconds[p] += now - a->phase_mark;
     a->phase_mark = now;
@@ -915,7 +938,7 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
         word_dropout_mask(a->u_keep, (size_t)T * B, E, a->word_dropout, opt->rng);
     }
 
-    a->phase_mark = omp_get_wtime();
+    phase_start(a);
     /* an int8 model (force-decoding, --explain) encodes as its search does, so the h_i shown
      * are the ones the search attended to */
     if (m->quant && a->dropout == 0 && a->word_dropout == 0)
@@ -1082,7 +1105,7 @@ void model_backward(Model *m, Acts *a) {
 
     /* loss and z = W_out o + b_out: the forward pass formed d loss / d o in d_readout and the
      * out.w, out.b gradients (unless it was forward_only: then they are formed now) */
-    a->phase_mark = omp_get_wtime();
+    phase_start(a);
     if (!a->out_grads_ready) output_layer(m, a, NULL, 1);
     a->out_grads_ready = 0;
     if (one_chunk(a)) {

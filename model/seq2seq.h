@@ -111,20 +111,37 @@ typedef struct {
 
 /* The phases of a training step, timed by model_forward and model_backward into
  * Acts.phase_seconds (a clock read between phases: nothing measurable) so that a benchmark can
- * show where a step's time goes. */
+ * show where a step's time goes; then those of a search (search_translate, into its Searcher's
+ * enc.phase_seconds, by its first thread), timed only when Acts.time_search is set: a search
+ * step of a few sentences takes microseconds, a clock read tens of nanoseconds. */
 typedef enum {
-    PHASE_ENCODER,         /* embeddings, both directions, keys, s_0 */
-    PHASE_DECODER,         /* the decoder's steps: attention and GRU */
-    PHASE_READOUT,         /* o_t for every step */
-    PHASE_LOGITS,          /* the output layer's product W_out o_t */
-    PHASE_SOFTMAX,         /* bias, log-sum-exp, loss and d loss / d z */
-    PHASE_LOGITS_GRAD,     /* d loss / d o_t and d loss / d W_out: two products */
-    PHASE_READOUT_GRAD,    /* back through the readout */
-    PHASE_DECODER_GRAD,    /* back through the decoder's steps */
-    PHASE_DECODER_WEIGHTS, /* the decoder's weight gradients, all steps at once */
-    PHASE_ENCODER_GRAD,    /* back through the encoder */
+    PHASE_ENCODER,             /* embeddings, both directions, keys, s_0 */
+    PHASE_DECODER,             /* the decoder's steps: attention and GRU */
+    PHASE_READOUT,             /* o_t for every step */
+    PHASE_LOGITS,              /* the output layer's product W_out o_t */
+    PHASE_SOFTMAX,             /* bias, log-sum-exp, loss and d loss / d z */
+    PHASE_LOGITS_GRAD,         /* d loss / d o_t and d loss / d W_out: two products */
+    PHASE_READOUT_GRAD,        /* back through the readout */
+    PHASE_DECODER_GRAD,        /* back through the decoder's steps */
+    PHASE_DECODER_WEIGHTS,     /* the decoder's weight gradients, all steps at once */
+    PHASE_ENCODER_GRAD,        /* back through the encoder */
+    PHASE_SEARCH_ENCODER,      /* a search's: model_encode */
+    PHASE_SEARCH_SOURCE,       /* the source states' products by W_ih's and W_o's context columns */
+    PHASE_SEARCH_QUANTIZE,     /* an int8 model's activations quantized for the products */
+    PHASE_SEARCH_GRU_PRODUCTS, /* W_hh s_{t-1} and W_ih u_t (int8: with the dequantization) */
+    PHASE_SEARCH_ATT_PRODUCTS, /* W_q s_{t-1} */
+    PHASE_SEARCH_RO_PRODUCTS,  /* the readout's W_o s_t and W_o u_t */
+    PHASE_SEARCH_OUT_PRODUCTS, /* the output layer's W_out o_t + b_out */
+    PHASE_SEARCH_ATTENTION,    /* energies, alpha_t, the context's parts sum_i alpha_ti (W h_i) */
+    PHASE_SEARCH_LAYER_NORM,   /* the layer-normalised GRU's normalisations */
+    PHASE_SEARCH_NONLINEAR,    /* the GRU's gates and the readout's tanh */
+    PHASE_SEARCH_SOFTMAX,      /* the log-sum-exp over the vocabulary, each row */
+    PHASE_SEARCH_TOP_K,        /* each row's 2 x beam best tokens */
+    PHASE_SEARCH_BEAM,         /* per sentence: choosing the next rows, their states and tokens */
+    PHASE_SEARCH_WAIT,         /* waiting for the other threads at a step's barriers */
     PHASE_COUNT
 } Phase;
+enum { PHASE_TRAINING_COUNT = PHASE_SEARCH_ENCODER }; /* the phases of a training step */
 const char *phase_name(Phase phase);
 
 /* A layer-normalised GRU's normalisations (the spec's extension `model.layer_norm`) for the
@@ -149,6 +166,7 @@ typedef struct {
     int parts;         /* ForwardOptions.parts of the last forward pass */
     double phase_seconds[PHASE_COUNT]; /* time spent in each phase, summed over calls */
     double phase_mark;                 /* when the current phase began (omp_get_wtime) */
+    int time_search;                   /* 1: a search on these activations times its phases */
     /* ids, time-major */
     int *src_ids; /* [S*B] */
     int *tgt_in;  /* [T*B] */
@@ -237,6 +255,11 @@ typedef struct {
     size_t n_untouched;
     unsigned char *row_used; /* [max(Vs, Vt)] scratch: whether the batch holds each word */
 } Acts;
+
+/* Starts the clock of the phases of a (phase_end: the time since goes to the next phase). */
+void phase_start(Acts *a);
+/* Ends phase p: the time since the last phase_start or phase_end goes to it. */
+void phase_end(Acts *a, Phase p);
 
 /* Plans and allocates activations for batches of up to max_B sentences with up to max_S
  * source and max_T target positions: acts_init with the default plan (a float model's

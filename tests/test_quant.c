@@ -128,7 +128,11 @@ START_TEST(quant_kernels_exact) {
             {1, 1, 1, 0, 0, 1},    {1, 3, 15, 2, 0, 3},     {2, 5, 16, 0, 1, 5},
             {3, 17, 17, 1, 0, 17}, {9, 7, 63, 0, 2, 6},     {5, 33, 64, 3, 5, 31},
             {8, 16, 65, 0, 0, 16}, {17, 40, 127, 7, 8, 40}, {1, 70, 150, 0, 16, 48},
-            {13, 3, 257, 0, 0, 3}, {4, 24, 1000, 11, 3, 21}};
+            {13, 3, 257, 0, 0, 3}, {4, 24, 1000, 11, 3, 21},
+            /* the run kernels: every row count of a pass (1-4) and past it, runs of an odd
+             * number of blocks, runs cut short by many rows, rows too long to copy */
+            {2, 41, 33, 0, 0, 41},  {3, 57, 36, 1, 3, 57},   {6, 9, 20, 0, 0, 9},
+            {7, 200, 256, 0, 5, 199}, {200, 120, 256, 2, 0, 120}, {11, 56, 4100, 0, 1, 50}};
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             for (int extreme = 0; extreme < 2; extreme++) {
                 int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], col0 = shapes[s][3];
@@ -267,12 +271,14 @@ static void random_model(NmtModel *nm, AttentionScore score, uint64_t seed) {
     params_spread_gains(nm->model.params, &nm->model.table, seed);
 }
 
-/* Searches every sentence with the model (beam, n-best = beam). */
-static void search_sentences(const NmtModel *nm, int beam, Translation *out) {
+/* Searches every sentence with the model (beam, n-best = beam); `phases`, when not NULL, gets
+ * the search's phase timers (timed when *phases is 1 on entry). */
+static void search_timed(const NmtModel *nm, int beam, Translation *out, double *phases) {
     Searcher s;
     Error err;
     ck_assert_msg(search_init(&s, &nm->model.dims, N_SENTENCES, 32, beam, 20, &err) == 0, "%s",
                   err.msg);
+    s.enc.time_search = phases && phases[0] == 1;
     int *ids[N_SENTENCES], lens[N_SENTENCES], unknown;
     for (int k = 0; k < N_SENTENCES; k++)
         ck_assert(encode_source(nm, SENTENCES[k][0], &ids[k], &lens[k], &unknown, &err) == 0);
@@ -281,8 +287,52 @@ static void search_sentences(const NmtModel *nm, int beam, Translation *out) {
                                    out, &err) == 0,
                   "%s", err.msg);
     for (int k = 0; k < N_SENTENCES; k++) free(ids[k]);
+    if (phases) memcpy(phases, s.enc.phase_seconds, sizeof s.enc.phase_seconds);
     search_free(&s);
 }
+
+static void search_sentences(const NmtModel *nm, int beam, Translation *out) {
+    search_timed(nm, beam, out, NULL);
+}
+
+/* A search's phase timers (bin/bench's breakdown of a decoding step): off unless asked for;
+ * on, the int8 model's phases each get time (its products, quantizing, the softmax and
+ * top-k, the beam), all within the search's wall time, and the translations are the same. */
+START_TEST(quant_search_phases_are_timed) {
+    NmtModel nm;
+    random_model(&nm, SCORE_COUNT + 1, 11);
+    Error err;
+    ck_assert(model_quantize(&nm.model, &err) == 0);
+    Translation plain[N_SENTENCES], timed[N_SENTENCES];
+    double off[PHASE_COUNT] = {0}, on[PHASE_COUNT] = {1};
+    search_timed(&nm, 3, plain, off);
+    for (int p = 0; p < PHASE_COUNT; p++) ck_assert(off[p] == 0);
+    double t0 = omp_get_wtime();
+    search_timed(&nm, 3, timed, on);
+    double wall = omp_get_wtime() - t0, sum = 0;
+    const Phase used[] = {PHASE_SEARCH_ENCODER,      PHASE_SEARCH_QUANTIZE,
+                          PHASE_SEARCH_GRU_PRODUCTS, PHASE_SEARCH_OUT_PRODUCTS,
+                          PHASE_SEARCH_LAYER_NORM,   PHASE_SEARCH_SOFTMAX,
+                          PHASE_SEARCH_TOP_K,        PHASE_SEARCH_BEAM};
+    for (size_t i = 0; i < sizeof used / sizeof used[0]; i++)
+        EXPECT_MSG(on[used[i]] > 0, "phase '%s' got no time", phase_name(used[i]));
+    for (int p = 0; p < PHASE_COUNT; p++) {
+        ck_assert(on[p] >= 0);
+        sum += on[p];
+        if (p < PHASE_TRAINING_COUNT) ck_assert(on[p] == 0);
+    }
+    ck_assert(sum <= wall);
+    for (int k = 0; k < N_SENTENCES; k++) {
+        ck_assert_int_eq(plain[k].count, timed[k].count);
+        ck_assert_int_eq(plain[k].hyps[0].len, timed[k].hyps[0].len);
+        ck_assert(memcmp(plain[k].hyps[0].tokens, timed[k].hyps[0].tokens,
+                         sizeof(int) * (size_t)plain[k].hyps[0].len) == 0);
+        ck_assert(plain[k].hyps[0].score == timed[k].hyps[0].score);
+        translation_free(&plain[k]), translation_free(&timed[k]);
+    }
+    nmt_model_free(&nm);
+}
+END_TEST
 
 /* The int8 encoder (model_encode of an int8 model) gives nearly the states, keys and s_0 of
  * the float encoder on the dequantized weights (they differ by the rounding of its inputs to
@@ -525,6 +575,7 @@ Suite *quant_suite(void) {
     TCase *models = tcase_create("int8 models");
     tcase_set_timeout(models, 60);
     tcase_add_test(models, quant_encoder_needs_its_plan);
+    tcase_add_test(models, quant_search_phases_are_timed);
     tcase_add_loop_test(models, quant_encoder_matches_dequantized_float, 0, SCORE_COUNT + 2);
     tcase_add_loop_test(models, quant_search_matches_dequantized_forward, 0, SCORE_COUNT + 2);
     tcase_add_loop_test(models, quant_checkpoint_round_trip, 0, 3);
