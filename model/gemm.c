@@ -59,11 +59,12 @@
  * code), then stored (first block, beta 0) or added to C. So results are bit-identical for
  * any number of threads and from run to run, and a row of C does not depend on M or on which
  * path computed it. The one exception is the dot-product path (B transposed and M <= 16 with
- * AVX-512, M == 1 otherwise; N == 1 with A not transposed): there each element is summed in
- * vector lanes over chunks of 1024 k, then reduced in a fixed tree, which is also the same for
- * every thread count and every M that takes that path. A thread that cannot get its buffer
- * falls back to a plain loop doing exactly the kernels' arithmetic, which leaves no trace in
- * the results either.
+ * AVX-512 and AVX2, M == 1 otherwise, so from gemm_rows_summed_alike() rows on every row is
+ * summed alike; N == 1 with A not transposed): there each element is summed in vector lanes
+ * over chunks of 1024 k, then reduced in a fixed tree, the same for every thread count, but
+ * not for every M (on AVX2, one row and 2-16 rows form their lanes differently). A thread that
+ * cannot get its buffer falls back to a plain loop doing exactly the kernels' arithmetic,
+ * which leaves no trace in the results either.
  */
 #include "model/gemm.h"
 #include "model/gemm_isa.h"
@@ -870,6 +871,10 @@ static const Isa *isa_get(void) {
 
 InstructionSet gemm_kernels(void) {
     return isa_get()->set;
+}
+
+int gemm_rows_summed_alike(void) {
+    return isa_get()->dot_max_m + 1;
 }
 
 /* ---- packing ----------------------------------------------------------------------------- */

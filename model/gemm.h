@@ -29,5 +29,10 @@ void gemm(GemmOp op_a, GemmOp op_b, int M, int N, int K, const real *A, int lda,
 /* The kernels gemm runs: ISA_AVX512, ISA_AVX2, ISA_NEON (ARM64) or ISA_PORTABLE, the best
  * cpu_allows() (so capped by NMT_ISA), chosen on the first call. */
 InstructionSet gemm_kernels(void);
+/* The least M from which each row of a product with B transposed is summed as in any larger
+ * one (fewer rows may take dot products along k, summed in vector lanes: see gemm.c's
+ * Determinism). A caller that multiplies a varying subset of rows pads it to this count to
+ * keep each row's bits. */
+int gemm_rows_summed_alike(void);
 
 #endif

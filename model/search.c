@@ -324,11 +324,13 @@ static void dot_energy_parts(const Decode *dc, int i0, int i1, int lo, int hi) {
 
 /* The rows of the sentences not done, as runs of whole sentences [run[2k], run[2k+1]) for k <
  * the count returned, for the products: the rows of done sentences are never read again. A
- * float model's runs have at least min(R, 17) rows, as step_logits' (a short run takes in the
- * next one and the done rows between, the last short one the rows before it), so that each row
- * is summed as when the step multiplied all of them. */
+ * float model's runs have at least min(R, gemm_rows_summed_alike()) rows, as step_logits' (a
+ * short run takes in the next one and the done rows between, the last short one the rows
+ * before it), so that each row is summed as when the step multiplied all of them. */
 static int open_runs(const Decode *dc, int *run) {
-    int n = 0, beam = dc->beam, least = dc->quant ? 1 : dc->R < 17 ? dc->R : 17;
+    int n = 0, beam = dc->beam, alike = gemm_rows_summed_alike();
+    int least = dc->R < alike ? dc->R : alike;
+    if (dc->quant) least = 1; /* int8 sums are exact */
     for (int i = 0; i < dc->n; i++) {
         if (dc->done[i]) continue;
         if (n > 0 && (run[2 * n - 1] == i * beam || run[2 * n - 1] - run[2 * n - 2] < least)) {
@@ -562,9 +564,10 @@ static void step_logits(const Decode *dc) {
     } else {
         /* gemm sums a few rows another way than many (its dot-product paths, see its
          * determinism note: M of 1, up to 16, more): few live rows go with copies of
-         * themselves up to the count of all rows or 17, so that their logits are those that
-         * all rows would have given */
-        int least = dc->R < 17 ? dc->R : 17, rows = L > 0 && L < least ? least : L;
+         * themselves up to the count of all rows or gemm_rows_summed_alike(), so that their
+         * logits are those that all rows would have given */
+        int alike = gemm_rows_summed_alike(), least = dc->R < alike ? dc->R : alike;
+        int rows = L > 0 && L < least ? least : L;
         for (int c = 0; c < rows; c++)
             memcpy(mine->gathered + (size_t)c * O, s->readout + (size_t)mine->live[c % L] * O,
                    sizeof(real) * (size_t)O);

@@ -331,6 +331,13 @@ START_TEST(gemm_rows_do_not_depend_on_batch) {
                               t.M, t.N, t.K, t.ta, t.tb, i0, i0 + m - 1, m);
                 free(c);
             }
+            /* from gemm_rows_summed_alike() rows on, a batch matches the large product */
+            int alike = gemm_rows_summed_alike();
+            real *c = rows_alone(&t, &o, 3, alike);
+            ck_assert_msg(same_rows(c, &o.C, 3, alike, t.N),
+                          "M=%d N=%d K=%d ta=%d tb=%d: %d rows (gemm_rows_summed_alike) differ",
+                          t.M, t.N, t.K, t.ta, t.tb, alike);
+            free(c);
             /* with B not transposed even single rows match */
             if (!t.tb)
                 ck_assert_msg(same_rows(single.data, &o.C, 0, t.M, t.N),
