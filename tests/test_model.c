@@ -473,7 +473,9 @@ START_TEST(shares_fix_the_bits_whatever_the_threads) {
     ModelDims dims = TOY;
     dims.layer_norm = _i == 1;
     dims.bidirectional = _i != 2;
-    enum { B = 32, S = 12, T = 12, PARTS = 4, RUNS = 4 };
+    /* no more threads than a 2-core machine has: oversubscribed spinning barriers take
+     * minutes under make test-cpus' emulation */
+    enum { B = 32, S = 12, T = 12, PARTS = 2, RUNS = 2 };
     Fixture f;
     fixture_make(&f, &dims, B, S, T, 9);
     params_spread_gains(f.model.params, &f.model.table, 9);
@@ -481,7 +483,7 @@ START_TEST(shares_fix_the_bits_whatever_the_threads) {
     int saved = omp_get_max_threads();
     real *grads[RUNS];
     double loss[RUNS];
-    const int threads[RUNS] = {PARTS, 1, 2, 3};
+    const int threads[RUNS] = {PARTS, 1};
     for (int run = 0; run < RUNS; run++) {
         omp_set_num_threads(threads[run]);
         Error err;
