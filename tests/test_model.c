@@ -475,7 +475,7 @@ START_TEST(shares_fix_the_bits_whatever_the_threads) {
     dims.bidirectional = _i != 2;
     /* no more threads than a 2-core machine has: oversubscribed spinning barriers take
      * minutes under make test-cpus' emulation */
-    enum { B = 32, S = 12, T = 12, PARTS = 2, RUNS = 2 };
+    enum { B = 32, S = 4, T = 4, PARTS = 2, RUNS = 2 };
     Fixture f;
     fixture_make(&f, &dims, B, S, T, 9);
     params_spread_gains(f.model.params, &f.model.table, 9);
