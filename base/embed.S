@@ -1,6 +1,6 @@
 /*
  * embed.S: a file's bytes as two read-only symbols, NAME_start and NAME_end (the attention
- * page's style sheet and script: nmt/align_html.c). The Makefile assembles it with the C
+ * page's style sheets and scripts: nmt/pictures/align_html.c). The Makefile assembles it with the C
  * compiler once per file: -DNAME=<symbol> -DPATH="<file>". The same on every assembler the
  * project meets (GNU as, clang's on Linux and macOS), unlike `ld -b binary`, which only GNU
  * ld has and which writes objects for the machine ld runs on, not the one compiled for.

@@ -49,15 +49,6 @@ static void numbers(FILE *out, const real *v, size_t n) {
     fputc(']', out);
 }
 
-static void strings(FILE *out, char *const *items, int n) {
-    fputc('[', out);
-    for (int i = 0; i < n; i++) {
-        if (i) fputc(',', out);
-        json_write_string(out, items[i]);
-    }
-    fputc(']', out);
-}
-
 /* The vectors of every step (alignment.h, StepTrace), and the forced decoder's own scores,
  * weights and probabilities, so that the worked steps use one set of numbers throughout. */
 static void write_trace(FILE *out, const Alignment *forced, const StepTrace *tr) {
@@ -99,9 +90,9 @@ static void write_hypothesis(FILE *out, const Alignment *a, double logprob, doub
     fprintf(out, ",\"logprob\":%.17g,\"score\":%.17g,\"complete\":%d,\"rows\":%d,\"cols\":%d",
             logprob, score, a->complete ? 1 : 0, a->rows, a->cols);
     fputs(",\"src\":", out);
-    strings(out, a->src_tokens, a->cols);
+    json_write_string_list(out, a->src_tokens, a->cols, ",");
     fputs(",\"tgt\":", out);
-    strings(out, a->tgt_tokens, a->rows);
+    json_write_string_list(out, a->tgt_tokens, a->rows, ",");
     fputs(",\"alpha\":", out);
     numbers(out, a->alpha, (size_t)a->rows * a->cols);
     fputs(",\"energy\":", out);

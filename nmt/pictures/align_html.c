@@ -31,8 +31,8 @@ static const double CODE_UNIT = 1e-5; /* value of one step of a code; the page u
 static const char CODE_DIGITS[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-/* The page's style sheets and scripts, linked into the program as they are (the Makefile's
- * `ld -r -b binary`, which names each symbol after the file's path): what it shares with the
+/* The page's style sheets and scripts, linked into the program as they are (base/embed.S,
+ * whose symbols the Makefile names after the file's path): what it shares with the
  * live page (nmt/heatmap.css and .js), then its own (nmt/attention-page.css and .js). */
 extern const char _binary_nmt_heatmap_css_start[], _binary_nmt_heatmap_css_end[];
 extern const char _binary_nmt_heatmap_js_start[], _binary_nmt_heatmap_js_end[];

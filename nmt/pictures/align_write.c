@@ -52,15 +52,6 @@ static void write_tsv(FILE *out, const Alignment *a) {
     }
 }
 
-static void json_string_list(FILE *out, char *const *items, int n) {
-    fputc('[', out);
-    for (int i = 0; i < n; i++) {
-        if (i) fputs(", ", out);
-        json_write_string(out, items[i]);
-    }
-    fputc(']', out);
-}
-
 /* JSON has no NaN or infinity: such a value is null. */
 static void json_number(FILE *out, double x) {
     if (isfinite(x))
@@ -75,9 +66,9 @@ static void write_json(FILE *out, const Alignment *a) {
     fputs(", \"translation\": ", out);
     json_write_string(out, a->translation);
     fputs(", \"src_tokens\": ", out);
-    json_string_list(out, a->src_tokens, a->cols);
+    json_write_string_list(out, a->src_tokens, a->cols, ", ");
     fputs(", \"tgt_tokens\": ", out);
-    json_string_list(out, a->tgt_tokens, a->rows);
+    json_write_string_list(out, a->tgt_tokens, a->rows, ", ");
     fputs(", \"alpha\": [", out);
     for (int t = 0; t < a->rows; t++) {
         fputs(t ? ", [" : "[", out);

@@ -44,6 +44,15 @@ void json_write_string(FILE *out, const char *s) {
     fputc('"', out);
 }
 
+void json_write_string_list(FILE *out, char *const *items, int n, const char *separator) {
+    fputc('[', out);
+    for (int i = 0; i < n; i++) {
+        if (i) fputs(separator, out);
+        json_write_string(out, items[i]);
+    }
+    fputc(']', out);
+}
+
 void xml_write_text(FILE *out, const char *s) {
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         switch (*p) {

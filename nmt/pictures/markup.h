@@ -11,6 +11,8 @@
 
 /* A JSON string: quotes, backslashes and control characters escaped, UTF-8 as it is. */
 void json_write_string(FILE *out, const char *s);
+/* A JSON array of n strings written as json_write_string does, `separator` between them. */
+void json_write_string_list(FILE *out, char *const *items, int n, const char *separator);
 
 /* XML text: markup characters escaped; the C0 controls and the noncharacters U+FFFE and
  * U+FFFF, which XML 1.0 forbids, become U+FFFD. */
