@@ -1059,16 +1059,17 @@ static void k_inside_pack_b(const Isa *isa, const Problem *p, int n0, int n1, re
 }
 
 /* Rows [m0, m1) x columns [n0, n1) from panels, op(B)'s columns [n0, n1) packed whole as
- * k_inside_pack_b packs them; op(A) is packed into abuf (MC_K_INSIDE x KC). When the rows fit
- * one A block, each B panel is read once, from L1, for all of them (the panels may be larger
- * than L2: a weight shared by the threads); else each A micro-panel stays in L1 while the
- * block's B panels stream past it. */
+ * k_inside_pack_b packs them; op(A) is packed into abuf (MC_K_INSIDE x KC). Each A micro-panel
+ * stays in L1 while the block's B panels stream past it; or, with panel_outer and rows that
+ * fit one A block, each B panel is read once, into L1, for all of them (for panels larger
+ * than L2, shared by the threads: a time step's weights). */
 static void rows_from_panels(const Isa *isa, const Problem *p, int m0, int m1, int n0, int n1,
-                             const real *panels, real *abuf) {
+                             const real *panels, real *abuf, int panel_outer) {
     int MR = isa->mr, NR = isa->nr, mc_max = MC_K_INSIDE - MC_K_INSIDE % MR, n = n1 - n0;
+    int one_block = panel_outer && m1 - m0 <= mc_max;
     ptrdiff_t padded = k_inside_padded(isa, n);
     for (int ic = m0; ic < m1; ic += mc_max) {
-        int mc = imin(mc_max, m1 - ic), one_block = m1 - m0 <= mc_max;
+        int mc = imin(mc_max, m1 - ic);
         for (int pc = 0; pc < p->K; pc += KC) {
             int kc = imin(KC, p->K - pc), add = p->add || pc > 0;
             const real *bblock = panels + pc * padded;
@@ -1086,7 +1087,7 @@ static void rows_from_panels(const Isa *isa, const Problem *p, int m0, int m1, i
 
 static void k_inside_rows(const Isa *isa, const Problem *p, int m0, int m1, int n0, int n1,
                           real *ws) {
-    rows_from_panels(isa, p, m0, m1, n0, n1, ws, ws + WS_B_ELEMS);
+    rows_from_panels(isa, p, m0, m1, n0, n1, ws, ws + WS_B_ELEMS, 0);
 }
 
 /* C^T = op(B)^T op(A)^T, for B transposed and at most SWAP_MAX_M rows: rows [m0, m1) x
@@ -1295,7 +1296,7 @@ static void packed_share(const Isa *isa, const Problem *prob, int M, const GemmP
     share_range(M, isa->mr, t, parts, &m0, &m1);
     if (m0 >= m1) return;
     if (ws)
-        rows_from_panels(isa, prob, m0, m1, 0, p->N, p->panels, ws + WS_B_ELEMS);
+        rows_from_panels(isa, prob, m0, m1, 0, p->N, p->panels, ws + WS_B_ELEMS, 1);
     else
         part_fallback(isa, prob, m0, m1, 0, p->N);
 }
