@@ -5,7 +5,10 @@
  * For the toy and medium configurations of the performance issue it trains on random token
  * batches (full-length sentences, teacher forcing, Adam with clipping) and reports target
  * tokens/s, the median ms/step, FLOPs/step (formula below), GFLOP/s, the share of the
- * machine's FP32 peak (measured here with a register-only FMA loop) and peak RSS. Every
+ * machine's FP32 peak and peak RSS. The peak is measured with a register-only FMA loop just
+ * before each timed round, and the share is the median over the rounds of each round's
+ * GFLOP/s over its own peak: a machine whose speed drifts from minute to minute (a shared VM,
+ * a laptop with other programs running) slows the loop and the model alike. Every
  * measurement runs in a fresh process (this program run again with --run), so each peak RSS
  * is its own and no OpenMP state crosses a fork. Then greedy and beam-5
  * decoding speed at batch 1 and 32, with float and with 8-bit weights (int8), each with where a
@@ -127,7 +130,7 @@ static double batch_flops(const ModelDims *d, const Batch *b) {
 }
 
 typedef struct {
-    double ms_per_step, tok_per_s, gflops;
+    double ms_per_step, tok_per_s, gflops, peak; /* peak: round_peak() beside the round */
 } TrainFigures;
 
 /* Trains cfg on a fixed random batch: warm-up steps, then `steps` timed ones. */
@@ -180,7 +183,33 @@ static int time_training(const ModelDims *dims, int B, int S, int T, int steps, 
     return 0;
 }
 
+/* The FMA peak the percentages refer to: given (--run PEAK), or 0: measured beside each round
+ * (round_peak), so that a share compares two figures of the same minutes on a machine whose
+ * speed drifts (a shared VM, a laptop with other programs running). */
 static double machine_peak;
+
+static double round_peak(void) {
+    return machine_peak > 0 ? machine_peak : fma_peak_gflops(omp_get_max_threads());
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median share of the peak over the rounds, in percent; *peaks gets the peaks, " / "
+ * between them. */
+static double median_share(const double *gflops, const double *peak, int rounds, char *peaks,
+                           size_t size) {
+    double share[16];
+    peaks[0] = '\0';
+    for (int r = 0; r < rounds && r < 16; r++) {
+        share[r] = 100 * gflops[r] / peak[r];
+        snprintf(peaks + strlen(peaks), size - strlen(peaks), "%s%.0f", r ? " / " : "", peak[r]);
+    }
+    qsort(share, (size_t)rounds, sizeof share[0], compare_doubles);
+    return share[rounds / 2];
+}
 
 /* Peak resident memory of this process so far, in MB. */
 static double peak_rss_mb(void) {
@@ -199,20 +228,25 @@ static int compare_figures(const void *a, const void *b) {
 
 static int train_report(const BenchConfig *c, int rounds) {
     TrainFigures runs[ROUNDS];
-    for (int r = 0; r < rounds; r++)
+    double gflops[ROUNDS], peak[ROUNDS];
+    for (int r = 0; r < rounds; r++) {
+        peak[r] = round_peak();
         if (time_training(&c->dims, c->B, c->S, c->T, c->steps, &runs[r])) return -1;
-    char each[128] = "";
+        gflops[r] = runs[r].gflops;
+    }
+    char each[128] = "", peaks[128];
+    double pct = median_share(gflops, peak, rounds, peaks, sizeof peaks);
     for (int r = 0; r < rounds && rounds > 1; r++)
         snprintf(each + strlen(each), sizeof each - strlen(each), "%s%.0f", r ? " / " : " (",
                  runs[r].tok_per_s);
     if (rounds > 1) strcat(each, ")");
     qsort(runs, (size_t)rounds, sizeof runs[0], compare_figures);
     TrainFigures f = runs[rounds / 2];
-    double rss = peak_rss_mb(), pct = 100 * f.gflops / machine_peak;
+    double rss = peak_rss_mb();
     printf("  %-8s %9.0f tok/s %8.1f ms/step %6.2f GFLOP/step %6.1f GFLOP/s %5.1f%% of peak "
-           "%6.0f MB RSS%s\n",
+           "%6.0f MB RSS%s, peaks %s\n",
            c->name, f.tok_per_s, f.ms_per_step, train_flops(&c->dims, c->B, c->S, c->T) / 1e9,
-           f.gflops, pct, rss, each);
+           f.gflops, pct, rss, each, peaks);
     printf("BENCH name=%s threads=%d tok_per_s=%.0f ms_per_step=%.2f gflops=%.1f peak_pct=%.1f "
            "rss_mb=%.0f\n",
            c->name, omp_get_max_threads(), f.tok_per_s, f.ms_per_step, f.gflops, pct, rss);
@@ -268,6 +302,7 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
                                          (int)(plan.start[b + 1] - plan.start[b])));
     ForwardOptions opt = {0};
     RealFigures runs[ROUNDS];
+    double gflops[ROUNDS], peak[ROUNDS];
     /* Round -1, untimed, trains on the same batches as the timed rounds: the activations are
      * planned for the longest batch, and their pages are first touched as longer batches come,
      * which made a first timed round after a 2-step warm-up ~20% slower than the next two
@@ -283,6 +318,7 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
             memset(acts.phase_seconds, 0, sizeof acts.phase_seconds);
             update = (UpdateSeconds){0};
         }
+        if (r >= 0) peak[r] = round_peak();
         double t0 = now();
         for (int s = 0; s < steps; s++) {
             size_t b = (size_t)(FIRST_BATCH + s) % plan.n_batches;
@@ -296,9 +332,11 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
         if (r < 0) continue;
         runs[r] = (RealFigures){tokens / elapsed, pairs / elapsed, elapsed / steps * 1e3,
                                 flops / elapsed / 1e9};
+        gflops[r] = runs[r].gflops;
         timed += elapsed;
     }
-    char each[128] = "";
+    char each[128] = "", peaks[128];
+    double pct = median_share(gflops, peak, rounds, peaks, sizeof peaks);
     for (int r = 0; r < rounds && rounds > 1; r++)
         snprintf(each + strlen(each), sizeof each - strlen(each), "%s%.0f", r ? " / " : " (",
                  runs[r].tok_per_s);
@@ -313,13 +351,13 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
            "MB RSS%s\n",
            name, f.tok_per_s, f.pairs_per_s, f.ms_per_step, pad, src_pad, tgt_pad,
            training_max_pairs(&ds, &ct), rss, each);
-    printf("  %-10s %7.1f GFLOP/s, %.1f%% of peak (the FLOPs the model computes: padding and ended "
-           "sentences only in the encoder)\n",
-           "", f.gflops, 100 * f.gflops / machine_peak);
+    printf("  %-10s %7.1f GFLOP/s, %.1f%% of peak (peaks %s GFLOP/s; the FLOPs the model "
+           "computes: padding and ended sentences only in the encoder)\n",
+           "", f.gflops, pct, peaks);
     printf("BENCH name=real-%s threads=%d tok_per_s=%.0f pairs_per_s=%.1f ms_per_step=%.2f "
            "padding=%.3f rss_mb=%.0f gflops=%.1f peak_pct=%.1f\n",
            name, omp_get_max_threads(), f.tok_per_s, f.pairs_per_s, f.ms_per_step, pad / 100, rss,
-           f.gflops, 100 * f.gflops / machine_peak);
+           f.gflops, pct);
     /* where a step goes: the model's phases over every timed step, the gradient norm and Adam;
      * the rest is filling the batch */
     double steps_timed = (double)steps * rounds, in_phases = 0;
@@ -534,13 +572,11 @@ static int run_one(int argc, char **argv, int quick) {
 
 /* Runs this program again as `SELF [--quick] --run PEAK WHAT...` and waits for it. */
 static int spawn_run(const char *self, int quick, const char *const *what, int n) {
-    char peak[32];
-    snprintf(peak, sizeof peak, "%.3f", machine_peak);
     const char *args[12] = {self};
     int k = 1;
     if (quick) args[k++] = "--quick";
     args[k++] = "--run";
-    args[k++] = peak;
+    args[k++] = "0"; /* each run measures the peak beside its rounds */
     for (int i = 0; i < n && k < 11; i++) args[k++] = what[i];
     args[k] = NULL;
     fflush(stdout);
@@ -562,8 +598,7 @@ int main(int argc, char **argv) {
     if (argc > at + 1 && strcmp(argv[at], "--corpus") == 0) corpus = argv[at + 1], at += 2;
     if (argc > at + 2 && strcmp(argv[at], "--run") == 0) {
         machine_peak = strtod(argv[at + 1], NULL);
-        if (!(machine_peak > 0)) /* a run by hand: measure the peak the percentages refer to */
-            machine_peak = fma_peak_gflops(omp_get_max_threads());
+        if (!(machine_peak > 0)) machine_peak = 0; /* measured beside each round */
         return run_one(argc - at - 2, argv + at + 2, quick) ? 1 : 0;
     }
     if (argc > at) {
@@ -575,7 +610,8 @@ int main(int argc, char **argv) {
             "         train toy|medium, decode toy|medium BEAM BATCH [int8], length L, batch B, "
             "or\n"
             "         real pairs|tokens N [FILE] (realistic lengths, N pairs or tokens a batch);\n"
-            "         PEAK is the FMA peak in GFLOP/s for the percentages (0: measure it)\n"
+            "         PEAK is the FMA peak in GFLOP/s for the percentages (0: measured just\n"
+            "         before each timed round, as the runs of this program do)\n"
             "(run from the repository root; threads: OMP_NUM_THREADS)\n");
         return 2;
     }
@@ -585,12 +621,12 @@ int main(int argc, char **argv) {
     if (len > 0) exe[len] = '\0', self = exe;
     int threads = omp_get_max_threads();
     double peak1 = fma_peak_gflops(1);
-    machine_peak = fma_peak_gflops(threads);
+    double peak = fma_peak_gflops(threads);
     printf("machine: %d thread(s), FP32 FMA peak %.1f GFLOP/s (%.1f per thread) with %s, %s "
            "build, %s GEMM kernels, %s vector loops, %s int8 kernels\n",
-           threads, machine_peak, peak1, isa_name(cpu_best()), REAL_NAME, isa_name(gemm_kernels()),
+           threads, peak, peak1, isa_name(cpu_best()), REAL_NAME, isa_name(gemm_kernels()),
            isa_name(vector_kernels()), isa_name(qgemm_kernels()));
-    printf("BENCH name=peak threads=%d gflops=%.1f\n", threads, machine_peak);
+    printf("BENCH name=peak threads=%d gflops=%.1f\n", threads, peak);
 
     printf("\ntraining (random full-length batches, Adam, clipping 1.0; FLOPs = 3 x forward):\n");
     spawn_run(self, quick, (const char *[]){"train", "toy"}, 2);

@@ -21,6 +21,11 @@
  *    no different), then op(A) is packed MC = 192 rows at a time, and each A micro-panel
  *    (8 x 256, 8 KiB) stays in L1 while the kernel sweeps it across all the B panels.
  *
+ *  - Packed once. A weight that a time loop multiplies by at every step is packed by
+ *    gemm_pack() as a pass starts, and gemm_packed() runs the steps' products on those panels
+ *    (rows_from_panels): the rows of a step's share fit one A block, so each B panel is read
+ *    once, into L1, for all of them, even when the panels are larger than L2.
+ *
  *  - Small shapes. With few rows, each element of B is used too few times to repay a copy.
  *    When op(B) is B itself, its rows are read in place. When B is transposed ([N,K], as in
  *    the forward y = x W^T), up to 16 rows (decoding, beams, a thread's share of a small
@@ -1053,26 +1058,36 @@ static void k_inside_pack_b(const Isa *isa, const Problem *p, int n0, int n1, re
                     ws + pc * padded);
 }
 
-static void k_inside_rows(const Isa *isa, const Problem *p, int m0, int m1, int n0, int n1,
-                          real *ws) {
+/* Rows [m0, m1) x columns [n0, n1) from panels, op(B)'s columns [n0, n1) packed whole as
+ * k_inside_pack_b packs them; op(A) is packed into abuf (MC_K_INSIDE x KC). Each A micro-panel
+ * stays in L1 while the block's B panels stream past it; or, with panel_outer and rows that
+ * fit one A block, each B panel is read once, into L1, for all of them (for panels larger
+ * than L2, shared by the threads: a time step's weights). */
+static void rows_from_panels(const Isa *isa, const Problem *p, int m0, int m1, int n0, int n1,
+                             const real *panels, real *abuf, int panel_outer) {
     int MR = isa->mr, NR = isa->nr, mc_max = MC_K_INSIDE - MC_K_INSIDE % MR, n = n1 - n0;
+    int one_block = panel_outer && m1 - m0 <= mc_max;
     ptrdiff_t padded = k_inside_padded(isa, n);
-    real *abuf = ws + WS_B_ELEMS;
     for (int ic = m0; ic < m1; ic += mc_max) {
         int mc = imin(mc_max, m1 - ic);
         for (int pc = 0; pc < p->K; pc += KC) {
             int kc = imin(KC, p->K - pc), add = p->add || pc > 0;
-            const real *bblock = ws + pc * padded;
+            const real *bblock = panels + pc * padded;
             pack_panels(isa, !p->ta, kc, mc, at_a(p, ic, pc), p->lda, MR, abuf);
-            for (int ir = 0; ir < mc; ir += MR) {
-                const real *a = abuf + (ptrdiff_t)ir * kc;
-                real *c = p->C + (ic + ir) * p->ldc + n0;
-                for (int jr = 0; jr < n; jr += NR)
-                    isa->kernel(kc, a, bblock + (ptrdiff_t)jr * kc, NR, c + jr, p->ldc,
-                                imin(MR, mc - ir), imin(NR, n - jr), add);
-            }
+            for (int outer = 0; outer < (one_block ? n : mc); outer += one_block ? NR : MR)
+                for (int inner = 0; inner < (one_block ? mc : n); inner += one_block ? MR : NR) {
+                    int ir = one_block ? inner : outer, jr = one_block ? outer : inner;
+                    isa->kernel(kc, abuf + (ptrdiff_t)ir * kc, bblock + (ptrdiff_t)jr * kc, NR,
+                                p->C + (ic + ir) * p->ldc + n0 + jr, p->ldc, imin(MR, mc - ir),
+                                imin(NR, n - jr), add);
+                }
         }
     }
+}
+
+static void k_inside_rows(const Isa *isa, const Problem *p, int m0, int m1, int n0, int n1,
+                          real *ws) {
+    rows_from_panels(isa, p, m0, m1, n0, n1, ws, ws + WS_B_ELEMS, 0);
 }
 
 /* C^T = op(B)^T op(A)^T, for B transposed and at most SWAP_MAX_M rows: rows [m0, m1) x
@@ -1245,4 +1260,60 @@ void gemm(GemmOp trans_a, GemmOp trans_b, int M, int N, int K, const real *A, in
         gemv(isa, M, K, B, rsb, A, lda, add, C, ldc);
     else
         gemm_blocked(isa, &(Problem){trans_a, trans_b, K, add, A, B, lda, ldb, ldc, C}, M, N);
+}
+
+/* ---- op(B) packed once ---------------------------------------------------------------- */
+
+size_t gemm_panels_size(int K, int N) {
+    return (size_t)k_inside_padded(isa_get(), N) * (size_t)(K > 0 ? K : 0);
+}
+
+void gemm_pack(GemmPanels *p, GemmOp op_b, int K, int N, const real *B, int ldb, real *panels) {
+    const Isa *isa = isa_get();
+    *p = (GemmPanels){.op = op_b, .K = K, .N = N, .b = B, .ldb = ldb, .panels = panels};
+    if (!panels) return;
+    ptrdiff_t padded = k_inside_padded(isa, N);
+    for (int pc = 0; pc < K; pc += KC) /* op(B)(k, 0) = B[k*ldb], or B[k] when transposed */
+        pack_panels(isa, op_b, imin(KC, K - pc), N, B + (op_b ? pc : (ptrdiff_t)pc * ldb), ldb,
+                    isa->nr, panels + pc * padded);
+}
+
+/* Whether gemm() would copy op(B) for this product: not for the paths that read B in place
+ * (dot products, vector-matrix loops, the C^T kernel, few rows of an untransposed B). The
+ * dot products also sum differently, so the choice keeps gemm()'s bits as well as its speed. */
+static int gemm_copies_b(const Isa *isa, int M, const GemmPanels *p) {
+    if (M <= 1 || p->N <= 1 || (p->op && M <= isa->dot_max_m)) return 0;
+    if (p->op && isa->kernel_t && M <= SWAP_MAX_M) return 0;
+    if (!p->op && M <= isa->in_place_m) return 0;
+    return 1;
+}
+
+/* Part t of `parts` of gemm_packed's rows. */
+static void packed_share(const Isa *isa, const Problem *prob, int M, const GemmPanels *p, int t,
+                         int parts) {
+    int m0, m1;
+    real *ws = workspace();
+    share_range(M, isa->mr, t, parts, &m0, &m1);
+    if (m0 >= m1) return;
+    if (ws)
+        rows_from_panels(isa, prob, m0, m1, 0, p->N, p->panels, ws + WS_B_ELEMS, 1);
+    else
+        part_fallback(isa, prob, m0, m1, 0, p->N);
+}
+
+void gemm_packed(GemmOp op_a, int M, const real *A, int lda, const GemmPanels *p, real beta,
+                 real *C, int ldc) {
+    const Isa *isa = isa_get();
+    if (M <= 0 || p->N <= 0 || p->K <= 0 || !p->panels || !gemm_copies_b(isa, M, p)) {
+        gemm(op_a, p->op, M, p->N, p->K, A, lda, p->b, p->ldb, beta, C, ldc);
+        return;
+    }
+    Problem prob = {op_a, p->op, p->K, beta != 0, A, p->b, lda, p->ldb, ldc, C};
+    int nt = threads_for((double)M * p->N * p->K);
+    if (nt == 1) {
+        packed_share(isa, &prob, M, p, 0, 1);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    packed_share(isa, &prob, M, p, omp_get_thread_num(), omp_get_num_threads());
 }

@@ -26,6 +26,29 @@ typedef enum { AS_STORED = 0, TRANSPOSE = 1 } GemmOp;
 void gemm(GemmOp op_a, GemmOp op_b, int M, int N, int K, const real *A, int lda, const real *B,
           int ldb, real beta, real *C, int ldc);
 
+/* A matrix that is op(B) in many products (a weight, at every time step of a batch), packed
+ * once into the panels the kernels read: gemm() copies op(B) into them on every call, and for
+ * the few rows of a time step's share that copy is a large part of the product. gemm_packed()
+ * gives exactly gemm()'s results, and where gemm() would not copy op(B) (few rows: it reads B
+ * in place) it is gemm(). The panels hold B's values when gemm_pack() ran: pack again after B
+ * changes. */
+typedef struct {
+    GemmOp op;     /* op(B) is B [K,N] as stored or B [N,K] transposed */
+    int K, N;      /* op(B) is K x N */
+    const real *b; /* the matrix, row stride ldb */
+    int ldb;
+    real *panels; /* gemm_panels_size(K, N) reals, 64-byte aligned; NULL: gemm() on b always */
+} GemmPanels;
+
+/* The reals the panels of a K x N op(B) take (for the kernels this machine runs). */
+size_t gemm_panels_size(int K, int N);
+/* Describes op(B) = B [K,N] or B^T (B stored [N,K]) in *p and, unless panels is NULL, packs it
+ * there. */
+void gemm_pack(GemmPanels *p, GemmOp op_b, int K, int N, const real *B, int ldb, real *panels);
+/* gemm(op_a, p->op, M, p->N, p->K, A, lda, p->b, p->ldb, beta, C, ldc), from the panels. */
+void gemm_packed(GemmOp op_a, int M, const real *A, int lda, const GemmPanels *p, real beta,
+                 real *C, int ldc);
+
 /* The kernels gemm runs: ISA_AVX512, ISA_AVX2, ISA_NEON (ARM64) or ISA_PORTABLE, the best
  * cpu_allows() (so capped by NMT_ISA), chosen on the first call. */
 InstructionSet gemm_kernels(void);

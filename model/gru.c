@@ -8,17 +8,19 @@
 #include "model/layernorm.h"
 
 void gru_step_forward(real *h_out, real *cache, real *scratch, const real *gi, const real *h_prev,
-                      const real *w_hh, const real *b_hh, const int *len, int pos, int B, int N) {
+                      const GemmPanels *w_hh, const real *b_hh, const int *len, int pos, int B,
+                      int N) {
     real *gh = scratch; /* [B,3N] = h_prev W_hh^T */
-    gemm(AS_STORED, TRANSPOSE, B, 3 * N, N, h_prev, N, w_hh, N, 0, gh, 3 * N);
+    gemm_packed(AS_STORED, B, h_prev, N, w_hh, 0, gh, 3 * N);
     gru_gates_forward(h_out, cache, gi, gh, h_prev, b_hh, len, pos, B, N);
 }
 
 void gru_step_forward_ln(real *h_out, real *cache, real *xhat, real *rstd, real *scratch,
-                         const real *gi, const real *h_prev, const real *w_hh, const real *g_hh,
-                         const real *b_hh, const int *len, int pos, int B, int N) {
+                         const real *gi, const real *h_prev, const GemmPanels *w_hh,
+                         const real *g_hh, const real *b_hh, const int *len, int pos, int B,
+                         int N) {
     real *gh = scratch; /* [B,3N] = h_prev W_hh^T, then g_hh * LN(it) in place */
-    gemm(AS_STORED, TRANSPOSE, B, 3 * N, N, h_prev, N, w_hh, N, 0, gh, 3 * N);
+    gemm_packed(AS_STORED, B, h_prev, N, w_hh, 0, gh, 3 * N);
     layernorm_forward(gh, 3 * N, xhat, rstd, gh, 3 * N, g_hh, NULL, B, 3 * N);
     gru_gates_forward(h_out, cache, gi, gh, h_prev, b_hh, len, pos, B, N);
 }
@@ -123,19 +125,19 @@ static void gates_backward(real *dh_prev, real *dgi, real *dgh, const real *dh, 
 }
 
 void gru_step_backward(real *dh_prev, real *dgi, real *dgh, const real *dh, const real *cache,
-                       const real *h_prev, const real *w_hh, const int *len, int pos, int B,
+                       const real *h_prev, const GemmPanels *w_hh, const int *len, int pos, int B,
                        int N) {
     gates_backward(dh_prev, dgi, dgh, dh, cache, h_prev, len, pos, B, N);
     /* h also entered through W_hh h: dh_prev += dgh W_hh */
-    gemm(AS_STORED, AS_STORED, B, N, 3 * N, dgh, 3 * N, w_hh, N, 1, dh_prev, N);
+    gemm_packed(AS_STORED, B, dgh, 3 * N, w_hh, 1, dh_prev, N);
 }
 
 void gru_step_backward_ln(real *dh_prev, real *dgi, real *dgh, real *scratch, const real *dh,
                           const real *cache, const real *xhat, const real *rstd, const real *h_prev,
-                          const real *w_hh, const real *g_hh, const int *len, int pos, int B,
+                          const GemmPanels *w_hh, const real *g_hh, const int *len, int pos, int B,
                           int N) {
     gates_backward(dh_prev, dgi, dgh, dh, cache, h_prev, len, pos, B, N);
     /* forward was gh = g_hh * LN(W_hh h): d (W_hh h) into scratch, then dh_prev += it W_hh */
     layernorm_backward(scratch, NULL, NULL, dgh, xhat, rstd, g_hh, B, 3 * N);
-    gemm(AS_STORED, AS_STORED, B, N, 3 * N, scratch, 3 * N, w_hh, N, 1, dh_prev, N);
+    gemm_packed(AS_STORED, B, scratch, 3 * N, w_hh, 1, dh_prev, N);
 }

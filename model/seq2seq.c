@@ -169,6 +169,66 @@ static size_t lay_out(const Slab *slabs, size_t n, real *base, size_t offset) {
     return offset;
 }
 
+/* ---- the step weights, packed once a pass (StepWeights) --------------------------------- */
+
+enum { STEP_WEIGHTS = 5 };
+
+/* A matrix of StepWeights as stored: W [rows, cols] with row stride ld (rows 0: the model has
+ * none), and where its panels go. */
+typedef struct {
+    const real *w;
+    int rows, cols, ld;
+    GemmPanels *panels;
+} StepWeight;
+
+/* The matrices of StepWeights in its order (w NULL: the shapes only). */
+static void step_weight_list(const ModelDims *d, const Weights *w, StepWeights *sw,
+                             StepWeight list[STEP_WEIGHTS]) {
+    int E = d->emb, H = d->enc_hidden, K = dims_enc_state(d), D = d->dec_hidden, A = d->att;
+    int query = d->score == SCORE_ADDITIVE || d->score == SCORE_SCALED_DOT;
+    list[0] = (StepWeight){w ? w->enc_fwd.w_hh : NULL, 3 * H, H, H, &sw->enc_w_hh[0]};
+    list[1] = (StepWeight){w ? w->enc_bwd.w_hh : NULL, d->bidirectional ? 3 * H : 0, H, H,
+                           &sw->enc_w_hh[1]};
+    list[2] = (StepWeight){w ? w->dec_gru.w_hh : NULL, 3 * D, D, D, &sw->dec_w_hh};
+    list[3] = (StepWeight){w ? w->dec_gru.w_ih + E : NULL, 3 * D, K, E + K, &sw->dec_w_ih_context};
+    list[4] = (StepWeight){w ? w->att_w_q : NULL, query ? A : 0, D, D, &sw->att_w_q};
+}
+
+/* The reals of one matrix's panels in either orientation, 64-byte aligned. */
+static size_t step_slot(const StepWeight *sw) {
+    if (sw->rows == 0) return 0;
+    size_t forward = gemm_panels_size(sw->cols, sw->rows),
+           back = gemm_panels_size(sw->rows, sw->cols);
+    return ((forward > back ? forward : back) + 15) / 16 * 16;
+}
+
+static size_t step_panels_size(const ModelDims *d) {
+    StepWeights unused;
+    StepWeight list[STEP_WEIGHTS];
+    step_weight_list(d, NULL, &unused, list);
+    size_t total = 0;
+    for (int i = 0; i < STEP_WEIGHTS; i++) total += step_slot(&list[i]);
+    return total;
+}
+
+/* Packs step weights [first, last) into a->panels, for the forward pass (op(B) = W^T) or the
+ * backward pass (op(B) = W); the packing threads take whole matrices. */
+static void pack_step_weights(const Model *m, Acts *a, int first, int last, GemmOp pass) {
+    StepWeight list[STEP_WEIGHTS];
+    size_t at[STEP_WEIGHTS + 1] = {0};
+    step_weight_list(&m->dims, &m->w, &a->step_weights, list);
+    for (int i = 0; i < STEP_WEIGHTS; i++) at[i + 1] = at[i] + step_slot(&list[i]);
+#pragma omp parallel for schedule(dynamic) if (last - first > 1)
+    for (int i = first; i < last; i++) {
+        const StepWeight *w = &list[i];
+        if (w->rows == 0) continue;
+        if (pass == TRANSPOSE)
+            gemm_pack(w->panels, TRANSPOSE, w->cols, w->rows, w->w, w->ld, a->panels + at[i]);
+        else
+            gemm_pack(w->panels, AS_STORED, w->rows, w->cols, w->w, w->ld, a->panels + at[i]);
+    }
+}
+
 /* Lays every array out in one block (base == NULL only counts) and returns its size. */
 static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
     size_t B = a->max_B, S = a->max_S, T = a->max_T;
@@ -223,6 +283,7 @@ static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
         {&a->dec_norm.xhat_h, ln_dec * 3 * D},
         {&a->dec_norm.rstd_i, ln_dec},
         {&a->dec_norm.rstd_h, ln_dec},
+        {&a->panels, step_panels_size(d)},
     };
     /* Two groups that are never live at the same time share one region: the output layer's
      * chunk buffers, used by the output layer (in model_forward, or at the start of
@@ -424,6 +485,7 @@ static void encoder_direction_forward(const Model *m, Acts *a, int dir, int b0, 
     const Weights *w = &m->w;
     int B = a->B, S = a->S, H = d->enc_hidden, K = dims_enc_state(d);
     const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
+    const GemmPanels *w_hh = &a->step_weights.enc_w_hh[dir];
     real *states = a->enc_state[dir], *scratch = a->scratch + (size_t)dir * B * 3 * H;
     for (int step = 0; step < S; step++) {
         int i = dir == 0 ? step : S - 1 - step;
@@ -436,12 +498,12 @@ static void encoder_direction_forward(const Model *m, Acts *a, int dir, int b0, 
             normalise_input(a->enc_gi[dir], nc, gw, row, nb, H);
             gru_step_forward_ln(h_out, a->enc_cache[dir] + row * 4 * H, nc->xhat_h + row * 3 * H,
                                 nc->rstd_h + row, scratch + (size_t)b0 * 3 * H,
-                                a->enc_gi[dir] + row * 3 * H, h_prev, gw->w_hh, gw->g_hh, gw->b_hh,
+                                a->enc_gi[dir] + row * 3 * H, h_prev, w_hh, gw->g_hh, gw->b_hh,
                                 a->src_len + b0, i, nb, H);
         } else
             gru_step_forward(h_out, a->enc_cache[dir] + row * 4 * H, scratch + (size_t)b0 * 3 * H,
-                             a->enc_gi[dir] + row * 3 * H, h_prev, gw->w_hh, gw->b_hh,
-                             a->src_len + b0, i, nb, H);
+                             a->enc_gi[dir] + row * 3 * H, h_prev, w_hh, gw->b_hh, a->src_len + b0,
+                             i, nb, H);
     }
     encoder_states_out(a, states, dir, b0, nb, S, B, H, K);
 }
@@ -453,6 +515,7 @@ static void encoder_forward(const Model *m, Acts *a, int B, int S) {
     int F = dims_att_features(d), dirs = d->bidirectional ? 2 : 1;
     const real *key_w = d->score == SCORE_GENERAL ? w->att_w_a : w->att_w_k;
     embedding_forward(a->x, E, a->src_ids, embedding_keep(a, a->x_keep), w->src_emb, S * B, E);
+    pack_step_weights(m, a, 0, 2, TRANSPOSE);
     for (int dir = 0; dir < dirs; dir++)
         memset(state_slot(a->enc_state[dir], dir == 0 ? 0 : S, B, H), 0,
                sizeof(real) * (size_t)B * H);
@@ -557,6 +620,7 @@ static void encoder_backward(Model *m, Acts *a) {
         share_rows(B, part, parts, &b0, &nb);
         for (int dir = dir0; dir < dir1 && nb > 0; dir++) {
             const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
+            const GemmPanels *w_hh = &a->step_weights.enc_w_hh[dir];
             real *states = a->enc_state[dir], *dgi = a->enc_gi[dir];
             real *dgh = a->d_gh + (size_t)dir * S * B * 3 * H;
             real *carry = a->carry + ((size_t)dir * B + b0) * H,
@@ -578,11 +642,11 @@ static void encoder_backward(Model *m, Acts *a) {
                     gru_step_backward_ln(carry, dgi + row * 3 * H, dgh + row * 3 * H,
                                          a->scratch + ((size_t)dir * B + b0) * 3 * H, d_state,
                                          a->enc_cache[dir] + row * 4 * H, nc->xhat_h + row * 3 * H,
-                                         nc->rstd_h + row, h_prev, gw->w_hh, gw->g_hh,
-                                         a->src_len + b0, i, nb, H);
+                                         nc->rstd_h + row, h_prev, w_hh, gw->g_hh, a->src_len + b0,
+                                         i, nb, H);
                 else
                     gru_step_backward(carry, dgi + row * 3 * H, dgh + row * 3 * H, d_state,
-                                      a->enc_cache[dir] + row * 4 * H, h_prev, gw->w_hh,
+                                      a->enc_cache[dir] + row * 4 * H, h_prev, w_hh,
                                       a->src_len + b0, i, nb, H);
             }
         }
@@ -690,12 +754,12 @@ int model_encode(const Model *m, Acts *a, const int *src, const int *src_len, in
  * must hold W_ih[:, :E] u_t + b_ih on entry (layer-normalised: W_ih[:, :E] u_t, b_ih coming
  * after the normalisation). keys [B,S,F], enc_h [B,S,K], src_len [B];
  * scratch [B, 3D]. (Search computes the same step in another order: see search.h.) */
-static void decoder_step_forward(const Model *m, const DecoderStep *st, const real *keys,
-                                 const real *enc_h, const int *src_len, real *scratch, int B,
-                                 int S) {
+static void decoder_step_forward(const Model *m, const StepWeights *sw, const DecoderStep *st,
+                                 const real *keys, const real *enc_h, const int *src_len,
+                                 real *scratch, int B, int S) {
     const ModelDims *d = &m->dims;
     const Weights *w = &m->w;
-    int E = d->emb, K = dims_enc_state(d), D = d->dec_hidden, A = d->att;
+    int K = dims_enc_state(d), D = d->dec_hidden, A = d->att;
     /* the query is the previous state */
     switch (d->score) {
     case SCORE_DOT: /* e_ti = s_{t-1} . h_i */
@@ -707,20 +771,19 @@ static void decoder_step_forward(const Model *m, const DecoderStep *st, const re
                                   src_len, B, S, D, K);
         break;
     case SCORE_SCALED_DOT: /* e_ti = (W_q s_{t-1}) . k_i / sqrt(A), k_i = W_k h_i */
-        linear_forward(st->query, st->s_prev, D, w->att_w_q, D, NULL, B, D, A);
+        gemm_packed(AS_STORED, B, st->s_prev, D, &sw->att_w_q, 0, st->query, A);
         attention_scaled_dot_forward(st->context, st->alpha, st->energy, st->query, keys, enc_h,
                                      src_len, B, S, A, K);
         break;
     default: /* additive: e_ti = v^T tanh(W_q s_{t-1} + k_i) */
-        linear_forward(st->query, st->s_prev, D, w->att_w_q, D, NULL, B, D, A);
+        gemm_packed(AS_STORED, B, st->s_prev, D, &sw->att_w_q, 0, st->query, A);
         attention_forward(st->context, st->alpha, st->energy, st->hidden, st->query, keys, enc_h,
                           src_len, w->att_v, B, S, A, K);
     }
     /* s_t = GRU([u_t ; c_t], s_{t-1}): add the c_t part of the input projection */
-    gemm(AS_STORED, TRANSPOSE, B, 3 * D, K, st->context, K, w->dec_gru.w_ih + E, E + K, 1, st->gi,
-         3 * D);
+    gemm_packed(AS_STORED, B, st->context, K, &sw->dec_w_ih_context, 1, st->gi, 3 * D);
     if (!d->layer_norm) {
-        gru_step_forward(st->s, st->cache, scratch, st->gi, st->s_prev, w->dec_gru.w_hh,
+        gru_step_forward(st->s, st->cache, scratch, st->gi, st->s_prev, &sw->dec_w_hh,
                          w->dec_gru.b_hh, NULL, 0, B, D);
         return;
     }
@@ -728,7 +791,7 @@ static void decoder_step_forward(const Model *m, const DecoderStep *st, const re
     GruNormCache norm = st->norm;
     normalise_input(st->gi, &norm, &w->dec_gru, 0, B, D);
     gru_step_forward_ln(st->s, st->cache, norm.xhat_h, norm.rstd_h, scratch, st->gi, st->s_prev,
-                        w->dec_gru.w_hh, w->dec_gru.g_hh, w->dec_gru.b_hh, NULL, 0, B, D);
+                        &sw->dec_w_hh, w->dec_gru.g_hh, w->dec_gru.b_hh, NULL, 0, B, D);
 }
 
 /* Rows [running, B) have ended before step t (see Acts.running). Their step-t arrays are
@@ -957,6 +1020,7 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
         if (a->running[t] > 0)
             linear_forward(a->dec_gi + (size_t)t * B * 3 * D, u + (size_t)t * B * R, R, dg->w_ih,
                            E + K, d->layer_norm ? NULL : dg->b_ih, a->running[t], E, 3 * D);
+    pack_step_weights(m, a, 2, STEP_WEIGHTS, TRANSPOSE);
 
 #pragma omp parallel
     for (int t = 1; t <= T; t++) {
@@ -966,7 +1030,7 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
             share_rows(running, me, shares, &b0, &nb);
             if (nb == 0) continue;
             DecoderStep st = decoder_step(a, d, t, b0);
-            decoder_step_forward(m, &st, a->keys + (size_t)b0 * S * F,
+            decoder_step_forward(m, &a->step_weights, &st, a->keys + (size_t)b0 * S * F,
                                  a->enc_h + (size_t)b0 * S * K, a->src_len + b0,
                                  a->scratch + (size_t)b0 * 3 * D, nb, S);
         }
@@ -1031,7 +1095,7 @@ static void attention_step_backward(const Model *m, Acts *a, const DecoderStep *
     default: /* scaled_dot: e_ti = q_t . k_i / sqrt(A), q_t = W_q s_{t-1} */
         attention_scaled_dot_backward(st->query, st->energy, d_keys, d_enc_h, d_context, st->alpha,
                                       st->query, keys, enc_h, src_len, nb, S, A, K);
-        gemm(AS_STORED, AS_STORED, nb, D, A, st->query, A, m->w.att_w_q, D, 1, carry, D);
+        gemm_packed(AS_STORED, nb, st->query, A, &a->step_weights.att_w_q, 1, carry, D);
         return;
     }
     /* dot and general: the query is s_{t-1} itself */
@@ -1063,17 +1127,19 @@ static void decoder_step_backward(Model *m, Acts *a, int t, int b0, int nb) {
          * gi's and gh's for the gains' gradients after the time loop */
         real *scratch = a->scratch + (size_t)b0 * 3 * D;
         gru_step_backward_ln(carry, dgi, dgh, scratch, d_state, st.cache, st.norm.xhat_h,
-                             st.norm.rstd_h, st.s_prev, dg->w_hh, dg->g_hh, NULL, 0, nb, D);
+                             st.norm.rstd_h, st.s_prev, &a->step_weights.dec_w_hh, dg->g_hh, NULL,
+                             0, nb, D);
         /* forward was gi = g_ih * LN(W_ih [u_t ; c_t]) + b_ih */
         layernorm_backward(scratch, NULL, NULL, dgi, st.norm.xhat_i, st.norm.rstd_i, dg->g_ih, nb,
                            3 * D);
         d_input = scratch;
     } else
-        gru_step_backward(carry, dgi, dgh, d_state, st.cache, st.s_prev, dg->w_hh, NULL, 0, nb, D);
+        gru_step_backward(carry, dgi, dgh, d_state, st.cache, st.s_prev, &a->step_weights.dec_w_hh,
+                          NULL, 0, nb, D);
     /* c_t feeds the readout and the GRU input: dc = d_readout[c] + d_input W_ih[:, E:] */
     for (int b = 0; b < nb; b++)
         memcpy(d_context + (size_t)b * K, d_row + (size_t)b * R + D, sizeof(real) * (size_t)K);
-    gemm(AS_STORED, AS_STORED, nb, K, 3 * D, d_input, 3 * D, dg->w_ih + E, E + K, 1, d_context, K);
+    gemm_packed(AS_STORED, nb, d_input, 3 * D, &a->step_weights.dec_w_ih_context, 1, d_context, K);
     if (d->score != SCORE_ADDITIVE) {
         attention_step_backward(m, a, &st, carry, d_context, b0, nb);
         return;
@@ -1089,7 +1155,7 @@ static void decoder_step_backward(Model *m, Acts *a, int t, int b0, int nb) {
                        st.alpha, st.hidden, a->enc_h + (size_t)b0 * S * K, a->src_len + b0,
                        w->att_v, nb, S, A, K);
     /* query = W_q s_{t-1} */
-    gemm(AS_STORED, AS_STORED, nb, D, A, st.query, A, w->att_w_q, D, 1, carry, D);
+    gemm_packed(AS_STORED, nb, st.query, A, &a->step_weights.att_w_q, 1, carry, D);
 }
 
 void model_backward(Model *m, Acts *a) {
@@ -1127,6 +1193,7 @@ void model_backward(Model *m, Acts *a) {
     phase_end(a, PHASE_READOUT_GRAD);
 
     /* back through time; the carry is d loss / d s_t flowing from step t+1 */
+    pack_step_weights(m, a, 0, STEP_WEIGHTS, AS_STORED);
     memset(a->d_enc_h, 0, sizeof(real) * (size_t)B * S * K);
     memset(a->d_keys, 0, sizeof(real) * (size_t)B * S * F);
     memset(a->d_att_v, 0, sizeof(real) * (size_t)B * A);

@@ -33,6 +33,7 @@
 
 #include "base/base.h"
 #include "base/batch.h"
+#include "model/gemm.h"
 #include "model/params.h"
 #include "model/quant.h"
 #include "base/rng.h"
@@ -151,6 +152,12 @@ typedef struct {
     real *rstd_i, *rstd_h; /* [rows] their 1 / sqrt(var + eps) */
 } GruNormCache;
 
+/* The weights the recurrences' steps multiply by, as gemm_packed reads them: each GRU's
+ * W_hh, the decoder's W_ih columns of c_t, and attention's W_q (additive and scaled_dot). */
+typedef struct {
+    GemmPanels enc_w_hh[2], dec_w_hh, dec_w_ih_context, att_w_q;
+} StepWeights;
+
 /* Activations of one forward pass, kept for the backward pass, plus backward scratch.
  * Shapes are given for the current batch (B, S, T <= the planned maximum). */
 typedef struct {
@@ -246,7 +253,12 @@ typedef struct {
                            quantized by rows; NULL unless planned (ActsPlan.int8) */
     float *enc_xs;      /* [max(S*B, 2*B)] their scales */
     int enc_xq_room;
-    real *block; /* the single allocation behind every real array above */
+    /* The recurrences' weights packed for gemm_packed (model/gemm.h), for the pass under way:
+     * each pass packs, as it starts, the ones its time loops multiply by (op(B) = W^T going
+     * forward, W going back), so that a step's products copy no weight. */
+    StepWeights step_weights;
+    real *panels; /* their panels (each matrix's room fits either orientation) */
+    real *block;  /* the single allocation behind every real array above */
     int *int_block;
     /* The spans of the gradients that the last model_backward added nothing to: the embedding
      * rows of the words its batch does not hold, sorted (with a large vocabulary and a batch

@@ -349,6 +349,64 @@ START_TEST(gemm_rows_do_not_depend_on_batch) {
 }
 END_TEST
 
+START_TEST(gemm_packed_matches_gemm_bits) {
+    /* A B packed once gives every product gemm() gives, bit for bit: row counts on both sides of
+     * each path's limits (dot products, in place, one A block), K across blocks, odd N, every
+     * mode, beta 0 and 1, one thread and two; and the packing stays inside its size. */
+    static const int rows[] = {2, 6, 17, 32, 64, 65, 129, 200};
+    static const int nk[][2] = {{48, 513}, {100, 256}, {7, 40}, {257, 70}};
+    int saved = omp_get_max_threads();
+    unsigned seed = 12000;
+    for (size_t q = 0; q < sizeof nk / sizeof nk[0]; q++)
+        for (int mode = 0; mode < 4; mode++) {
+            Case t = {rows[sizeof rows / sizeof rows[0] - 1],
+                      nk[q][0],
+                      nk[q][1],
+                      mode >> 1,
+                      mode & 1,
+                      1,
+                      3,
+                      2,
+                      0};
+            TestRng r = {seed++};
+            Operands o = operands_new(&t, &r);
+            size_t size = gemm_panels_size(t.K, t.N);
+            real *panels = aligned_alloc(64, (sizeof(real) * (size + 16) + 63) / 64 * 64);
+            ck_assert_ptr_nonnull(panels);
+            for (int g = 0; g < 16; g++) panels[size + g] = SENTINEL;
+            GemmPanels packed, plain;
+            gemm_pack(&packed, t.tb, t.K, t.N, o.B.data, o.B.ld, panels);
+            gemm_pack(&plain, t.tb, t.K, t.N, o.B.data, o.B.ld, NULL);
+            for (int g = 0; g < 16; g++) ck_assert(panels[size + g] == SENTINEL);
+            size_t bytes = sizeof(real) * ((size_t)t.M * o.C.ld);
+            real *want = malloc(bytes), *got = malloc(bytes), *start = malloc(bytes);
+            ck_assert(want && got && start);
+            memcpy(start, o.C.data, bytes);
+            for (size_t m = 0; m < sizeof rows / sizeof rows[0]; m++)
+                for (int beta = 0; beta <= 1; beta++)
+                    for (int threads = 1; threads <= 2; threads++) {
+                        omp_set_num_threads(threads);
+                        memcpy(want, start, bytes);
+                        gemm(t.ta, t.tb, rows[m], t.N, t.K, o.A.data, o.A.ld, o.B.data, o.B.ld,
+                             (real)beta, want, o.C.ld);
+                        for (int which = 0; which < 2; which++) {
+                            memcpy(got, start, bytes);
+                            gemm_packed(t.ta, rows[m], o.A.data, o.A.ld, which ? &plain : &packed,
+                                        (real)beta, got, o.C.ld);
+                            ck_assert_msg(memcmp(want, got, bytes) == 0,
+                                          "M=%d N=%d K=%d ta=%d tb=%d beta=%d threads=%d %s: "
+                                          "differs from gemm",
+                                          rows[m], t.N, t.K, t.ta, t.tb, beta, threads,
+                                          which ? "unpacked" : "packed");
+                        }
+                    }
+            free(want), free(got), free(start), free(panels);
+            operands_free(&o);
+        }
+    omp_set_num_threads(saved);
+}
+END_TEST
+
 /* Each dispatch's choice: the GEMM kernels, the vector loops (exp, tanh, the norm, the gates,
  * Adam: model/fastmath.h) and the int8 kernels. */
 typedef struct {
@@ -458,6 +516,7 @@ Suite *gemm_suite(void) {
     tcase_add_test(tc, gemm_many_shapes_all_modes);
     tcase_add_test(tc, gemm_sub_blocks);
     tcase_add_test(tc, gemm_edge_cases);
+    tcase_add_test(tc, gemm_packed_matches_gemm_bits);
     suite_add_tcase(s, tc);
     /* apart from the shapes, which make test-arm64 runs alone for each kernel set
      * (CK_RUN_CASE=gemm): these are the heavy ones under emulation */

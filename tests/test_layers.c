@@ -261,14 +261,16 @@ START_TEST(gru_forward_hand_computed) {
     const real gi[3] = {0.6, -0.1, 1.1}, w_hh[3] = {0.2, 0.4, -0.6}, b_hh[3] = {-0.1, 0.05, 0.2};
     const real h_prev[1] = {0.5};
     real h[1], cache[4], scratch[3];
-    gru_step_forward(h, cache, scratch, gi, h_prev, w_hh, b_hh, NULL, 0, 1, 1);
+    GemmPanels w = {0};
+    gemm_pack(&w, TRANSPOSE, 1, 3, w_hh, 1, NULL);
+    gru_step_forward(h, cache, scratch, gi, h_prev, &w, b_hh, NULL, 0, 1, 1);
     ck_assert_double_eq_tol(cache[0], 0.6456563062, CLOSE);
     ck_assert_double_eq_tol(cache[1], 0.5374298453, CLOSE);
     ck_assert_double_eq_tol(cache[2], 0.7760787306, CLOSE);
     ck_assert_double_eq_tol(h[0], 0.6277057811, CLOSE);
     /* a row past its length carries its state unchanged */
     const int len[1] = {3};
-    gru_step_forward(h, cache, scratch, gi, h_prev, w_hh, b_hh, len, 3, 1, 1);
+    gru_step_forward(h, cache, scratch, gi, h_prev, &w, b_hh, len, 3, 1, 1);
     ck_assert(h[0] == h_prev[0]);
 }
 END_TEST
@@ -283,7 +285,9 @@ typedef struct {
 
 static double gru_objective(void *p) {
     GruCase *c = p;
-    gru_step_forward(c->h, c->cache, c->scratch, c->gi, c->h_prev, c->w_hh, c->b_hh, c->len, c->pos,
+    GemmPanels w_hh = {0};
+    gemm_pack(&w_hh, TRANSPOSE, c->N, 3 * c->N, c->w_hh, c->N, NULL);
+    gru_step_forward(c->h, c->cache, c->scratch, c->gi, c->h_prev, &w_hh, c->b_hh, c->len, c->pos,
                      c->B, c->N);
     return weighted_sum(c->h, c->w, (size_t)c->B * c->N);
 }
@@ -303,7 +307,9 @@ START_TEST(gru_backward_matches_finite_differences) {
     GruCase c = {B, N, gi, h_prev, w_hh, b_hh, w, len, 1, h, cache, scratch};
     gru_objective(&c);
     real dh_prev[B * N], dgi[B * 3 * N], dgh[B * 3 * N];
-    gru_step_backward(dh_prev, dgi, dgh, w, cache, h_prev, w_hh, len, 1, B, N);
+    GemmPanels w_hh_back = {0};
+    gemm_pack(&w_hh_back, AS_STORED, 3 * N, N, w_hh, N, NULL);
+    gru_step_backward(dh_prev, dgi, dgh, w, cache, h_prev, &w_hh_back, len, 1, B, N);
     check_fd("gi", gi, dgi, B * 3 * N, gru_objective, &c);
     check_fd("h_prev", h_prev, dh_prev, B * N, gru_objective, &c);
     /* dW_hh = dgh^T h_prev and db_hh = sum dgh, as the callers form them after the loop */
