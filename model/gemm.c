@@ -1268,24 +1268,26 @@ size_t gemm_panels_size(int K, int N) {
     return (size_t)k_inside_padded(isa_get(), N) * (size_t)(K > 0 ? K : 0);
 }
 
-void gemm_pack(GemmPanels *p, GemmOp op_b, int K, int N, const real *B, int ldb, real *panels) {
+/* Whether gemm() would copy op(B) for this product: not for the paths that read B in place
+ * (dot products, vector-matrix loops, the C^T kernel, few rows of an untransposed B). The
+ * dot products also sum differently, so the choice keeps gemm()'s bits as well as its speed. */
+static int gemm_copies_b(const Isa *isa, int M, GemmOp op_b, int N) {
+    if (M <= 1 || N <= 1 || (op_b && M <= isa->dot_max_m)) return 0;
+    if (op_b && isa->kernel_t && M <= SWAP_MAX_M) return 0;
+    if (!op_b && M <= isa->in_place_m) return 0;
+    return 1;
+}
+
+void gemm_pack(GemmPanels *p, GemmOp op_b, int K, int N, const real *B, int ldb, int most_rows,
+               real *panels) {
     const Isa *isa = isa_get();
+    if (!gemm_copies_b(isa, most_rows, op_b, N)) panels = NULL;
     *p = (GemmPanels){.op = op_b, .K = K, .N = N, .b = B, .ldb = ldb, .panels = panels};
     if (!panels) return;
     ptrdiff_t padded = k_inside_padded(isa, N);
     for (int pc = 0; pc < K; pc += KC) /* op(B)(k, 0) = B[k*ldb], or B[k] when transposed */
         pack_panels(isa, op_b, imin(KC, K - pc), N, B + (op_b ? pc : (ptrdiff_t)pc * ldb), ldb,
                     isa->nr, panels + pc * padded);
-}
-
-/* Whether gemm() would copy op(B) for this product: not for the paths that read B in place
- * (dot products, vector-matrix loops, the C^T kernel, few rows of an untransposed B). The
- * dot products also sum differently, so the choice keeps gemm()'s bits as well as its speed. */
-static int gemm_copies_b(const Isa *isa, int M, const GemmPanels *p) {
-    if (M <= 1 || p->N <= 1 || (p->op && M <= isa->dot_max_m)) return 0;
-    if (p->op && isa->kernel_t && M <= SWAP_MAX_M) return 0;
-    if (!p->op && M <= isa->in_place_m) return 0;
-    return 1;
 }
 
 /* Part t of `parts` of gemm_packed's rows. */
@@ -1304,7 +1306,7 @@ static void packed_share(const Isa *isa, const Problem *prob, int M, const GemmP
 void gemm_packed(GemmOp op_a, int M, const real *A, int lda, const GemmPanels *p, real beta,
                  real *C, int ldc) {
     const Isa *isa = isa_get();
-    if (M <= 0 || p->N <= 0 || p->K <= 0 || !p->panels || !gemm_copies_b(isa, M, p)) {
+    if (M <= 0 || p->N <= 0 || p->K <= 0 || !p->panels || !gemm_copies_b(isa, M, p->op, p->N)) {
         gemm(op_a, p->op, M, p->N, p->K, A, lda, p->b, p->ldb, beta, C, ldc);
         return;
     }

@@ -42,9 +42,11 @@ typedef struct {
 
 /* The reals the panels of a K x N op(B) take (for the kernels this machine runs). */
 size_t gemm_panels_size(int K, int N);
-/* Describes op(B) = B [K,N] or B^T (B stored [N,K]) in *p and, unless panels is NULL, packs it
- * there. */
-void gemm_pack(GemmPanels *p, GemmOp op_b, int K, int N, const real *B, int ldb, real *panels);
+/* Describes op(B) = B [K,N] or B^T (B stored [N,K]) in *p and packs it into panels, unless
+ * panels is NULL or gemm() would read B in place for every product of up to most_rows rows
+ * (then p->panels is NULL, and the packing is not wasted on a CPU whose kernels need none). */
+void gemm_pack(GemmPanels *p, GemmOp op_b, int K, int N, const real *B, int ldb, int most_rows,
+               real *panels);
 /* gemm(op_a, p->op, M, p->N, p->K, A, lda, p->b, p->ldb, beta, C, ldc), from the panels. */
 void gemm_packed(GemmOp op_a, int M, const real *A, int lda, const GemmPanels *p, real beta,
                  real *C, int ldc);

@@ -212,7 +212,8 @@ static size_t step_panels_size(const ModelDims *d) {
 }
 
 /* Packs step weights [first, last) into a->panels, for the forward pass (op(B) = W^T) or the
- * backward pass (op(B) = W); the packing threads take whole matrices. */
+ * backward pass (op(B) = W), for products of at most a batch's rows; the packing threads
+ * take whole matrices. */
 static void pack_step_weights(const Model *m, Acts *a, int first, int last, GemmOp pass) {
     StepWeight list[STEP_WEIGHTS];
     size_t at[STEP_WEIGHTS + 1] = {0};
@@ -223,9 +224,9 @@ static void pack_step_weights(const Model *m, Acts *a, int first, int last, Gemm
         const StepWeight *w = &list[i];
         if (w->rows == 0) continue;
         if (pass == TRANSPOSE)
-            gemm_pack(w->panels, TRANSPOSE, w->cols, w->rows, w->w, w->ld, a->panels + at[i]);
+            gemm_pack(w->panels, TRANSPOSE, w->cols, w->rows, w->w, w->ld, a->B, a->panels + at[i]);
         else
-            gemm_pack(w->panels, AS_STORED, w->rows, w->cols, w->w, w->ld, a->panels + at[i]);
+            gemm_pack(w->panels, AS_STORED, w->rows, w->cols, w->w, w->ld, a->B, a->panels + at[i]);
     }
 }
 

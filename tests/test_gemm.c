@@ -374,10 +374,14 @@ START_TEST(gemm_packed_matches_gemm_bits) {
             real *panels = aligned_alloc(64, (sizeof(real) * (size + 16) + 63) / 64 * 64);
             ck_assert_ptr_nonnull(panels);
             for (int g = 0; g < 16; g++) panels[size + g] = SENTINEL;
-            GemmPanels packed, plain;
-            gemm_pack(&packed, t.tb, t.K, t.N, o.B.data, o.B.ld, panels);
-            gemm_pack(&plain, t.tb, t.K, t.N, o.B.data, o.B.ld, NULL);
+            GemmPanels packed, plain, unused;
+            gemm_pack(&packed, t.tb, t.K, t.N, o.B.data, o.B.ld, t.M, panels);
+            gemm_pack(&plain, t.tb, t.K, t.N, o.B.data, o.B.ld, t.M, NULL);
             for (int g = 0; g < 16; g++) ck_assert(panels[size + g] == SENTINEL);
+            ck_assert(packed.panels == panels && plain.panels == NULL);
+            /* for products of one row gemm() never copies B: nothing is packed */
+            gemm_pack(&unused, t.tb, t.K, t.N, o.B.data, o.B.ld, 1, panels);
+            ck_assert(unused.panels == NULL);
             size_t bytes = sizeof(real) * ((size_t)t.M * o.C.ld);
             real *want = malloc(bytes), *got = malloc(bytes), *start = malloc(bytes);
             ck_assert(want && got && start);

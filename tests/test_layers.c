@@ -262,7 +262,7 @@ START_TEST(gru_forward_hand_computed) {
     const real h_prev[1] = {0.5};
     real h[1], cache[4], scratch[3];
     GemmPanels w = {0};
-    gemm_pack(&w, TRANSPOSE, 1, 3, w_hh, 1, NULL);
+    gemm_pack(&w, TRANSPOSE, 1, 3, w_hh, 1, 1, NULL);
     gru_step_forward(h, cache, scratch, gi, h_prev, &w, b_hh, NULL, 0, 1, 1);
     ck_assert_double_eq_tol(cache[0], 0.6456563062, CLOSE);
     ck_assert_double_eq_tol(cache[1], 0.5374298453, CLOSE);
@@ -286,7 +286,7 @@ typedef struct {
 static double gru_objective(void *p) {
     GruCase *c = p;
     GemmPanels w_hh = {0};
-    gemm_pack(&w_hh, TRANSPOSE, c->N, 3 * c->N, c->w_hh, c->N, NULL);
+    gemm_pack(&w_hh, TRANSPOSE, c->N, 3 * c->N, c->w_hh, c->N, c->B, NULL);
     gru_step_forward(c->h, c->cache, c->scratch, c->gi, c->h_prev, &w_hh, c->b_hh, c->len, c->pos,
                      c->B, c->N);
     return weighted_sum(c->h, c->w, (size_t)c->B * c->N);
@@ -308,7 +308,7 @@ START_TEST(gru_backward_matches_finite_differences) {
     gru_objective(&c);
     real dh_prev[B * N], dgi[B * 3 * N], dgh[B * 3 * N];
     GemmPanels w_hh_back = {0};
-    gemm_pack(&w_hh_back, AS_STORED, 3 * N, N, w_hh, N, NULL);
+    gemm_pack(&w_hh_back, AS_STORED, 3 * N, N, w_hh, N, B, NULL);
     gru_step_backward(dh_prev, dgi, dgh, w, cache, h_prev, &w_hh_back, len, 1, B, N);
     check_fd("gi", gi, dgi, B * 3 * N, gru_objective, &c);
     check_fd("h_prev", h_prev, dh_prev, B * N, gru_objective, &c);
