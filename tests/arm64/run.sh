@@ -6,6 +6,7 @@
 # the `max` CPU; then the dispatch alone on CPUs that have less (cortex-a72: NEON only,
 # neoverse-n1: NEON and dotprod), which must get their best without any cap. As root, what is
 # missing is installed with apt-get; otherwise the test says SKIPPED and the command to run.
+# run.sh --install: the install alone (.ci/run does it ahead, while other stages run).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -17,20 +18,33 @@ have_all() {
     command -v "$CROSS" >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1 &&
         [ -f /usr/lib/aarch64-linux-gnu/pkgconfig/check.pc ]
 }
-if ! have_all; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && command -v dpkg >/dev/null 2>&1; then
-        say "installing the cross compiler, qemu-user and arm64 check ($INSTALL)"
-        export DEBIAN_FRONTEND=noninteractive
-        (dpkg --add-architecture arm64 && apt-get update -q && apt-get install -y -q $PACKAGES) \
-            >build-arm64-install.log 2>&1 ||
-            { tail -n 5 build-arm64-install.log; say "FAIL: $INSTALL failed"; exit 1; }
-        rm -f build-arm64-install.log
-    else
-        say "SKIPPED: the ARM64 cross compiler, qemu-aarch64 or arm64 check is missing; install with:"
-        say "    sudo sh -c '$INSTALL'"
-        exit 0
-    fi
-fi
+# install_missing: what is missing, with apt-get as root (0: all there; 1: the install failed;
+# 2: it cannot be installed here)
+install_missing() {
+    have_all && return 0
+    [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && command -v dpkg >/dev/null 2>&1 ||
+        return 2
+    say "installing the cross compiler, qemu-user and arm64 check ($INSTALL)"
+    export DEBIAN_FRONTEND=noninteractive
+    (dpkg --add-architecture arm64 && apt-get update -q && apt-get install -y -q $PACKAGES) \
+        >build-arm64-install.log 2>&1 ||
+        { tail -n 5 build-arm64-install.log; say "FAIL: $INSTALL failed"; return 1; }
+    rm -f build-arm64-install.log
+}
+case "${1-}" in
+--install) install_missing; [ $? = 1 ] && exit 1; exit 0 ;;
+"") ;;
+*) say "unknown argument: $1 (none, or --install)"; exit 2 ;;
+esac
+install_missing
+case $? in
+1) exit 1 ;;
+2)
+    say "SKIPPED: the ARM64 cross compiler, qemu-aarch64 or arm64 check is missing; install with:"
+    say "    sudo sh -c '$INSTALL'"
+    exit 0
+    ;;
+esac
 
 # The tree, copied with its times (so that make rebuilds only what changed), without what
 # builds and runs leave behind.

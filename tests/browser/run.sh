@@ -20,7 +20,8 @@
 # runs/toy/best.ckpt is used for the main page when it exists). Without Chromium, as root it
 # is installed with apt-get; otherwise the test says SKIPPED and how to install it.
 # Then tests/browser/live.sh tests the live page (make live), which runs the model itself.
-# BROWSER_OUT=DIR keeps the pages, DOM dumps and the screenshot in DIR.
+# BROWSER_OUT=DIR keeps the pages, DOM dumps and the screenshot in DIR. run.sh --install: what
+# both scripts install, alone (.ci/run does it ahead, while other stages run).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -29,6 +30,37 @@ fail() {
     echo "test-browser: FAIL: $*"
     exit 1
 }
+
+# ---- what the test needs: chromium and xmllint (libxml2-utils), with apt-get as root ----
+install_packages() {
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y "$@" >/dev/null 2>&1 ||
+        { apt-get update >/dev/null 2>&1 && apt-get install -y "$@" >/dev/null 2>&1; }
+}
+can_install() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; }
+CHROMIUM_BIN=${CHROMIUM_BIN:-chromium} # another name or path to test with
+# install_browser: chromium when it is missing (0: there or installed now; 1: the install
+# failed; 2: it cannot be installed here), and xmllint when it can be
+install_browser() {
+    if ! command -v "$CHROMIUM_BIN" >/dev/null 2>&1; then
+        can_install || return 2
+        say "installing chromium and libxml2-utils (apt-get install -y chromium libxml2-utils)"
+        install_packages chromium libxml2-utils || return 1
+    fi
+    if ! command -v xmllint >/dev/null 2>&1 && can_install; then install_packages libxml2-utils; fi
+    return 0
+}
+case "${1-}" in
+--install) # and emscripten, which live.sh needs (live/need-emcc.sh: exit 2 when it cannot be had)
+    install_browser
+    [ $? = 1 ] && fail "apt-get install -y chromium failed"
+    sh live/need-emcc.sh
+    [ $? = 1 ] && exit 1
+    exit 0
+    ;;
+"") ;;
+*) fail "unknown argument: $1 (none, or --install)" ;;
+esac
 
 # ---- the pages' scripts and styles: node --check (syntax) and 100 columns ----
 SCRIPTS=(nmt/heatmap.js nmt/attention-page.js live/live.js tests/browser/selftest.js
@@ -47,24 +79,15 @@ wide=$(awk 'length > 100 { print FILENAME ":" FNR }' "${SCRIPTS[@]}" nmt/*.css l
 [ -z "$wide" ] || fail "lines over 100 columns: $wide"
 
 # ---- the browser (and xmllint) ----
-install_packages() {
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y "$@" >/dev/null 2>&1 ||
-        { apt-get update >/dev/null 2>&1 && apt-get install -y "$@" >/dev/null 2>&1; }
-}
-can_install() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; }
-CHROMIUM_BIN=${CHROMIUM_BIN:-chromium} # another name or path to test with
-if ! command -v "$CHROMIUM_BIN" >/dev/null 2>&1; then
-    if can_install; then
-        say "installing chromium and libxml2-utils (apt-get install -y chromium libxml2-utils)"
-        install_packages chromium libxml2-utils || fail "apt-get install -y chromium failed"
-    else
-        say "SKIPPED: $CHROMIUM_BIN is not installed; install it with:"
-        say "    sudo apt-get update && sudo apt-get install -y chromium libxml2-utils"
-        exit 0
-    fi
-fi
-if ! command -v xmllint >/dev/null 2>&1 && can_install; then install_packages libxml2-utils; fi
+install_browser
+case $? in
+1) fail "apt-get install -y chromium failed" ;;
+2)
+    say "SKIPPED: $CHROMIUM_BIN is not installed; install it with:"
+    say "    sudo apt-get update && sudo apt-get install -y chromium libxml2-utils"
+    exit 0
+    ;;
+esac
 
 for program in bin/align bin/translate bin/train bin/plot; do
     [ -x "$program" ] || fail "$program is missing (make builds it)"

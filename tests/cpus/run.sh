@@ -8,6 +8,7 @@
 # kernels natively, with NMT_ISA, far faster than under emulation). Without qemu-x86_64,
 # as root it is installed with apt-get; otherwise the test says SKIPPED and how to install it.
 # Before the emulated runs, and even without qemu, it checks that every variant is vectorised.
+# run.sh --install: the install alone (.ci/run does it ahead, while other stages run).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -16,6 +17,22 @@ if [ "$(uname -m)" != x86_64 ]; then
     say "SKIPPED: the emulated CPUs are x86-64 ones and this machine is $(uname -m)"
     exit 0
 fi
+# qemu-user with apt-get, when it is missing and this is root (0: there or installed now; 1: the
+# install failed; 2: it cannot be installed here)
+install_qemu() {
+    command -v qemu-x86_64 >/dev/null 2>&1 && return 0
+    [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 || return 2
+    say "installing qemu-user (apt-get install -y qemu-user)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y qemu-user >/dev/null 2>&1 ||
+        { apt-get update >/dev/null 2>&1 && apt-get install -y qemu-user >/dev/null 2>&1; } ||
+        { say "FAIL: apt-get install -y qemu-user failed"; return 1; }
+}
+case "${1-}" in
+--install) install_qemu; [ $? = 1 ] && exit 1; exit 0 ;;
+"") ;;
+*) say "unknown argument: $1 (none, or --install)"; exit 2 ;;
+esac
 [ -x bin/run_tests ] || { say "FAIL: bin/run_tests is missing (make bin/run_tests)"; exit 1; }
 
 # First, without emulation: every loop compiled once per instruction set (model/fastmath.h's
@@ -64,19 +81,15 @@ check_variants() {
     return $bad
 }
 check_variants || exit 1
-if ! command -v qemu-x86_64 >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        say "installing qemu-user (apt-get install -y qemu-user)"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get install -y qemu-user >/dev/null 2>&1 ||
-            { apt-get update >/dev/null 2>&1 && apt-get install -y qemu-user >/dev/null 2>&1; } ||
-            { say "FAIL: apt-get install -y qemu-user failed"; exit 1; }
-    else
-        say "SKIPPED: qemu-x86_64 is not installed; install it with:"
-        say "    sudo apt-get update && sudo apt-get install -y qemu-user"
-        exit 0
-    fi
-fi
+install_qemu
+case $? in
+1) exit 1 ;;
+2)
+    say "SKIPPED: qemu-x86_64 is not installed; install it with:"
+    say "    sudo apt-get update && sudo apt-get install -y qemu-user"
+    exit 0
+    ;;
+esac
 # run_cpu MODEL KERNELS: each suite under qemu's CPU model, which must get those GEMM kernels
 # (and int8 kernels of the same name: the quant suite)
 run_cpu() {

@@ -14,6 +14,7 @@
 # The single process is the same MPI build run as one rank (the path the default build runs:
 # with one rank no MPI call is made). Needs Open MPI: installs it with apt-get when run as
 # root, otherwise prints the command and reports SKIPPED. Leaves an MPI build in bin/.
+# run.sh --install: the install alone (.ci/run does it ahead, while other stages run).
 set -u
 cd "$(dirname "$0")/../.."
 
@@ -21,18 +22,30 @@ pass=0 fail=0
 ok() { echo "  ok    $*"; pass=$((pass + 1)); }
 bad() { echo "  FAIL  $*"; fail=$((fail + 1)); }
 
-if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        echo "test-mpi: installing Open MPI (apt-get install libopenmpi-dev openmpi-bin)"
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-            libopenmpi-dev openmpi-bin >/dev/null || { echo "test-mpi: apt-get failed"; exit 1; }
-    else
-        echo "test-mpi: SKIPPED: Open MPI is not installed; install it with:"
-        echo "    sudo apt-get install -y libopenmpi-dev openmpi-bin"
-        echo "test-mpi: 0 passed, 0 failed, 16 skipped"
-        exit 0
-    fi
-fi
+# install_mpi: Open MPI when it is missing (0: there or installed now; 1: the install failed;
+# 2: it cannot be installed here)
+install_mpi() {
+    command -v mpicc >/dev/null && command -v mpirun >/dev/null && return 0
+    [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null || return 2
+    echo "test-mpi: installing Open MPI (apt-get install libopenmpi-dev openmpi-bin)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        libopenmpi-dev openmpi-bin >/dev/null || { echo "test-mpi: apt-get failed"; return 1; }
+}
+case "${1-}" in
+--install) install_mpi; [ $? = 1 ] && exit 1; exit 0 ;;
+"") ;;
+*) echo "test-mpi: unknown argument: $1 (none, or --install)"; exit 2 ;;
+esac
+install_mpi
+case $? in
+1) exit 1 ;;
+2)
+    echo "test-mpi: SKIPPED: Open MPI is not installed; install it with:"
+    echo "    sudo apt-get install -y libopenmpi-dev openmpi-bin"
+    echo "test-mpi: 0 passed, 0 failed, 16 skipped"
+    exit 0
+    ;;
+esac
 
 # Open MPI refuses root unless told; 2 ranks on a machine with fewer cores need
 # --oversubscribe; --bind-to none lets each rank's thread go to any core.
@@ -106,7 +119,7 @@ for real in float double; do
     tol=1e-5
     [ $real = double ] && tol=1e-12
     echo "== MPI, $real (make MPI=1 REAL=$real), tolerance $tol =="
-    make -s MPI=1 REAL=$real bin/train bin/ckpt_diff || { bad "$real: build"; continue; }
+    make -s -j2 MPI=1 REAL=$real bin/train bin/ckpt_diff || { bad "$real: build"; continue; }
     dir=$work/$real
     mkdir -p "$dir"
     if bin/train --help | grep -q '^MPI: built in'; then
