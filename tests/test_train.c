@@ -563,8 +563,11 @@ START_TEST(progress_line_shows_the_total_and_the_nearest_end) {
     }
     assert_contains(r.out, "step 1/10000000 ");
     int lines = 0;
+    /* the capture keeps only the start of a long output: its last line may be cut short */
+    int full = strlen(r.out) + 1 >= sizeof r.out;
     for (const char *p = strstr(r.out, "ETA "); p; p = strstr(p + 4, "ETA ")) {
         int eta = first_eta(p);
+        if (eta < 0 && full && !strpbrk(p, "\r\n")) break;
         ck_assert_msg(eta >= 0 && eta <= 2, "ETA of %d s with a 1.2 s budget: %.100s", eta, p - 60);
         lines++;
     }
