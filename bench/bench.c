@@ -192,23 +192,18 @@ static double round_peak(void) {
     return machine_peak > 0 ? machine_peak : fma_peak_gflops(omp_get_max_threads());
 }
 
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The median share of the peak over the rounds, in percent; *peaks gets the peaks, " / "
  * between them. */
 static double median_share(const double *gflops, const double *peak, int rounds, char *peaks,
                            size_t size) {
     double share[16];
+    int n = rounds < 16 ? rounds : 16;
     peaks[0] = '\0';
-    for (int r = 0; r < rounds && r < 16; r++) {
+    for (int r = 0; r < n; r++) {
         share[r] = 100 * gflops[r] / peak[r];
         snprintf(peaks + strlen(peaks), size - strlen(peaks), "%s%.0f", r ? " / " : "", peak[r]);
     }
-    qsort(share, (size_t)rounds, sizeof share[0], compare_doubles);
-    return share[rounds / 2];
+    return median(share, n);
 }
 
 /* Peak resident memory of this process so far, in MB. */
