@@ -928,6 +928,99 @@ START_TEST(translate_names_unknown_and_copied_words) {
 }
 END_TEST
 
+/* bin/translate -m MODEL --align FILE [--align-format FORMAT] "I love cats" */
+static void translate_with_alignment(RunResult *r, const Scratch *s, const char *model,
+                                     const char *file, const char *format) {
+    const char *const with[] = {"../bin/translate", "-m",   model,         "--align", file,
+                                "--align-format",   format, "I love cats", NULL};
+    const char *const without[] = {"../bin/translate", "-m", model, "--align", file,
+                                   "I love cats",      NULL};
+    run_program(r, s, format ? with : without, NULL, 30, NULL);
+}
+
+/* What translate_with_alignment wrote to the scratch file `name`; it must have succeeded. */
+static char *alignment_file(const Scratch *s, const char *model, const char *name,
+                            const char *format) {
+    char file[256];
+    scratch_path(s, name, file, sizeof file);
+    RunResult r;
+    translate_with_alignment(&r, s, model, file, format);
+    ck_assert_msg(r.status == 0, "--align %s: %s", name, r.err);
+    size_t len;
+    return (char *)slurp_file(file, &len);
+}
+
+/* bin/translate --align FILE: the extension chooses the format, as bin/align's -o does
+ * (attention.html got Pharaoh links under a page's name, exit 0). A format translate does not
+ * write, one that disagrees with the extension, or the name of a picture gets a one-line
+ * usage error naming the file and the value before the model is read (here there is none) and
+ * leaves no file. links.txt and a name without an extension keep the word links. */
+START_TEST(translate_align_extension_chooses_or_refuses_format) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char model[128], missing[128], file[256];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    scratch_path(&s, "no-model.ckpt", missing, sizeof missing);
+    static const char *const refused[][3] = {
+        /* FILE, --align-format (NULL: none), the value the message names besides FILE */
+        {"attention.html", "pharaoh", "pharaoh"},
+        {"weights.tsv", "json", "json"},
+        {"attention.svg", NULL, "bin/align"},
+        {"attention.npy", NULL, "bin/align"},
+        {"weights.dat", "svg", "svg"},
+        {"attention.png", NULL, ".png"},
+    };
+    for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++) {
+        scratch_path(&s, refused[k][0], file, sizeof file);
+        RunResult r;
+        translate_with_alignment(&r, &s, missing, file, refused[k][1]);
+        assert_one_line_error(&r, "translate", 2,
+                              (const char *const[]){refused[k][0], refused[k][2], NULL});
+        ck_assert_msg(access(file, F_OK) != 0, "%s was written", file);
+    }
+    /* the extension chooses; .txt holds any format of lines */
+    static const char *const chosen[][3] = {
+        /* FILE, --align-format (NULL: none), what the file holds */
+        {"a.html", NULL, "<!DOCTYPE html>"},
+        {"a.htm", NULL, "<!DOCTYPE html>"},
+        {"a.json", NULL, "{\"source\": \"I love cats\""},
+        {"a.jsonl", NULL, "{\"source\": \"I love cats\""},
+        {"a.tsv", NULL, "\tlove\tcats\t</s>\n"},
+        {"rows.txt", "json", "{\"source\": \"I love cats\""},
+    };
+    for (size_t k = 0; k < sizeof chosen / sizeof chosen[0]; k++) {
+        char *text = alignment_file(&s, model, chosen[k][0], chosen[k][1]);
+        ck_assert_msg(strstr(text, chosen[k][2]), "%s does not hold %s", chosen[k][0],
+                      chosen[k][2]);
+        free(text);
+    }
+    /* word links, as --align-format pharaoh writes them, in links.txt and links */
+    char *links = alignment_file(&s, model, "explicit", "pharaoh");
+    ck_assert_msg(strchr(links, '-'), "no word links: '%s'", links);
+    static const char *const plain[] = {"links.txt", "links"};
+    for (size_t k = 0; k < sizeof plain / sizeof plain[0]; k++) {
+        char *text = alignment_file(&s, model, plain[k], NULL);
+        ck_assert_msg(strcmp(text, links) == 0, "%s holds '%s', not the word links '%s'", plain[k],
+                      text, links);
+        free(text);
+    }
+    free(links);
+    /* bin/align, through the same rules, keeps .txt as the terminal's heatmap */
+    scratch_path(&s, "heatmap.txt", file, sizeof file);
+    RunResult r;
+    run_program(&r, &s,
+                (const char *const[]){"../bin/align", "-m", model, "-o", file, "I love cats", NULL},
+                NULL, 30, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    size_t len;
+    char *text = (char *)slurp_file(file, &len);
+    ck_assert_msg(strstr(text, "(shades: "), "%s holds no heatmap", file);
+    free(text);
+    scratch_free(&s);
+}
+END_TEST
+
 Suite *tools_suite(void) {
     Suite *s = suite_create("tools");
     TCase *tc = tcase_create("tools");
@@ -947,6 +1040,7 @@ Suite *tools_suite(void) {
     tcase_add_test(tc, every_program_gives_usage_errors_in_one_form);
     tcase_add_test(tc, translate_answers_each_line_as_it_arrives);
     tcase_add_test(tc, translate_names_unknown_and_copied_words);
+    tcase_add_test(tc, translate_align_extension_chooses_or_refuses_format);
     suite_add_tcase(s, tc);
     return s;
 }

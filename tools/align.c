@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "nmt/pictures/align_write.h"
@@ -238,44 +237,14 @@ static void free_inputs(Inputs *in) {
     }
 }
 
-/* What -o PATH's extension says of the format. An extension of align's own formats chooses
- * the format, or must agree with --format (.txt suits every format of lines); the extension
- * of a kind of file align never writes (a picture, a document, a table) is refused either
- * way: `-o attention.png` would otherwise get TSV text under a picture's name. Any other
- * name takes --format, or the default. Returns 0, or the usage error's status. */
-static int format_for_output(const char *path, const char *given, AlignFormat *format) {
-    static const struct {
-        const char *ext;
-        AlignFormat format;
-    } ours[] = {{".tsv", ALIGN_TSV},    {".npy", ALIGN_NPY}, {".json", ALIGN_JSON},
-                {".jsonl", ALIGN_JSON}, {".svg", ALIGN_SVG}, {".txt", ALIGN_TEXT},
-                {".html", ALIGN_HTML},  {".htm", ALIGN_HTML}};
-    static const char *const foreign[] = {".png", ".jpg",  ".jpeg", ".gif", ".webp", ".bmp",
-                                          ".tif", ".tiff", ".pdf",  ".eps", ".ps",   ".csv",
-                                          ".xml", ".md",   ".npz",  ".xls", ".xlsx"};
-    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    const char *dot = strrchr(base, '.');
-    char quoted[96];
-    if (dot && dot != base) {
-        for (size_t k = 0; k < sizeof ours / sizeof ours[0]; k++) {
-            if (strcasecmp(dot, ours[k].ext) != 0) continue;
-            if (!given) return *format = ours[k].format, 0;
-            bool lines = ours[k].format == ALIGN_TEXT && align_format_streams(*format);
-            if (ours[k].format == *format || lines) return 0;
-            return usage_error(
-                "align", "-o %s: the name ends in %s, which is not the --format %s given",
-                text_for_message(quoted, sizeof quoted, path, 60), ours[k].ext, given);
-        }
-        for (size_t k = 0; k < sizeof foreign / sizeof foreign[0]; k++)
-            if (strcasecmp(dot, foreign[k]) == 0)
-                return usage_error("align",
-                                   "-o %s: align writes no %s file; a picture is .svg or .html "
-                                   "(formats: .tsv .npy .json .svg .txt .html)",
-                                   text_for_message(quoted, sizeof quoted, path, 60), foreign[k]);
-    }
-    if (!given) *format = ALIGN_TSV;
-    return 0;
-}
+/* -o PATH: its extension chooses the format or must agree with --format, and .txt is the
+ * terminal's heatmap (text) unless --format names another format of lines. */
+static const AlignFileRules OUTPUT_RULES = {.program = "align",
+                                            .path_option = "-o",
+                                            .format_option = "--format",
+                                            .for_txt = ALIGN_TEXT,
+                                            .for_other = ALIGN_TSV,
+                                            .writes_npy_and_svg = true};
 
 /* Parses the options; returns CLI_GO_ON, or the status to exit with. */
 static int parse_options(Options *o, int argc, char **argv) {
@@ -311,11 +280,9 @@ static int parse_options(Options *o, int argc, char **argv) {
         problem = "--ref force-decodes; it does not search with --beam";
     }
     if (problem) return usage_error("align", "%s", problem);
-    if (o->output) {
-        status = format_for_output(o->output, format, &o->format);
-        return status ? status : CLI_GO_ON;
-    }
-    if (!format_given) o->format = isatty(STDOUT_FILENO) ? ALIGN_TEXT : ALIGN_TSV;
+    if (o->output && align_format_for_path(o->output, format, &OUTPUT_RULES, &o->format, &err))
+        return usage_error("align", "%s", err.msg);
+    if (!format_given && !o->output) o->format = isatty(STDOUT_FILENO) ? ALIGN_TEXT : ALIGN_TSV;
     return CLI_GO_ON;
 }
 

@@ -43,9 +43,13 @@ static void usage(FILE *out) {
             "  --len-norm X       length-normalisation exponent of beam scores (default 1)\n"
             "  --align FILE       also write the attention alignment of each input's best\n"
             "                     translation to FILE (written whole, through FILE.tmp.*)\n"
-            "  --align-format F   pharaoh (word links i-j, default), marian (soft weights),\n"
-            "                     json, tsv, text or html (one interactive page); bin/align\n"
-            "                     --help describes them\n"
+            "  --align-format F   pharaoh (word links i-j), marian (soft weights), json, tsv,\n"
+            "                     text or html (one interactive page); bin/align --help\n"
+            "                     describes them. Default: from FILE's extension (.tsv,\n"
+            "                     .json, .jsonl, .html, .htm), else pharaoh (.txt too); FILE\n"
+            "                     ending in another format's extension (.html with\n"
+            "                     --align-format pharaoh), or in .svg, .npy or .png, is an\n"
+            "                     error\n"
             "  --keep-unk         keep <unk> in the output (default: a word-level model's <unk>\n"
             "                     becomes the source word it attends to most)\n"
             "  --unbuffered       translate each line of standard input as soon as it is read\n"
@@ -71,6 +75,16 @@ typedef struct {
     Alignment *kept; /* html: every alignment, written as one page at the end */
     int n_kept, cap_kept;
 } Run;
+
+/* --align FILE: its extension chooses the format or must agree with --align-format; .txt is
+ * the documented name of word links (pharaoh) unless --align-format names another format of
+ * lines. npy and svg are bin/align's. */
+static const AlignFileRules ALIGN_FILE_RULES = {.program = "translate",
+                                                .path_option = "--align",
+                                                .format_option = "--align-format",
+                                                .for_txt = ALIGN_PHARAOH,
+                                                .for_other = ALIGN_PHARAOH,
+                                                .writes_npy_and_svg = false};
 
 /* html needs every sentence first: the alignment is kept (the run owns it now). */
 static int keep_alignment(Run *r, Alignment *a, Error *err) {
@@ -264,8 +278,9 @@ int main(int argc, char **argv) {
         problem = "--nbest N needs --beam of at least N";
     else if (align_format_name && !align_path)
         problem = "--align-format needs --align FILE";
-    else if (!align_format_streams(r.align_format) && r.align_format != ALIGN_HTML)
-        problem = "--align-format npy and svg need every sentence first; use bin/align";
+    else if (align_path && align_format_for_path(align_path, align_format_name, &ALIGN_FILE_RULES,
+                                                 &r.align_format, &err))
+        problem = err.msg;
     if (problem) return usage_error("translate", "%s", problem);
     SearchOptions opt = {
         .beam = (int)beam, .nbest = (int)nbest, .len_norm = len_norm, .max_len = (int)max_len};

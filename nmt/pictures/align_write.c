@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "data/tokenizer.h"
 #include "base/files.h"
@@ -38,6 +39,54 @@ int align_format_parse(const char *name, AlignFormat *out, Error *err) {
 
 bool align_format_streams(AlignFormat format) {
     return format != ALIGN_NPY && format != ALIGN_SVG && format != ALIGN_HTML;
+}
+
+/* The extensions of the formats (.txt apart: it suits every format of lines), and those of
+ * kinds of file no format is: a picture, a document, a table. */
+static const struct {
+    const char *ext;
+    AlignFormat format;
+} FORMAT_EXTENSIONS[] = {{".tsv", ALIGN_TSV},    {".npy", ALIGN_NPY}, {".json", ALIGN_JSON},
+                         {".jsonl", ALIGN_JSON}, {".svg", ALIGN_SVG}, {".html", ALIGN_HTML},
+                         {".htm", ALIGN_HTML}};
+static const char *const FOREIGN_EXTENSIONS[] = {".png", ".jpg",  ".jpeg", ".gif", ".webp", ".bmp",
+                                                 ".tif", ".tiff", ".pdf",  ".eps", ".ps",   ".csv",
+                                                 ".xml", ".md",   ".npz",  ".xls", ".xlsx"};
+
+int align_format_for_path(const char *path, const char *given, const AlignFileRules *rules,
+                          AlignFormat *format, Error *err) {
+    char quoted[96];
+    text_for_message(quoted, sizeof quoted, path, 60);
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    const char *ext = strrchr(name, '.');
+    if (!ext || ext == name) ext = ""; /* a hidden file's leading dot starts no extension */
+    for (size_t k = 0; k < sizeof FOREIGN_EXTENSIONS / sizeof FOREIGN_EXTENSIONS[0]; k++)
+        if (strcasecmp(ext, FOREIGN_EXTENSIONS[k]) == 0)
+            return error_set(err, "%s %s: %s writes no %s file; a picture is %s (formats: %s)",
+                             rules->path_option, quoted, rules->program, FOREIGN_EXTENSIONS[k],
+                             rules->writes_npy_and_svg ? ".svg or .html" : ".html",
+                             rules->writes_npy_and_svg ? ".tsv .npy .json .svg .txt .html"
+                                                       : ".tsv .json .txt .html");
+    /* messages spell an extension as the tables do: the user's bytes are in the quoted path */
+    const char *listed = NULL;
+    AlignFormat by_name = rules->for_other;
+    if (strcasecmp(ext, ".txt") == 0) {
+        listed = ".txt";
+        by_name = given && align_format_streams(*format) ? *format : rules->for_txt;
+    }
+    for (size_t k = 0; k < sizeof FORMAT_EXTENSIONS / sizeof FORMAT_EXTENSIONS[0]; k++)
+        if (strcasecmp(ext, FORMAT_EXTENSIONS[k].ext) == 0) {
+            listed = FORMAT_EXTENSIONS[k].ext;
+            by_name = FORMAT_EXTENSIONS[k].format;
+        }
+    if (given && listed && by_name != *format)
+        return error_set(err, "%s %s: the name ends in %s, which is not the %s %s given",
+                         rules->path_option, quoted, listed, rules->format_option, given);
+    if (!given) *format = by_name;
+    if (!rules->writes_npy_and_svg && (*format == ALIGN_NPY || *format == ALIGN_SVG))
+        return error_set(err, "%s %s: %s writes no %s alignments; use bin/align",
+                         rules->path_option, quoted, rules->program, FORMAT_NAMES[*format]);
+    return 0;
 }
 
 /* tsv: a corner cell and the source tokens, then each output token with its weights. */

@@ -1,7 +1,7 @@
 /*
  * align_write.h: alignments written out: the formats of bin/align (streaming text formats,
- * one SVG document, npy files) and the step-by-step --explain text. Nothing here prints to
- * stderr: failures come back as an Error.
+ * one SVG document, npy files), the format an output file's name asks for, and the
+ * step-by-step --explain text. Nothing here prints to stderr: failures come back as an Error.
  */
 #ifndef NMT_ALIGN_WRITE_H
 #define NMT_ALIGN_WRITE_H
@@ -27,6 +27,25 @@ int align_format_parse(const char *name, AlignFormat *out, Error *err);
 
 /* True for the formats written one sentence at a time to a stream (all but npy, svg and html). */
 bool align_format_streams(AlignFormat format);
+
+/* What a program that writes alignments to a named file (bin/align's -o, bin/translate's
+ * --align) makes of the name, and how its messages name it and its options. */
+typedef struct {
+    const char *program, *path_option, *format_option; /* "align", "-o", "--format" */
+    AlignFormat for_txt;     /* what .txt chooses: every format of lines suits a text file */
+    AlignFormat for_other;   /* what a name of no listed extension gets (weights.dat, links) */
+    bool writes_npy_and_svg; /* false: those two are refused, pointing to bin/align */
+} AlignFileRules;
+
+/* The format of the alignment file at path. given is the text of the program's format option,
+ * *format already holding it parsed, or NULL: then the extension chooses the format (.tsv .npy
+ * .json .jsonl .svg .html .htm, .txt as rules say, any other name rules->for_other). An error,
+ * a one-line message naming the file and the value, when given disagrees with the extension
+ * (.txt takes any format of lines), when the extension is that of a kind of file no format is
+ * (.png, .pdf, .csv...: a picture's name must not hold text), or when the program does not
+ * write the format. Checks the name only: nothing is opened. */
+int align_format_for_path(const char *path, const char *given, const AlignFileRules *rules,
+                          AlignFormat *format, Error *err);
 
 /* Writes one sentence in a streaming format. Between sentences: a blank line for tsv and
  * text; json, marian and pharaoh are one line per sentence. */
