@@ -5,6 +5,9 @@
 
 #include <math.h>
 #include <sched.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <omp.h>
 
@@ -66,46 +69,126 @@ enum {
     MAX_INTERVAL = 512
 };
 static const double MEASURE_SECONDS = 0.15;
+/* The least seconds of usual steps before a probe of more threads than the load allows. */
+static const double LONG_SECONDS = 30;
+/* The load is measured over windows of at least this long: the system counts busy time in
+ * ticks of 10 ms, so over two processors a window holds some 30 of them. Before the first
+ * step, a shorter one will do (the program's start-up is what there is). */
+static const double LOAD_SECONDS = 0.15, LOAD_FIRST_SECONDS = 0.05;
 /* A probe whose first measured step runs below this share of the usual rate ends there:
  * on a busy machine each step of all the threads costs two or three of one, and on a quiet one
  * each step of one thread half as much again as a step of all. */
 static const double CLEARLY_SLOWER = 0.8;
 
-void thread_choice_init(ThreadChoice *c, int most) {
-    *c = (ThreadChoice){
-        .most = most, .threads = most, .until_probe = FIRST_PROBE, .interval = FIRST_INTERVAL};
+static double seconds_of(const struct timespec *t) {
+    return (double)t->tv_sec + (double)t->tv_nsec * 1e-9;
+}
+
+void load_sample(LoadSample *s) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    s->wall = seconds_of(&t);
+    s->own = clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) == 0 ? seconds_of(&t) : NAN;
+    s->busy = NAN;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN), tick = sysconf(_SC_CLK_TCK);
+    s->cpus = cpus > 0 ? (int)cpus : 1;
+    /* Linux: the first line sums every processor's time in ticks: user, nice, system, idle,
+     * iowait, irq, softirq, steal (time a hypervisor gave to others: not ours to have) */
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f) return;
+    unsigned long long user, nice, system, idle, iowait, irq, softirq, steal;
+    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &system, &idle,
+               &iowait, &irq, &softirq, &steal) == 8 &&
+        tick > 0)
+        s->busy = (double)(user + nice + system + irq + softirq + steal) / (double)tick;
+    fclose(f);
+}
+
+double load_others(const LoadSample *from, const LoadSample *to) {
+    double seconds = to->wall - from->wall;
+    if (!(seconds > 0)) return NAN;
+    double others = ((to->busy - from->busy) - (to->own - from->own)) / seconds;
+    return isnan(others) ? NAN : fmax(others, 0);
+}
+
+void thread_choice_init(ThreadChoice *c, int most, const LoadSample *now) {
+    *c = (ThreadChoice){.most = most,
+                        .threads = most,
+                        .until_probe = FIRST_PROBE,
+                        .interval = FIRST_INTERVAL,
+                        .load_from = *now};
+}
+
+/* The threads that would each have a processor of their own beside what other programs kept
+ * busy since c->load_from, once `least` seconds are measured (then a new window starts). */
+static void measure_load(ThreadChoice *c, const LoadSample *now, double least) {
+    if (now->wall - c->load_from.wall < least) return;
+    double others = load_others(&c->load_from, now);
+    c->load_from = *now;
+    if (isnan(others)) return;
+    long fits = lround(now->cpus - others);
+    c->load_fits = fits < 1 ? 1 : fits > c->most ? c->most : (int)fits;
+}
+
+int thread_choice_start(ThreadChoice *c, const LoadSample *now) {
+    if (c->most <= 1) return c->most;
+    measure_load(c, now, LOAD_FIRST_SECONDS);
+    if (c->load_fits) c->threads = c->load_fits;
+    return c->threads;
 }
 
 static int other_count(const ThreadChoice *c) {
     return c->threads == c->most ? 1 : c->most;
 }
 
-int thread_choice_step(ThreadChoice *c, double tokens, double seconds) {
-    if (c->most <= 1) return c->most;
-    if (c->probing) {
-        if (c->probing++ > 1) c->probe[0] += tokens, c->probe[1] += seconds;
-        double usual_rate = c->usual[0] / fmax(c->usual[1], 1e-9);
-        double probe_rate = c->probe[0] / fmax(c->probe[1], 1e-9);
-        int clearly_slower = c->probing > 2 && probe_rate < CLEARLY_SLOWER * usual_rate;
-        if (!clearly_slower && (c->probing <= PROBE_STEPS ||
-                                (c->probe[1] < MEASURE_SECONDS && c->probing <= PROBE_MOST)))
-            return other_count(c);
-        /* the probe is over: keep the faster count (the probe's by a clear margin only) */
-        if (probe_rate > 1.1 * usual_rate) {
-            c->threads = other_count(c);
-            c->interval = AFTER_SWITCH;
-        } else {
-            c->interval = c->interval * 4 < MAX_INTERVAL ? c->interval * 4 : MAX_INTERVAL;
-        }
-        c->probing = 0;
-        c->until_probe = c->interval;
-        c->usual[0] = c->usual[1] = 0;
-        c->usual_steps = 0;
-        return c->threads;
-    }
-    if (c->usual_steps++ > 0) c->usual[0] += tokens, c->usual[1] += seconds;
-    if (--c->until_probe > 0 || c->usual[1] < MEASURE_SECONDS) return c->threads;
+static void start_probe(ThreadChoice *c, int threads) {
     c->probing = 1;
+    c->probe_count = threads;
     c->probe[0] = c->probe[1] = 0;
-    return other_count(c);
+}
+
+/* A step of the probe: its threads for the next step, the usual count once it is over. */
+static int probe_step(ThreadChoice *c, double tokens, double seconds) {
+    if (c->probing++ > 1) c->probe[0] += tokens, c->probe[1] += seconds;
+    double usual_rate = c->usual[0] / fmax(c->usual[1], 1e-9);
+    double probe_rate = c->probe[0] / fmax(c->probe[1], 1e-9);
+    int clearly_slower = c->probing > 2 && probe_rate < CLEARLY_SLOWER * usual_rate;
+    if (!clearly_slower &&
+        (c->probing <= PROBE_STEPS || (c->probe[1] < MEASURE_SECONDS && c->probing <= PROBE_MOST)))
+        return c->probe_count;
+    /* the probe is over: keep the faster count (the probe's by a clear margin only) */
+    if (probe_rate > 1.1 * usual_rate) {
+        c->threads = c->probe_count;
+        c->interval = AFTER_SWITCH;
+        c->load_refuted = 0;
+    } else {
+        c->interval = c->interval * 4 < MAX_INTERVAL ? c->interval * 4 : MAX_INTERVAL;
+        if (c->probe_count == c->load_fits) c->load_refuted = 1;
+    }
+    c->probing = 0;
+    c->until_probe = c->interval;
+    c->usual[0] = c->usual[1] = 0;
+    c->usual_steps = 0;
+    return c->threads;
+}
+
+int thread_choice_step(ThreadChoice *c, double tokens, double seconds, const LoadSample *now) {
+    if (c->most <= 1) return c->most;
+    measure_load(c, now, LOAD_SECONDS);
+    if (c->probing) return probe_step(c, tokens, seconds);
+    if (c->usual_steps++ > 0) c->usual[0] += tokens, c->usual[1] += seconds;
+    if (--c->until_probe > 0 && !(c->load_fits && c->load_fits != c->threads)) return c->threads;
+    if (c->usual[1] < MEASURE_SECONDS) return c->threads;
+    /* a probe is due on the rates' schedule, or the load calls for another count */
+    int due = c->until_probe <= 0, threads = other_count(c);
+    if (c->load_fits && c->load_fits != c->threads) {
+        threads = c->load_fits;
+        due = due || !c->load_refuted;
+    } else if (c->load_fits && threads > c->load_fits) {
+        /* more threads than the processors other programs leave: only after long enough that
+         * the probe costs little, in case the load misleads (a container sees its host's) */
+        due = due && c->usual[1] >= LONG_SECONDS;
+    }
+    if (due) start_probe(c, threads);
+    return due ? threads : c->threads;
 }

@@ -36,29 +36,58 @@ typedef struct {
 void spin_barrier_init(SpinBarrier *b, int threads);
 void spin_barrier_wait(SpinBarrier *b);
 
+/* What the processors did up to a moment, in seconds: the clock, this process's processor time
+ * and the time all the machine's `cpus` processors were busy (niced programs too: where the
+ * system shares the processors among sessions first, as desktop Linux does, they compete all
+ * the same). Where the system does not say (outside Linux's /proc/stat), busy is NAN. Two
+ * samples tell how many processors other programs kept busy in between. */
+typedef struct {
+    double wall, own, busy;
+    int cpus;
+} LoadSample;
+
+void load_sample(LoadSample *s);
+/* Processors that other programs kept busy from `from` to `to` (at least 0; NAN unknown). */
+double load_others(const LoadSample *from, const LoadSample *to);
+
 /* How many threads a loop of steps (training's) runs on, chosen by measuring. On a machine
  * where another program keeps a core busy, a team of as many threads as cores waits at every
  * barrier for a thread that is not running, while its own threads spin (docs/performance.md,
- * "Threads on a busy machine"). So now and then a few steps run on the other count (1, or
- * all the threads asked for), and the faster in tokens a second is kept; a probe that keeps
- * the choice makes the steps until the next four times as many (up to a bound), so a quiet machine
- * spends few of its steps probing. A row's products may take another path when the rows are
- * shared out otherwise, so the passes keep cutting their work into `most` shares however few
- * threads run them (ForwardOptions.parts): training's bits depend on the threads asked for,
- * never on what the measurements chose. */
+ * "Threads on a busy machine"). Two measurements choose:
+ * - the machine's load: every fraction of a second, the processors that other programs kept
+ *   busy tell how many threads would each have one of their own. When that differs from the
+ *   count running, a few steps run on it at once;
+ * - the rates: now and then a few steps run on the other count (1, or all the threads asked
+ *   for), and the faster in tokens a second is kept. A probe that keeps the choice makes the
+ *   steps until the next four times as many (up to a bound), so a quiet machine spends few of
+ *   its steps probing; a probe the load called for and the rates refuted waits for that
+ *   schedule before the load may call again. While other programs hold the processors, no
+ *   probe runs more threads than the load allows: there they cost a busy machine most.
+ * A row's products may take another path when the rows are shared out otherwise, so the passes
+ * keep cutting their work into `most` shares however few threads run them
+ * (ForwardOptions.parts): training's bits depend on the threads asked for, never on what the
+ * measurements chose. */
 typedef struct {
-    int most;         /* the threads asked for */
-    int threads;      /* the count of the usual steps */
-    int probing;      /* 1 + the steps of the current probe so far (0: not probing) */
-    long until_probe; /* usual steps until the next probe */
-    long usual_steps; /* usual steps since the last probe */
-    long interval;    /* usual steps between probes */
-    double usual[2];  /* tokens and seconds of the usual steps since the last probe */
-    double probe[2];  /* the same for the probe's steps (its first not counted) */
+    int most;             /* the threads asked for */
+    int threads;          /* the count of the usual steps */
+    int probing;          /* 1 + the steps of the current probe so far (0: not probing) */
+    int probe_count;      /* the threads of the current probe */
+    int load_fits;        /* the count the load last called for (0: unknown) */
+    int load_refuted;     /* the last probe the load called for kept the usual count */
+    long until_probe;     /* usual steps until the next probe on the rates' schedule */
+    long usual_steps;     /* usual steps since the last probe */
+    long interval;        /* usual steps between probes */
+    double usual[2];      /* tokens and seconds of the usual steps since the last probe */
+    double probe[2];      /* the same for the probe's steps (its first not counted) */
+    LoadSample load_from; /* the start of the load's current measurement */
 } ThreadChoice;
 
-void thread_choice_init(ThreadChoice *c, int most);
-/* After a step of `tokens` tokens that took `seconds`: the threads for the next step. */
-int thread_choice_step(ThreadChoice *c, double tokens, double seconds);
+/* `now`: a sample taken as the program started, before its steps. */
+void thread_choice_init(ThreadChoice *c, int most, const LoadSample *now);
+/* Before the first step: its threads, from the machine's load since thread_choice_init. */
+int thread_choice_start(ThreadChoice *c, const LoadSample *now);
+/* After a step of `tokens` tokens that took `seconds`, `now` sampled as it ended: the threads
+ * for the next step. */
+int thread_choice_step(ThreadChoice *c, double tokens, double seconds, const LoadSample *now);
 
 #endif

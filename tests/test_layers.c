@@ -562,13 +562,39 @@ START_TEST(vector_reductions) {
 }
 END_TEST
 
-/* Steps of 250 tokens at `rate[n]` tokens a second on n threads, `steps` of them, the count
- * each time the one ThreadChoice asks for; returns how many ran on 1 thread. */
-static int steps_on_one_thread(ThreadChoice *c, const double rate[3], int steps) {
-    int threads = c->threads, on_one = 0;
+/* A simulated 2-processor machine for ThreadChoice: `others` programs that never sleep beside
+ * the steps, which run at `rate[n]` tokens a second on n threads; `load_known` 0 is a system
+ * that does not say how busy its processors are. The system shares the processors evenly among
+ * what runs, so n threads beside `others` get min(1, 2 / (n + others)) of a processor each. */
+typedef struct {
+    double rate[3];
+    int others, load_known;
+    LoadSample now;
+} Machine;
+
+static void machine_advance(Machine *m, int threads, double seconds) {
+    double running = threads + m->others, share = running > 2 ? 2 / running : 1;
+    m->now.wall += seconds;
+    m->now.own += seconds * threads * share;
+    m->now.busy = m->load_known ? m->now.busy + seconds * fmin(running, 2) : NAN;
+}
+
+static void machine_start(Machine *m, ThreadChoice *c) {
+    m->now = (LoadSample){.wall = 100, .own = 1, .busy = m->load_known ? 50 : NAN, .cpus = 2};
+    thread_choice_init(c, 2, &m->now);
+    machine_advance(m, 1, 0.3); /* the program's start-up, on one thread */
+    thread_choice_start(c, &m->now);
+}
+
+/* `steps` steps of 250 tokens, each on the count ThreadChoice asks for; returns how many ran on
+ * 1 thread. */
+static int steps_on_one_thread(ThreadChoice *c, Machine *m, int steps) {
+    int threads = c->probing ? c->probe_count : c->threads, on_one = 0;
     for (int s = 0; s < steps; s++) {
         on_one += threads == 1;
-        threads = thread_choice_step(c, 250, 250 / rate[threads]);
+        double seconds = 250 / m->rate[threads];
+        machine_advance(m, threads, seconds);
+        threads = thread_choice_step(c, 250, seconds, &m->now);
         ck_assert(threads == 1 || threads == 2);
     }
     return on_one;
@@ -576,37 +602,88 @@ static int steps_on_one_thread(ThreadChoice *c, const double rate[3], int steps)
 
 /* A quiet machine keeps all the threads, probing one on few steps; a busy one, where a team
  * of two runs slower than one thread, moves to one thread and stays there but for probes;
- * when it becomes quiet again, the threads come back. */
+ * when it becomes quiet again, the threads come back. With the load known or not. */
 START_TEST(thread_choice_follows_the_faster_count) {
-    const double quiet[3] = {0, 10000, 18000}, busy[3] = {0, 9000, 3500};
-    ThreadChoice c;
-    thread_choice_init(&c, 2);
-    ck_assert_int_le(steps_on_one_thread(&c, quiet, 5000), 5000 / 50);
-    ck_assert_int_eq(c.threads, 2);
-    ck_assert_int_ge(steps_on_one_thread(&c, busy, 5000), 5000 - 5000 / 8);
-    ck_assert_int_eq(c.threads, 1);
-    steps_on_one_thread(&c, quiet, 20000);
-    ck_assert_int_eq(c.threads, 2);
-    /* one thread asked for: nothing to choose */
-    thread_choice_init(&c, 1);
-    ck_assert_int_eq(steps_on_one_thread(&c, busy, 100), 100);
+    for (int known = 0; known <= 1; known++) {
+        Machine quiet = {.rate = {0, 10000, 18000}, .load_known = known},
+                busy = {.rate = {0, 9000, 3500}, .others = 1, .load_known = known};
+        ThreadChoice c;
+        machine_start(&quiet, &c);
+        ck_assert_int_eq(c.threads, 2);
+        ck_assert_int_le(steps_on_one_thread(&c, &quiet, 5000), 5000 / 50);
+        ck_assert_int_eq(c.threads, 2);
+        busy.now = quiet.now;
+        ck_assert_int_ge(steps_on_one_thread(&c, &busy, 5000), 5000 - 5000 / 8);
+        ck_assert_int_eq(c.threads, 1);
+        quiet.now = busy.now;
+        steps_on_one_thread(&c, &quiet, 20000);
+        ck_assert_int_eq(c.threads, 2);
+        /* one thread asked for: nothing to choose */
+        thread_choice_init(&c, 1, &busy.now);
+        ck_assert_int_eq(thread_choice_start(&c, &busy.now), 1);
+        ck_assert_int_eq(steps_on_one_thread(&c, &busy, 100), 100);
+    }
 }
 END_TEST
 
 /* What the choice costs a short run (the toy's 600 steps at 250 tokens a step): beside a
  * busy process, where a step of two threads runs at a third of one thread's, few steps run on
- * two; on a quiet machine where one thread runs at 0.7 of two (the 2-core Zen 3's toy), few
- * run on one. */
+ * two, and none where the load is known (the start-up shows the busy processor); on a quiet
+ * machine where one thread runs at 0.7 of two (the 2-core Zen 3's toy), few run on one. When
+ * the busy process ends, the threads come back within a second of steps where the load is
+ * known. */
 START_TEST(thread_choice_costs_a_short_run_few_steps) {
-    const double quiet[3] = {0, 14000, 20000}, busy[3] = {0, 14000, 4700};
+    for (int known = 0; known <= 1; known++) {
+        Machine quiet = {.rate = {0, 14000, 20000}, .load_known = known},
+                busy = {.rate = {0, 14000, 4700}, .others = 1, .load_known = known};
+        ThreadChoice c;
+        machine_start(&busy, &c);
+        ck_assert_int_eq(c.threads, (known ? 1 : 2));
+        int on_one = steps_on_one_thread(&c, &busy, 600);
+        ck_assert_int_le(600 - on_one, (known ? 0 : 8));
+        ck_assert_int_eq(c.threads, 1);
+        if (known) {
+            quiet.now = busy.now;
+            ck_assert_int_le(steps_on_one_thread(&c, &quiet, 60), 20);
+            ck_assert_int_eq(c.threads, 2);
+        }
+        machine_start(&quiet, &c);
+        ck_assert_int_le(steps_on_one_thread(&c, &quiet, 600), 12);
+        ck_assert_int_eq(c.threads, 2);
+    }
+}
+END_TEST
+
+/* A load that misleads (a processor looks taken, yet two threads run faster, as in a container
+ * that sees its host's load) is found out by a probe after 30 s of steps on one thread; then
+ * few steps run on one. */
+START_TEST(thread_choice_outlives_a_misleading_load) {
+    Machine misleading = {.rate = {0, 10000, 18000}, .others = 1, .load_known = 1};
     ThreadChoice c;
-    thread_choice_init(&c, 2);
-    int on_one = steps_on_one_thread(&c, busy, 600);
-    ck_assert_int_le(600 - on_one, 8);
+    machine_start(&misleading, &c);
     ck_assert_int_eq(c.threads, 1);
-    thread_choice_init(&c, 2);
-    ck_assert_int_le(steps_on_one_thread(&c, quiet, 600), 12);
+    int steps = (int)(30 * 10000 / 250);
+    ck_assert_int_ge(steps_on_one_thread(&c, &misleading, steps), steps - 1);
+    ck_assert_int_le(steps_on_one_thread(&c, &misleading, 5000), 40);
     ck_assert_int_eq(c.threads, 2);
+    ck_assert_int_le(steps_on_one_thread(&c, &misleading, 5000), 5000 / 50);
+    ck_assert_int_eq(c.threads, 2);
+}
+END_TEST
+
+/* Another program's processors from two samples; NAN where the system does not say. */
+START_TEST(load_others_counts_the_processors_others_used) {
+    LoadSample from = {.wall = 10, .own = 3, .busy = 40, .cpus = 2};
+    LoadSample to = {.wall = 11, .own = 4.5, .busy = 42, .cpus = 2};
+    ck_assert_double_eq_tol(load_others(&from, &to), 0.5, 1e-12);
+    to.busy = 41; /* a tick's rounding can make ours look larger than the machine's */
+    ck_assert_double_eq(load_others(&from, &to), 0);
+    to.busy = NAN;
+    ck_assert(isnan(load_others(&from, &to)));
+    ck_assert(isnan(load_others(&to, &to)));
+    LoadSample now;
+    load_sample(&now);
+    ck_assert(now.cpus >= 1 && now.wall > 0 && now.own >= 0);
 }
 END_TEST
 
@@ -628,6 +705,8 @@ Suite *layers_suite(void) {
     tcase_add_test(tc, vector_reductions);
     tcase_add_test(tc, thread_choice_follows_the_faster_count);
     tcase_add_test(tc, thread_choice_costs_a_short_run_few_steps);
+    tcase_add_test(tc, thread_choice_outlives_a_misleading_load);
+    tcase_add_test(tc, load_others_counts_the_processors_others_used);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -651,7 +651,10 @@ static int train_step(Trainer *tr, const Batch *batch, Progress *p, double *loss
 
     p->window_loss += *loss * (double)n_tokens;
     p->window_tokens += (size_t)n_tokens;
-    omp_set_num_threads(thread_choice_step(&tr->threads, (double)n_tokens, now() - start));
+    LoadSample load;
+    load_sample(&load);
+    omp_set_num_threads(
+        thread_choice_step(&tr->threads, (double)n_tokens, load.wall - start, &load));
     return 0;
 }
 
@@ -820,6 +823,9 @@ static int train(Trainer *tr, Error *err) {
     if (dist_identical(&tr->dist, tr->nm.model.params, tr->nm.model.table.total, &same, err))
         return -1;
     if (!same) return error_set(err, "the ranks start from different parameters");
+    LoadSample load;
+    load_sample(&load);
+    omp_set_num_threads(thread_choice_start(&tr->threads, &load));
     while (!p.stop && !tr->out_of_time && st->step < p.total_steps &&
            !(ct->epochs > 0 && st->epoch >= (uint64_t)ct->epochs)) {
         if (run_epoch(tr, &p, err)) return -1;
@@ -931,7 +937,9 @@ int trainer_main(int argc, char **argv, const TrainerProgram *program) {
     }
     free(overrides);
     if (cfg.train.threads > 0) omp_set_num_threads(cfg.train.threads);
-    thread_choice_init(&tr.threads, omp_get_max_threads());
+    LoadSample load;
+    load_sample(&load);
+    thread_choice_init(&tr.threads, omp_get_max_threads(), &load);
     char default_resume[CONFIG_PATH_MAX + 16];
     if (want_resume && !resume) {
         snprintf(default_resume, sizeof default_resume, "%s/last.ckpt", cfg.train.out_dir);
