@@ -12,6 +12,7 @@
 #   make test-cpus       the numerical suites on emulated CPUs without AVX-512 / AVX2 (qemu-user)
 #   make test-arm64      the numerical suites cross-compiled for ARM64, under qemu-aarch64
 #   make OPENMP=0        one thread, without OpenMP (found, else this, by itself: the first line)
+#   make DEBUG_INFO=-g1  debug information as line tables only (CI's builds); the default is -g
 #   make bench           performance benchmark (not a test)
 #   make SANITIZE=1 test the suite under AddressSanitizer and UndefinedBehaviorSanitizer
 #   make fuzz            each libFuzzer target (clang) for FUZZ_SECONDS; docs/reliability.md
@@ -30,11 +31,14 @@ CC       ?= gcc
 REAL     ?= float
 SANITIZE ?= 0
 OPT      ?= -O3
+# -g1 (line tables only) is what a sanitizer's or debugger's backtrace needs, and builds
+# faster; GCC generates the same code with either.
+DEBUG_INFO ?= -g
 MPI      ?= 0
 MPICC    ?= mpicc
 
 # -fno-math-errno lets sqrt vectorise; unlike -ffast-math it keeps IEEE semantics (NaN, inf).
-CFLAGS   = -std=c17 $(OPT) -g -Wall -Wextra -fno-math-errno -D_POSIX_C_SOURCE=200809L -I.
+CFLAGS   = -std=c17 $(OPT) $(DEBUG_INFO) -Wall -Wextra -fno-math-errno -D_POSIX_C_SOURCE=200809L -I.
 # model/fastmath.c only: without AVX-512's masked instructions GCC vectorises the selects of
 # its exp and tanh (the clamp, tanh's two branches) only when it may evaluate both sides, as
 # -fno-trapping-math allows; it changes which exception flags can be raised, not a value.
@@ -237,7 +241,7 @@ bin/run_tests: $(TEST_OBJ) $(call room_lib,$(ROOMS)) $(TEST_STAMP) | check-lib
 # The install test (tests/test_install.c) repeats `make install` with this build's settings and
 # compiles the example with this build's compiler and extra flags.
 test: check-lib $(BINS) bin/run_tests
-	@cd tests && NMT_MAKE_FLAGS='REAL=$(REAL) SANITIZE=$(SANITIZE) OPT=$(OPT) CC=$(CC) OPENMP=$(OPENMP)' \
+	@cd tests && NMT_MAKE_FLAGS='REAL=$(REAL) SANITIZE=$(SANITIZE) OPT=$(OPT) DEBUG_INFO=$(DEBUG_INFO) CC=$(CC) OPENMP=$(OPENMP)' \
 	    NMT_CC='$(CC)' NMT_EXAMPLE_FLAGS='$(filter -fsanitize%,$(LDLIBS))' ../bin/run_tests
 
 # The attention page in headless Chromium (tests/browser/run.sh: installs it as root, else says

@@ -4,6 +4,7 @@
  * the same seed must give the same losses bit for bit), and how data parallelism shares a batch
  * between ranks.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,7 +135,11 @@ static unsigned char *slurp(const char *path, long *n) {
     return data;
 }
 
+/* Writes a new file, never the old one truncated: ext4 starts writing back a file that was
+ * truncated and written again as it is closed, and the damage test's thousands of rewrites
+ * would each wait for the disk. */
 static void spit(const char *path, const unsigned char *data, long n) {
+    ck_assert(unlink(path) == 0 || errno == ENOENT);
     FILE *f = fopen(path, "wb");
     ck_assert(f && fwrite(data, 1, (size_t)n, f) == (size_t)n);
     ck_assert(fclose(f) == 0);
