@@ -158,11 +158,12 @@ all: $(BINS)
 
 $(STAMP): FORCE
 	@mkdir -p $(BUILD)
-	@echo '$(CC) $(CFLAGS) $(FASTMATH_FLAGS)' | cmp -s - $@ || \
-	    echo '$(CC) $(CFLAGS) $(FASTMATH_FLAGS)' > $@
+	@echo '$(CC) $(CFLAGS) $(FASTMATH_FLAGS) $(TEST_DEFS)' | cmp -s - $@ || \
+	    echo '$(CC) $(CFLAGS) $(FASTMATH_FLAGS) $(TEST_DEFS)' > $@
 $(LINK_STAMP): FORCE
 	@mkdir -p bin
-	@echo '$(CC) $(BUILD) $(LDLIBS)' | cmp -s - $@ || echo '$(CC) $(BUILD) $(LDLIBS)' > $@
+	@echo '$(CC) $(BUILD) $(LDLIBS) $(TEST_WRAP)' | cmp -s - $@ || \
+	    echo '$(CC) $(BUILD) $(LDLIBS) $(TEST_WRAP)' > $@
 FORCE:
 
 $(BUILD)/%.o: %.c $(STAMP)
@@ -224,18 +225,13 @@ else
 TEST_WRAP = -Wl,--wrap=tokenize,--wrap=lossless_split
 TEST_DEFS =
 endif
-# The two recorded like the compile command: an object compiled without the wrappers is never
-# linked with --wrap, nor one with them without it.
-TEST_STAMP = $(BUILD)/tests/wrap-command
-$(TEST_STAMP): FORCE
-	@mkdir -p $(dir $@)
-	@echo '$(TEST_DEFS) $(TEST_WRAP)' | cmp -s - $@ || echo '$(TEST_DEFS) $(TEST_WRAP)' > $@
-
-$(BUILD)/tests/%.o: tests/%.c $(STAMP) $(TEST_STAMP) | check-lib
+# The two are recorded in the compile and link stamps: an object compiled without the wrappers
+# is never linked with --wrap, nor one with them without it.
+$(BUILD)/tests/%.o: tests/%.c $(STAMP) | check-lib
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(TEST_DEFS) $(shell pkg-config --cflags check 2>/dev/null) -MMD -MP -c $< -o $@
 
-bin/run_tests: $(TEST_OBJ) $(call room_lib,$(ROOMS)) $(TEST_STAMP) | check-lib
+bin/run_tests: $(TEST_OBJ) $(call room_lib,$(ROOMS)) | check-lib
 	$(LINK) $(shell pkg-config --libs check 2>/dev/null) $(TEST_WRAP)
 
 # The install test (tests/test_install.c) repeats `make install` with this build's settings and

@@ -177,11 +177,11 @@ int thread_choice_step(ThreadChoice *c, double tokens, double seconds, const Loa
     measure_load(c, now, LOAD_SECONDS);
     if (c->probing) return probe_step(c, tokens, seconds);
     if (c->usual_steps++ > 0) c->usual[0] += tokens, c->usual[1] += seconds;
-    if (--c->until_probe > 0 && !(c->load_fits && c->load_fits != c->threads)) return c->threads;
-    if (c->usual[1] < MEASURE_SECONDS) return c->threads;
+    int load_calls = c->load_fits && c->load_fits != c->threads; /* for another count */
+    if ((--c->until_probe > 0 && !load_calls) || c->usual[1] < MEASURE_SECONDS) return c->threads;
     /* a probe is due on the rates' schedule, or the load calls for another count */
     int due = c->until_probe <= 0, threads = other_count(c);
-    if (c->load_fits && c->load_fits != c->threads) {
+    if (load_calls) {
         threads = c->load_fits;
         due = due || !c->load_refuted;
     } else if (c->load_fits && threads > c->load_fits) {
