@@ -134,7 +134,12 @@ static void measure_load(ThreadChoice *c, const LoadSample *now, double least) {
 int thread_choice_start(ThreadChoice *c, const LoadSample *now) {
     if (c->most <= 1) return c->most;
     measure_load(c, now, LOAD_FIRST_SECONDS);
-    if (c->load_fits) c->threads = c->load_fits;
+    if (c->load_fits)
+        c->threads = c->load_fits;
+    else if (!isnan(now->busy))
+        /* a start-up too short to tell, which the first step completes: on one thread it
+         * costs a quiet machine half a step, on all of them beside a busy program two */
+        c->threads = 1;
     return c->threads;
 }
 
