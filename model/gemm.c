@@ -30,10 +30,10 @@
  *
  *  - Small shapes. With few rows, each element of B is used too few times to repay a copy.
  *    When op(B) is B itself, its rows are read in place. When B is transposed ([N,K], as in
- *    the forward y = x W^T), up to 16 rows (decoding, beams, a thread's share of a small
- *    batch) are done as dot products of rows of op(A) and B, in vector lanes along k, with B
- *    streamed through once (faster than the transposed path below at 5-12 rows, even with
- *    its half tiles, and no slower at 16); up to 128 rows (a training batch), as
+ *    the forward y = x W^T), up to 16 rows (decoding, beams; not gemm_packed) are done as
+ *    dot products of rows of op(A) and B, in vector lanes along k, with B streamed through
+ *    once (faster than the transposed path below at 5-12 rows, even with its half tiles, and
+ *    no slower at 16); up to 128 rows (a training batch), as
  *    C^T = op(B)^T op(A)^T: rows of B are broadcast in place, only the small op(A) is packed,
  *    and each tile (32 rows, or 16 for the last 16 or fewer) is transposed on its way to C.
  *    M == 1 with B not transposed is a vector-matrix loop; N == 1 is done as the transposed
