@@ -24,14 +24,16 @@
  *  - Packed once. A weight that a time loop multiplies by at every step is packed by
  *    gemm_pack() as a pass starts, and gemm_packed() runs the steps' products on those panels
  *    (rows_from_panels): the rows of a step's share fit one A block, so each B panel is read
- *    once, into L1, for all of them, even when the panels are larger than L2.
+ *    once, into L1, for all of them, even when the panels are larger than L2. It reads them
+ *    for few rows too, where gemm() would dot them, so that a share's rows get the bits they
+ *    would get in any other share (see Determinism).
  *
  *  - Small shapes. With few rows, each element of B is used too few times to repay a copy.
  *    When op(B) is B itself, its rows are read in place. When B is transposed ([N,K], as in
- *    the forward y = x W^T), up to 16 rows (decoding, beams, a thread's share of a small
- *    batch) are done as dot products of rows of op(A) and B, in vector lanes along k, with B
- *    streamed through once (faster than the transposed path below at 5-12 rows, even with
- *    its half tiles, and no slower at 16); up to 128 rows (a training batch), as
+ *    the forward y = x W^T), up to 16 rows (decoding, beams; not gemm_packed) are done as
+ *    dot products of rows of op(A) and B, in vector lanes along k, with B streamed through
+ *    once (faster than the transposed path below at 5-12 rows, even with its half tiles, and
+ *    no slower at 16); up to 128 rows (a training batch), as
  *    C^T = op(B)^T op(A)^T: rows of B are broadcast in place, only the small op(A) is packed,
  *    and each tile (32 rows, or 16 for the last 16 or fewer) is transposed on its way to C.
  *    M == 1 with B not transposed is a vector-matrix loop; N == 1 is done as the transposed
@@ -67,7 +69,8 @@
  * AVX-512 and AVX2, M == 1 otherwise, so from gemm_rows_summed_alike() rows on every row is
  * summed alike; N == 1 with A not transposed): there each element is summed in vector lanes
  * over chunks of 1024 k, then reduced in a fixed tree, the same for every thread count, but
- * not for every M (on AVX2, one row and 2-16 rows form their lanes differently). A thread that
+ * not for every M (on AVX2, one row and 2-16 rows form their lanes differently).
+ * gemm_packed() never takes it, so its rows are summed alike for any M. A thread that
  * cannot get its buffer falls back to a plain loop doing exactly the kernels' arithmetic,
  * which leaves no trace in the results either.
  */
@@ -1268,20 +1271,18 @@ size_t gemm_panels_size(int K, int N) {
     return (size_t)k_inside_padded(isa_get(), N) * (size_t)(K > 0 ? K : 0);
 }
 
-/* Whether gemm() would copy op(B) for this product: not for the paths that read B in place
- * (dot products, vector-matrix loops, the C^T kernel, few rows of an untransposed B). The
- * dot products also sum differently, so the choice keeps gemm()'s bits as well as its speed. */
-static int gemm_copies_b(const Isa *isa, int M, GemmOp op_b, int N) {
-    if (M <= 1 || N <= 1 || (op_b && M <= isa->dot_max_m)) return 0;
-    if (op_b && isa->kernel_t && M <= SWAP_MAX_M) return 0;
-    if (!op_b && M <= isa->in_place_m) return 0;
-    return 1;
+/* Whether gemm_packed() reads the panels for a product of M rows: where gemm() would copy
+ * op(B), and for a transposed B wherever there is no C^T kernel to read it in place, since the
+ * dot products that gemm() takes for few rows sum them differently (see Determinism). */
+static int packed_reads_panels(const Isa *isa, int M, GemmOp op_b) {
+    if (op_b) return !(isa->kernel_t && M <= SWAP_MAX_M);
+    return M > 1 && M > isa->in_place_m;
 }
 
 void gemm_pack(GemmPanels *p, GemmOp op_b, int K, int N, const real *B, int ldb, int most_rows,
                real *panels) {
     const Isa *isa = isa_get();
-    if (!gemm_copies_b(isa, most_rows, op_b, N)) panels = NULL;
+    if (!packed_reads_panels(isa, most_rows, op_b)) panels = NULL;
     *p = (GemmPanels){.op = op_b, .K = K, .N = N, .b = B, .ldb = ldb, .panels = panels};
     if (!panels) return;
     ptrdiff_t padded = k_inside_padded(isa, N);
@@ -1306,11 +1307,20 @@ static void packed_share(const Isa *isa, const Problem *prob, int M, const GemmP
 void gemm_packed(GemmOp op_a, int M, const real *A, int lda, const GemmPanels *p, real beta,
                  real *C, int ldc) {
     const Isa *isa = isa_get();
-    if (M <= 0 || p->N <= 0 || p->K <= 0 || !p->panels || !gemm_copies_b(isa, M, p->op, p->N)) {
+    if (M <= 0 || p->N <= 0 || p->K <= 0) {
         gemm(op_a, p->op, M, p->N, p->K, A, lda, p->b, p->ldb, beta, C, ldc);
         return;
     }
     Problem prob = {op_a, p->op, p->K, beta != 0, A, p->b, lda, p->ldb, ldc, C};
+    if (!p->panels || !packed_reads_panels(isa, M, p->op)) {
+        /* B read in place or copied now, never dotted (one row of an untransposed B: gemm()'s
+         * vector-matrix loop, which sums alike) */
+        if (M == 1 && !p->op)
+            gemm(op_a, p->op, M, p->N, p->K, A, lda, p->b, p->ldb, beta, C, ldc);
+        else
+            gemm_blocked(isa, &prob, M, p->N);
+        return;
+    }
     int nt = threads_for((double)M * p->N * p->K);
     if (nt == 1) {
         packed_share(isa, &prob, M, p, 0, 1);

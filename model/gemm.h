@@ -29,9 +29,11 @@ void gemm(GemmOp op_a, GemmOp op_b, int M, int N, int K, const real *A, int lda,
 /* A matrix that is op(B) in many products (a weight, at every time step of a batch), packed
  * once into the panels the kernels read: gemm() copies op(B) into them on every call, and for
  * the few rows of a time step's share that copy is a large part of the product. gemm_packed()
- * gives exactly gemm()'s results, and where gemm() would not copy op(B) (few rows: it reads B
- * in place) it is gemm(). The panels hold B's values when gemm_pack() ran: pack again after B
- * changes. */
+ * gives each row the bits it gets in a product of many rows, whatever M: where gemm() would
+ * take the dot products for few rows of a transposed B (see gemm_rows_summed_alike), it reads
+ * the panels instead, so a batch's rows can be shared out among any number of threads without
+ * changing a bit. Where gemm() would not copy op(B) and sums alike (it reads B in place) it is
+ * gemm(). The panels hold B's values when gemm_pack() ran: pack again after B changes. */
 typedef struct {
     GemmOp op;     /* op(B) is B [K,N] as stored or B [N,K] transposed */
     int K, N;      /* op(B) is K x N */
@@ -43,11 +45,13 @@ typedef struct {
 /* The reals the panels of a K x N op(B) take (for the kernels this machine runs). */
 size_t gemm_panels_size(int K, int N);
 /* Describes op(B) = B [K,N] or B^T (B stored [N,K]) in *p and packs it into panels, unless
- * panels is NULL or gemm() would read B in place for every product of up to most_rows rows
- * (then p->panels is NULL, and the packing is not wasted on a CPU whose kernels need none). */
+ * panels is NULL or no product of up to most_rows rows would read them (then p->panels is
+ * NULL, and the packing is not wasted on a CPU whose kernels read B in place). */
 void gemm_pack(GemmPanels *p, GemmOp op_b, int K, int N, const real *B, int ldb, int most_rows,
                real *panels);
-/* gemm(op_a, p->op, M, p->N, p->K, A, lda, p->b, p->ldb, beta, C, ldc), from the panels. */
+/* gemm(op_a, p->op, M, p->N, p->K, A, lda, p->b, p->ldb, beta, C, ldc), each row summed as
+ * in a product of more than gemm_rows_summed_alike() rows: from the panels where it reads them,
+ * else by gemm()'s paths that sum so. */
 void gemm_packed(GemmOp op_a, int M, const real *A, int lda, const GemmPanels *p, real beta,
                  real *C, int ldc);
 

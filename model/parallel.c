@@ -72,8 +72,9 @@ static const double MEASURE_SECONDS = 0.15;
 /* The least seconds of usual steps before a probe of more threads than the load allows. */
 static const double LONG_SECONDS = 30;
 /* The load is measured over windows of at least this long: the system counts busy time in
- * ticks of 10 ms, so over two processors a window holds some 30 of them. Before the first
- * step, a shorter one will do (the program's start-up is what there is). */
+ * ticks of 10 ms, so over two processors a window holds some 30 of them. Until the load is
+ * first known, a shorter one will do: the program's start-up is what there is, and when it is
+ * shorter still, the first steps add to it. */
 static const double LOAD_SECONDS = 0.15, LOAD_FIRST_SECONDS = 0.05;
 /* A probe whose first measured step runs below this share of the usual rate ends there:
  * on a busy machine each step of all the threads costs two or three of one, and on a quiet one
@@ -133,7 +134,12 @@ static void measure_load(ThreadChoice *c, const LoadSample *now, double least) {
 int thread_choice_start(ThreadChoice *c, const LoadSample *now) {
     if (c->most <= 1) return c->most;
     measure_load(c, now, LOAD_FIRST_SECONDS);
-    if (c->load_fits) c->threads = c->load_fits;
+    if (c->load_fits)
+        c->threads = c->load_fits;
+    else if (!isnan(now->busy))
+        /* a start-up too short to tell, which the first step completes: on one thread it
+         * costs a quiet machine half a step, on all of them beside a busy program two */
+        c->threads = 1;
     return c->threads;
 }
 
@@ -174,6 +180,17 @@ static int probe_step(ThreadChoice *c, double tokens, double seconds) {
 
 int thread_choice_step(ThreadChoice *c, double tokens, double seconds, const LoadSample *now) {
     if (c->most <= 1) return c->most;
+    if (!c->load_fits) {
+        /* a start-up shorter than its window: the first steps complete it, and the load then
+         * chooses the count as it would have before the first step */
+        measure_load(c, now, LOAD_FIRST_SECONDS);
+        if (c->load_fits && c->load_fits != c->threads && !c->probing) {
+            c->threads = c->load_fits;
+            c->usual[0] = c->usual[1] = 0;
+            c->usual_steps = 0;
+            return c->threads;
+        }
+    }
     measure_load(c, now, LOAD_SECONDS);
     if (c->probing) return probe_step(c, tokens, seconds);
     if (c->usual_steps++ > 0) c->usual[0] += tokens, c->usual[1] += seconds;

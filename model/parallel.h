@@ -63,10 +63,8 @@ double load_others(const LoadSample *from, const LoadSample *to);
  *   its steps probing; a probe the load called for and the rates refuted waits for that
  *   schedule before the load may call again. While other programs hold the processors, no
  *   probe runs more threads than the load allows: there they cost a busy machine most.
- * A row's products may take another path when the rows are shared out otherwise, so the passes
- * keep cutting their work into `most` shares however few threads run them
- * (ForwardOptions.parts): training's bits depend on the threads asked for, never on what the
- * measurements chose. */
+ * Training's bits do not depend on the count (the passes sum a row alike in a share of any
+ * size: gemm_packed), so they never depend on what the measurements chose. */
 typedef struct {
     int most;             /* the threads asked for */
     int threads;          /* the count of the usual steps */

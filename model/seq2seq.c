@@ -410,35 +410,27 @@ void share_rows(int B, int part, int parts, int *first, int *count) {
     *count = end - *first;
 }
 
-/* The shares a parallel region of a pass cuts its work into (Acts.parts, else one a thread);
- * the calling thread runs shares omp_get_thread_num(), + omp_get_num_threads(), ... of them.
- * Sentences are independent, so the decoder's time loop shares out each step's running rows
- * (Acts.running) and the threads meet once a step, as sentences end and the shares shrink;
- * products over all rows and steps (input projections, weight gradients) stay outside,
- * parallel over their own tiles. A share's products take the same path whichever thread runs
- * it, so the bits depend on the shares, not on the threads. */
-static int region_parts(const Acts *a) {
-    return a->parts > 0 ? a->parts : omp_get_num_threads();
-}
+/* The parallel regions of a pass give each thread a share of the work. Sentences are
+ * independent, so the decoder's time loop shares out each step's running rows (Acts.running)
+ * and the threads meet once a step, as sentences end and the shares shrink; products over all
+ * rows and steps (input projections, weight gradients) stay outside, parallel over their own
+ * tiles. The step products sum a row alike in a share of any size (gemm_packed), so the bits
+ * do not depend on the number of threads. */
 
 /* ---- encoder ------------------------------------------------------------------------ */
 
-/* Share t of `threads` of the encoder's recurrences: directions [*dir0, *dir1), and its
- * place *part among the *parts shares of them. With two directions and an even team, each
- * half of the team runs one direction: a thread then streams one W_hh only, multiplies twice
- * the rows at a time, and a single sentence keeps two cores busy. Otherwise each share runs
- * every direction. The shares of a direction share its rows in the recurrence and the columns
- * of its input projection. encoder_share: the calling thread's, one share a thread. */
-static void encoder_share_of(int dirs, int t, int threads, int *dir0, int *dir1, int *part,
-                             int *parts) {
+/* The calling thread's share of the encoder's recurrences: directions [*dir0, *dir1), and its
+ * place *part among the *parts threads that run them. With two directions and an even team,
+ * each half of the team runs one direction: a thread then streams one W_hh only, multiplies
+ * twice the rows at a time, and a single sentence keeps two cores busy. Otherwise each thread
+ * runs every direction. The threads of a direction share its rows in the recurrence and the
+ * columns of its input projection. */
+void encoder_share(int dirs, int *dir0, int *dir1, int *part, int *parts) {
+    int t = omp_get_thread_num(), threads = omp_get_num_threads();
     int halves = dirs == 2 && threads % 2 == 0 ? 2 : 1, per_half = threads / halves;
     *dir0 = halves == 2 ? t / per_half : 0;
     *dir1 = halves == 2 ? *dir0 + 1 : dirs;
     *part = t % per_half, *parts = per_half;
-}
-
-void encoder_share(int dirs, int *dir0, int *dir1, int *part, int *parts) {
-    encoder_share_of(dirs, omp_get_thread_num(), omp_get_num_threads(), dir0, dir1, part, parts);
 }
 
 /* Slot order of a direction's states [(S+1)*B, H]: the forward GRU starts from slot 0 and
@@ -522,38 +514,27 @@ static void encoder_forward(const Model *m, Acts *a, int B, int S) {
                sizeof(real) * (size_t)B * H);
 #pragma omp parallel
     {
-        int shares = region_parts(a), first = omp_get_thread_num(), step = omp_get_num_threads();
-        for (int me = first; me < shares; me += step) {
-            int dir0, dir1, part, parts, lo, n;
-            encoder_share_of(dirs, me, shares, &dir0, &dir1, &part, &parts);
-            for (int dir = dir0; dir < dir1; dir++) { /* gi = W_ih x_i + b_ih, all positions */
-                const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
-                share_rows(3 * H, part, parts, &lo, &n);
-                linear_columns(a->enc_gi[dir], 3 * H, a->x, E, gw->w_ih, E,
-                               d->layer_norm ? NULL : gw->b_ih, S * B, E, lo, lo + n, 0);
-            }
+        int dir0, dir1, part, parts, lo, n, b0, nb;
+        encoder_share(dirs, &dir0, &dir1, &part, &parts);
+        for (int dir = dir0; dir < dir1; dir++) { /* gi = W_ih x_i + b_ih, all positions */
+            const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
+            share_rows(3 * H, part, parts, &lo, &n);
+            linear_columns(a->enc_gi[dir], 3 * H, a->x, E, gw->w_ih, E,
+                           d->layer_norm ? NULL : gw->b_ih, S * B, E, lo, lo + n, 0);
         }
 #pragma omp barrier
-        for (int me = first; me < shares; me += step) {
-            int dir0, dir1, part, parts, b0, nb;
-            encoder_share_of(dirs, me, shares, &dir0, &dir1, &part, &parts);
-            share_rows(B, part, parts, &b0, &nb);
-            for (int dir = dir0; dir < dir1 && nb > 0; dir++)
-                encoder_direction_forward(m, a, dir, b0, nb);
-        }
+        share_rows(B, part, parts, &b0, &nb);
+        for (int dir = dir0; dir < dir1 && nb > 0; dir++)
+            encoder_direction_forward(m, a, dir, b0, nb);
 #pragma omp barrier
-        /* keys and s_0: every share takes some of the columns */
-        for (int me = first; me < shares; me += step) {
-            int lo, n;
-            share_rows(F, me, shares, &lo, &n);
-            if (d->score != SCORE_DOT)
-                linear_columns(a->keys, F, a->enc_h, K, key_w, K, w->att_b, B * S, K, lo, lo + n,
-                               0);
-            share_rows(D, me, shares, &lo, &n);
-            linear_columns(a->dec_state, D, a->h_last, K, w->init_w, K, w->init_b, B, K, lo, lo + n,
-                           0);
-            for (int b = 0; b < B && n > 0; b++) tanh_forward(a->dec_state + (size_t)b * D + lo, n);
-        }
+        /* keys and s_0: every thread takes some of the columns */
+        int me = omp_get_thread_num(), threads = omp_get_num_threads();
+        share_rows(F, me, threads, &lo, &n);
+        if (d->score != SCORE_DOT)
+            linear_columns(a->keys, F, a->enc_h, K, key_w, K, w->att_b, B * S, K, lo, lo + n, 0);
+        share_rows(D, me, threads, &lo, &n);
+        linear_columns(a->dec_state, D, a->h_last, K, w->init_w, K, w->init_b, B, K, lo, lo + n, 0);
+        for (int b = 0; b < B && n > 0; b++) tanh_forward(a->dec_state + (size_t)b * D + lo, n);
     }
 }
 
@@ -614,10 +595,9 @@ static void encoder_backward(Model *m, Acts *a) {
             memcpy(a->carry + ((size_t)dir * B + b) * H, a->d_h_last + (size_t)b * K + dir * H,
                    sizeof(real) * (size_t)H);
 #pragma omp parallel
-    for (int me = omp_get_thread_num(), shares = region_parts(a); me < shares;
-         me += omp_get_num_threads()) {
+    {
         int dir0, dir1, part, parts, b0, nb;
-        encoder_share_of(dirs, me, shares, &dir0, &dir1, &part, &parts);
+        encoder_share(dirs, &dir0, &dir1, &part, &parts);
         share_rows(B, part, parts, &b0, &nb);
         for (int dir = dir0; dir < dir1 && nb > 0; dir++) {
             const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
@@ -740,7 +720,7 @@ int model_encode(const Model *m, Acts *a, const int *src, const int *src_len, in
     if (B > a->max_B || S > a->max_S)
         return error_set(err, "batch %d x %d exceeds the planned %d x %d", B, S, a->max_B,
                          a->max_S);
-    a->dropout = 0, a->word_dropout = 0, a->parts = 0;
+    a->dropout = 0, a->word_dropout = 0;
     load_ids(a, src, src_len, B, S);
     if (m->quant && !a->enc_xq)
         return error_set(err, "an int8 model's activations need ActsPlan.int8");
@@ -972,7 +952,6 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
     a->dropout = opt->dropout;
     a->word_dropout = opt->word_dropout;
     a->label_smoothing = opt->label_smoothing;
-    a->parts = opt->parts;
     load_ids(a, batch->src, batch->src_len, B, S);
     a->T = T;
     a->n_tokens = 0;
@@ -1025,11 +1004,9 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
 
 #pragma omp parallel
     for (int t = 1; t <= T; t++) {
-        int running = a->running[t - 1], shares = region_parts(a);
-        for (int me = omp_get_thread_num(); me < shares; me += omp_get_num_threads()) {
-            int b0, nb;
-            share_rows(running, me, shares, &b0, &nb);
-            if (nb == 0) continue;
+        int running = a->running[t - 1], b0, nb;
+        share_rows(running, omp_get_thread_num(), omp_get_num_threads(), &b0, &nb);
+        if (nb > 0) {
             DecoderStep st = decoder_step(a, d, t, b0);
             decoder_step_forward(m, &a->step_weights, &st, a->keys + (size_t)b0 * S * F,
                                  a->enc_h + (size_t)b0 * S * K, a->src_len + b0,
@@ -1201,12 +1178,9 @@ void model_backward(Model *m, Acts *a) {
     memset(a->carry, 0, sizeof(real) * (size_t)B * D);
 #pragma omp parallel
     for (int t = T; t >= 1; t--) {
-        int running = a->running[t - 1], shares = region_parts(a);
-        for (int me = omp_get_thread_num(); me < shares; me += omp_get_num_threads()) {
-            int b0, nb;
-            share_rows(running, me, shares, &b0, &nb);
-            if (nb > 0) decoder_step_backward(m, a, t, b0, nb);
-        }
+        int running = a->running[t - 1], b0, nb;
+        share_rows(running, omp_get_thread_num(), omp_get_num_threads(), &b0, &nb);
+        if (nb > 0) decoder_step_backward(m, a, t, b0, nb);
         /* then the threads meet: the previous step shares out more rows, so a row may change
          * threads */
         if (omp_get_thread_num() == 0) ended_rows_backward(a, d, t, running);

@@ -82,11 +82,6 @@ typedef struct {
                              forward_only pass it recomputes the logits first (slower). */
     real word_dropout;    /* whole x_i and u_t zeroed with this probability, the kept ones
                              scaled by 1/(1-p) (spec: word dropout); 0 turns it off */
-    int parts;            /* the shares the passes' per-step work is cut into, whatever the
-                             threads that run them (a thread may run several); 0: one a
-                             thread. The cut decides a row's products, hence the bits, so a
-                             training that changes its threads keeps this at the threads it
-                             was asked for (parallel.h, ThreadChoice). */
 } ForwardOptions;
 
 /* The memory plan of Acts beyond the batch shape; {0} is the default (ACTS_AUTO). */
@@ -170,7 +165,6 @@ typedef struct {
     int n_tokens;            /* N, the non-padding target tokens of the last forward pass */
     real dropout, label_smoothing;
     real word_dropout; /* of the last forward pass: x_keep and u_keep hold its scales too */
-    int parts;         /* ForwardOptions.parts of the last forward pass */
     double phase_seconds[PHASE_COUNT]; /* time spent in each phase, summed over calls */
     double phase_mark;                 /* when the current phase began (omp_get_wtime) */
     int time_search;                   /* 1: a search on these activations times its phases */

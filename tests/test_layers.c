@@ -579,11 +579,16 @@ static void machine_advance(Machine *m, int threads, double seconds) {
     m->now.busy = m->load_known ? m->now.busy + seconds * fmin(running, 2) : NAN;
 }
 
-static void machine_start(Machine *m, ThreadChoice *c) {
+/* The program's start-up, on one thread for `seconds`. */
+static void machine_start_for(Machine *m, ThreadChoice *c, double seconds) {
     m->now = (LoadSample){.wall = 100, .own = 1, .busy = m->load_known ? 50 : NAN, .cpus = 2};
     thread_choice_init(c, 2, &m->now);
-    machine_advance(m, 1, 0.3); /* the program's start-up, on one thread */
+    machine_advance(m, 1, seconds);
     thread_choice_start(c, &m->now);
+}
+
+static void machine_start(Machine *m, ThreadChoice *c) {
+    machine_start_for(m, c, 0.3);
 }
 
 /* `steps` steps of 250 tokens, each on the count ThreadChoice asks for; returns how many ran on
@@ -631,7 +636,7 @@ END_TEST
  * two, and none where the load is known (the start-up shows the busy processor); on a quiet
  * machine where one thread runs at 0.7 of two (the 2-core Zen 3's toy), few run on one. When
  * the busy process ends, the threads come back within a second of steps where the load is
- * known. */
+ * known; and where the start-up is too short to show the load, its first step runs on one. */
 START_TEST(thread_choice_costs_a_short_run_few_steps) {
     for (int known = 0; known <= 1; known++) {
         Machine quiet = {.rate = {0, 14000, 20000}, .load_known = known},
@@ -645,6 +650,14 @@ START_TEST(thread_choice_costs_a_short_run_few_steps) {
         if (known) {
             quiet.now = busy.now;
             ck_assert_int_le(steps_on_one_thread(&c, &quiet, 60), 20);
+            ck_assert_int_eq(c.threads, 2);
+            /* a start-up too short to tell (the toy's is about as long as the window): the
+             * first step, on one thread, completes the window */
+            machine_start_for(&busy, &c, 0.03);
+            ck_assert_int_eq(steps_on_one_thread(&c, &busy, 600), 600);
+            ck_assert_int_eq(c.threads, 1);
+            machine_start_for(&quiet, &c, 0.03);
+            ck_assert_int_le(steps_on_one_thread(&c, &quiet, 600), 1 + 12);
             ck_assert_int_eq(c.threads, 2);
         }
         machine_start(&quiet, &c);

@@ -375,6 +375,33 @@ START_TEST(training_resumes_exactly) {
 }
 END_TEST
 
+START_TEST(training_bits_do_not_depend_on_the_threads) {
+    /* 1 thread runs the decoder's steps on 32 rows, 2 threads on shares of 16, where gemm()
+     * alone would take its dot products (AVX2, AVX-512): the checkpoints are the same bytes,
+     * so a run does not change when training chooses its threads by the machine's load */
+    char dir[64], cmd[1024], err_path[128], path[2][160];
+    make_temp_dir(dir, sizeof dir);
+    snprintf(err_path, sizeof err_path, "%s/stderr", dir);
+    unsigned char *ckpt[2];
+    size_t len[2];
+    for (int t = 0; t < 2; t++) {
+        snprintf(cmd, sizeof cmd,
+                 "../bin/train ../configs/tiny.ini --set train.batch_size=32 --set "
+                 "train.max_steps=40 --set train.valid_every=20 --set train.threads=%d --set "
+                 "train.out_dir=%s/t%d",
+                 t + 1, dir, t + 1);
+        ck_assert_int_eq(run(cmd, err_path), 0);
+        snprintf(path[t], sizeof path[t], "%s/t%d/best.ckpt", dir, t + 1);
+        ckpt[t] = slurp_file(path[t], &len[t]);
+        ck_assert_ptr_nonnull(ckpt[t]);
+    }
+    ck_assert_msg(len[0] == len[1] && memcmp(ckpt[0], ckpt[1], len[0]) == 0, "%s and %s differ",
+                  path[0], path[1]);
+    free(ckpt[0]), free(ckpt[1]);
+    remove_dir(dir);
+}
+END_TEST
+
 START_TEST(interrupted_training_saves_a_resumable_checkpoint) {
     char dir[64], out[128], ckpt[160];
     make_temp_dir(dir, sizeof dir);
@@ -503,13 +530,12 @@ START_TEST(scoring_reports_in_corpus_order) {
     SinkCheck check = {.corpus = &corpus, .in_order = true};
     bleu_stats_init(&check.bleu, NULL);
     Scores by8, by1;
-    ck_assert_msg(score_corpus(&nm, &corpus, &tokens, "dev", 8, 0, 1, NULL, &by8, check_sink,
-                               &check, &err) == 0,
-                  "%s", err.msg);
+    ck_assert_msg(
+        score_corpus(&nm, &corpus, &tokens, "dev", 8, 1, NULL, &by8, check_sink, &check, &err) == 0,
+        "%s", err.msg);
     ck_assert(check.in_order && check.next == corpus.count && by8.sentences == corpus.count);
     ck_assert(bleu_score(&check.bleu).score == by8.bleu.score);
-    ck_assert(score_corpus(&nm, &corpus, &tokens, "dev", 1, 0, 1, NULL, &by1, NULL, NULL, &err) ==
-              0);
+    ck_assert(score_corpus(&nm, &corpus, &tokens, "dev", 1, 1, NULL, &by1, NULL, NULL, &err) == 0);
     ck_assert(by1.tokens == by8.tokens && by8.tokens > corpus.count);
     ck_assert_msg(fabs(by1.loss - by8.loss) <= 1e-5 * by1.loss,
                   "loss %.9g one at a time, %.9g "
@@ -1030,6 +1056,7 @@ Suite *tools_suite(void) {
     tcase_add_test(tc, gradref_records_the_score);
     tcase_add_test(tc, tools_report_bad_input_in_one_line);
     tcase_add_test(tc, training_resumes_exactly);
+    tcase_add_test(tc, training_bits_do_not_depend_on_the_threads);
     tcase_add_test(tc, align_matches_the_gradient_reference_dump);
     tcase_add_test(tc, interrupted_training_saves_a_resumable_checkpoint);
     tcase_add_test(tc, gradref_reference_agrees_with_the_engine);

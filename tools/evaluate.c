@@ -98,7 +98,7 @@ int main(int argc, char **argv) {
     }
     ShowSink sink = {.show = n_show, .lowercase_bleu = lowercase_bleu};
     bleu_stats_init(&sink.lower, &(ScoreOptions){.tokenize = scoring.tokenize, .lowercase = true});
-    if (score_corpus(&nm, &corpus, &tokens, test_path, 64, 0, (int)beam, &scoring, &sc, show, &sink,
+    if (score_corpus(&nm, &corpus, &tokens, test_path, 64, (int)beam, &scoring, &sc, show, &sink,
                      &err)) {
         fprintf(stderr, "evaluate: %s\n", err.msg);
         goto done;

@@ -79,8 +79,7 @@ static int engine_gradients(Trainer *tr, const Batch *batch, Rng *dropout, doubl
     ForwardOptions opt = {.dropout = (real)ct->dropout,
                           .label_smoothing = (real)ct->label_smoothing,
                           .rng = dropout,
-                          .word_dropout = (real)ct->word_dropout,
-                          .parts = tr->threads.most};
+                          .word_dropout = (real)ct->word_dropout};
     e->zero = NO_ZERO_GRADS;
     if (batch->B == 0) return 0; /* an MPI rank's empty share */
     if (model_forward(m, &e->acts, batch, &opt, loss, err)) return -1;
@@ -111,13 +110,10 @@ static int engine_update(Trainer *tr, double loss, double lr, Error *err) {
     return 0;
 }
 
-/* Teacher-forced loss and perplexity (cut into the shares of training's steps, so that the
- * log does not depend on the threads the steps chose), greedy BLEU and chrF, in batches of
- * 64. */
+/* Teacher-forced loss and perplexity, greedy BLEU and chrF, in batches of 64. */
 static int engine_score(const Trainer *tr, const NmtModel *nm, const Corpus *c,
                         const TokenizedCorpus *tc, const char *path, Scores *sc, Error *err) {
-    return score_corpus(nm, c, tc, path, 64, tr->threads.most, 1, &tr->cfg->data.scores, sc, NULL,
-                        NULL, err);
+    return score_corpus(nm, c, tc, path, 64, 1, &tr->cfg->data.scores, sc, NULL, NULL, err);
 }
 
 static void engine_describe(const Trainer *tr, char *buf, size_t size) {

@@ -66,7 +66,7 @@ static size_t *longest_first(const int *len, size_t count, Error *err) {
 }
 
 static int corpus_loss(const NmtModel *nm, const TokenizedCorpus *tc, const Corpus *corpus,
-                       int batch_size, int parts, Scores *out, Error *err) {
+                       int batch_size, Scores *out, Error *err) {
     Dataset ds;
     if (nmt_dataset(&ds, nm, tc, corpus, 0, err)) return -1;
     BatchBuffer bb = {0};
@@ -88,8 +88,8 @@ static int corpus_loss(const NmtModel *nm, const TokenizedCorpus *tc, const Corp
             (int)(ds.count - first < (size_t)batch_size ? ds.count - first : (size_t)batch_size);
         const Batch *batch = batch_fill(&bb, &ds, idx + first, n);
         double loss;
-        if (model_forward(&nm->model, &acts, batch,
-                          &(ForwardOptions){.forward_only = 1, .parts = parts}, &loss, err))
+        if (model_forward(&nm->model, &acts, batch, &(ForwardOptions){.forward_only = 1}, &loss,
+                          err))
             goto done;
         total += loss * acts.n_tokens;
         tokens += (size_t)acts.n_tokens;
@@ -107,11 +107,11 @@ done:
 }
 
 int score_corpus(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus *tc,
-                 const char *name, int batch_size, int parts, int beam, const ScoreOptions *options,
+                 const char *name, int batch_size, int beam, const ScoreOptions *options,
                  Scores *out, TranslationSink sink, void *user, Error *err) {
     memset(out, 0, sizeof *out);
     if (score_check_lengths(nm, corpus, tc, name, err) ||
-        corpus_loss(nm, tc, corpus, batch_size, parts, out, err))
+        corpus_loss(nm, tc, corpus, batch_size, out, err))
         return -1;
     Translator translator;
     SearchOptions opt = {.beam = beam, .nbest = 1, .len_norm = 1.0};

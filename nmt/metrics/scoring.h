@@ -35,14 +35,13 @@ typedef void (*TranslationSink)(void *user, size_t index, const char *source,
                                 const char *hypothesis, const char *reference);
 
 /* Scores nm on the pairs of (corpus, tc), read from the file `name`: loss over the encodable
- * pairs in batches of batch_size (their passes cut into `parts` shares, ForwardOptions.parts:
- * 0 for one a thread), and translations of every pair with the given beam, scored
+ * pairs in batches of batch_size, and translations of every pair with the given beam, scored
  * against corpus->tgt with options (NULL: sacreBLEU's defaults) (output
  * lengths limited by the translator's rule, nmt_max_output_len, for each batch's longest
  * source). Both take the pairs in batches of similar lengths, longest first. Pairs must pass
  * score_check_lengths. */
 int score_corpus(const NmtModel *nm, const Corpus *corpus, const TokenizedCorpus *tc,
-                 const char *name, int batch_size, int parts, int beam, const ScoreOptions *options,
+                 const char *name, int batch_size, int beam, const ScoreOptions *options,
                  Scores *out, TranslationSink sink, void *user, Error *err);
 
 #endif
