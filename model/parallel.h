@@ -82,7 +82,8 @@ typedef struct {
 
 /* `now`: a sample taken as the program started, before its steps. */
 void thread_choice_init(ThreadChoice *c, int most, const LoadSample *now);
-/* Before the first step: its threads, from the machine's load since thread_choice_init. */
+/* Before the first step: its threads, from the machine's load since thread_choice_init (one
+ * when that was too short to tell, which the first steps then complete). */
 int thread_choice_start(ThreadChoice *c, const LoadSample *now);
 /* After a step of `tokens` tokens that took `seconds`, `now` sampled as it ended: the threads
  * for the next step. */

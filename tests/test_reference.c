@@ -269,8 +269,11 @@ static Verdict run_case(const Case *c, AttentionScore score, uint64_t seed, Inje
     ActsPlan keep = {.logit_rows = ACTS_ALL_ROWS, .attention = ACTS_KEEP};
     ck_assert_msg(acts_init_plan(&acts, d, B, S, T, &keep, &err) == 0, "%s", err.msg);
     rng_seed(&rng, seed, 7);
-    ForwardOptions opt = {
-        (real)c->dropout, (real)c->label_smoothing, &rng, 1, (real)c->word_dropout, 0};
+    ForwardOptions opt = {.dropout = (real)c->dropout,
+                          .label_smoothing = (real)c->label_smoothing,
+                          .rng = &rng,
+                          .forward_only = 1,
+                          .word_dropout = (real)c->word_dropout};
     double loss;
     ck_assert_msg(model_forward(&m, &acts, batch, &opt, &loss, &err) == 0, "%s", err.msg);
     compare(&v, "loss", &ref_loss, &loss, 1, NULL);
