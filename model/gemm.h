@@ -39,7 +39,8 @@ typedef struct {
     int K, N;      /* op(B) is K x N */
     const real *b; /* the matrix, row stride ldb */
     int ldb;
-    real *panels; /* gemm_panels_size(K, N) reals, 64-byte aligned; NULL: gemm() on b always */
+    real *panels; /* gemm_panels_size(K, N) reals, 64-byte aligned; NULL: b read in place, or
+                     copied at each product */
 } GemmPanels;
 
 /* The reals the panels of a K x N op(B) take (for the kernels this machine runs). */
