@@ -198,7 +198,9 @@ static const ConfigKey config_keys[] = {
     {"train", "seed", KEY_UINT64, "1", 0, 0, NO_RANGE, offsetof(Config, train.seed),
      "seed of every random stream (initialization, shuffling, dropout)", NULL},
     {"train", "threads", KEY_INT, "0", 0, 1024, CLOSED, offsetof(Config, train.threads),
-     "OpenMP threads; 0 = all cores", NULL},
+     "OpenMP threads, at most: fewer while other programs keep cores busy, with the same "
+     "results bit for bit; 0 = all cores",
+     NULL},
     {"train", "valid_every", KEY_INT, "500", 1, INFINITY, CLOSED,
      offsetof(Config, train.valid_every), "validate on the dev set every this many steps", NULL},
     {"train", "patience", KEY_INT, "5", 0, INFINITY, CLOSED, offsetof(Config, train.patience),
