@@ -80,6 +80,10 @@ static const double LOAD_SECONDS = 0.15, LOAD_FIRST_SECONDS = 0.05;
  * on a busy machine each step of all the threads costs two or three of one, and on a quiet one
  * each step of one thread half as much again as a step of all. */
 static const double CLEARLY_SLOWER = 0.8;
+/* The first step of a probe is not measured (its team may be waking or starting), unless it
+ * ran below this share of the usual rate: no team's start costs half a step, while beside a
+ * busy program a step of all the threads costs two or three of one; the probe ends there. */
+static const double FAR_SLOWER = 0.5;
 
 static double seconds_of(const struct timespec *t) {
     return (double)t->tv_sec + (double)t->tv_nsec * 1e-9;
@@ -155,10 +159,12 @@ static void start_probe(ThreadChoice *c, int threads) {
 
 /* A step of the probe: its threads for the next step, the usual count once it is over. */
 static int probe_step(ThreadChoice *c, double tokens, double seconds) {
+    int first = c->probing == 1;
     if (c->probing++ > 1) c->probe[0] += tokens, c->probe[1] += seconds;
     double usual_rate = c->usual[0] / fmax(c->usual[1], 1e-9);
     double probe_rate = c->probe[0] / fmax(c->probe[1], 1e-9);
-    int clearly_slower = c->probing > 2 && probe_rate < CLEARLY_SLOWER * usual_rate;
+    int clearly_slower = (c->probing > 2 && probe_rate < CLEARLY_SLOWER * usual_rate) ||
+                         (first && tokens / fmax(seconds, 1e-9) < FAR_SLOWER * usual_rate);
     if (!clearly_slower &&
         (c->probing <= PROBE_STEPS || (c->probe[1] < MEASURE_SECONDS && c->probing <= PROBE_MOST)))
         return c->probe_count;
