@@ -186,18 +186,16 @@ static int probe_step(ThreadChoice *c, double tokens, double seconds) {
 
 int thread_choice_step(ThreadChoice *c, double tokens, double seconds, const LoadSample *now) {
     if (c->most <= 1) return c->most;
-    if (!c->load_fits) {
-        /* a start-up shorter than its window: the first steps complete it, and the load then
+    int known = c->load_fits != 0;
+    measure_load(c, now, known ? LOAD_SECONDS : LOAD_FIRST_SECONDS);
+    if (!known && c->load_fits && c->load_fits != c->threads && !c->probing) {
+        /* a start-up shorter than its window, which the first steps completed: the load
          * chooses the count as it would have before the first step */
-        measure_load(c, now, LOAD_FIRST_SECONDS);
-        if (c->load_fits && c->load_fits != c->threads && !c->probing) {
-            c->threads = c->load_fits;
-            c->usual[0] = c->usual[1] = 0;
-            c->usual_steps = 0;
-            return c->threads;
-        }
+        c->threads = c->load_fits;
+        c->usual[0] = c->usual[1] = 0;
+        c->usual_steps = 0;
+        return c->threads;
     }
-    measure_load(c, now, LOAD_SECONDS);
     if (c->probing) return probe_step(c, tokens, seconds);
     if (c->usual_steps++ > 0) c->usual[0] += tokens, c->usual[1] += seconds;
     int load_calls = c->load_fits && c->load_fits != c->threads; /* for another count */

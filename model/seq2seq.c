@@ -403,19 +403,17 @@ void acts_free(Acts *a) {
     memset(a, 0, sizeof *a);
 }
 
-/* Part `part` of `parts` of B batch rows: [*first, *first + *count). */
+/* Part `part` of `parts` of B batch rows: [*first, *first + *count). The parallel regions of a
+ * pass give each thread one part. Sentences are independent, so the decoder's time loop shares
+ * out each step's running rows (Acts.running) and the threads meet once a step, as sentences
+ * end and the parts shrink; products over all rows and steps (input projections, weight
+ * gradients) stay outside, parallel over their own tiles. The step products sum a row alike in
+ * a part of any size (gemm_packed), so the bits do not depend on the number of threads. */
 void share_rows(int B, int part, int parts, int *first, int *count) {
     int end;
     share_range(B, 1, part, parts, first, &end);
     *count = end - *first;
 }
-
-/* The parallel regions of a pass give each thread a share of the work. Sentences are
- * independent, so the decoder's time loop shares out each step's running rows (Acts.running)
- * and the threads meet once a step, as sentences end and the shares shrink; products over all
- * rows and steps (input projections, weight gradients) stay outside, parallel over their own
- * tiles. The step products sum a row alike in a share of any size (gemm_packed), so the bits
- * do not depend on the number of threads. */
 
 /* ---- encoder ------------------------------------------------------------------------ */
 
