@@ -69,8 +69,13 @@ enum {
     MAX_INTERVAL = 512
 };
 static const double MEASURE_SECONDS = 0.15;
-/* The least seconds of usual steps before a probe of more threads than the load allows. */
-static const double LONG_SECONDS = 30;
+/* The least seconds of usual steps before a probe of another count than the one the load calls
+ * for: of more threads, LONG_SECONDS; of fewer, FEWER_SECONDS and FEWER_STEPS steps. On a
+ * quiet machine a probe of fewer threads costs a step or so (it ends when it runs clearly
+ * slower), so it waits for enough steps that the cost is a few percent, and a short run (a file
+ * of a few seconds to translate) spends none of its time on one. */
+static const double LONG_SECONDS = 30, FEWER_SECONDS = 2;
+enum { FEWER_STEPS = 32 };
 /* The load is measured over windows of at least this long: the system counts busy time in
  * ticks of 10 ms, so over two processors a window holds some 30 of them. Until the load is
  * first known, a shorter one will do: the program's start-up is what there is, and when it is
@@ -205,10 +210,14 @@ int thread_choice_step(ThreadChoice *c, double tokens, double seconds, const Loa
     if (load_calls) {
         threads = c->load_fits;
         due = due || !c->load_refuted;
-    } else if (c->load_fits && threads > c->load_fits) {
-        /* more threads than the processors other programs leave: only after long enough that
-         * the probe costs little, in case the load misleads (a container sees its host's) */
-        due = due && c->usual[1] >= LONG_SECONDS;
+    } else if (c->load_fits && threads != c->load_fits) {
+        /* only after long enough that the probe costs little, in case the load misleads: more
+         * threads than the processors other programs leave (a container sees its host's
+         * load), or fewer (a quota or a hypervisor holds back processors it shows as idle) */
+        if (threads > c->load_fits)
+            due = due && c->usual[1] >= LONG_SECONDS;
+        else
+            due = due && c->usual[1] >= FEWER_SECONDS && c->usual_steps > FEWER_STEPS;
     }
     if (due) start_probe(c, threads);
     return due ? threads : c->threads;

@@ -24,6 +24,56 @@ typedef struct {
     size_t count;
 } Slab;
 
+/* Features are shared out in whole cache lines, so that threads writing the same rows never
+ * share a line. */
+enum { LINE = 64 / sizeof(real) };
+
+/* Cuts a block of memory into arrays, each on cache lines of its own (so that threads never
+ * write the same line, and a product's vector loads and stores never straddle two); with no
+ * block (base NULL) it only adds up the bytes needed. */
+typedef struct {
+    char *base;
+    size_t used;
+} Carver;
+
+static void *carve(Carver *c, size_t bytes) {
+    void *at = c->base ? c->base + c->used : NULL;
+    c->used += (bytes + 63) / 64 * 64;
+    return at;
+}
+
+/* The sums that cross the threads' shares are made of fixed blocks, whatever the number of
+ * threads: an attention energy e_ti of blocks of the features, the vocabulary's log-sum-exp of
+ * blocks of the words. Each block's sum is kept and the blocks are added in order, and the
+ * threads share out whole blocks. So a translation is the same bits on any number of threads,
+ * and a count chosen from the machine's load (ThreadChoice) never changes it. How many blocks:
+ * the most of 12, 4, 2 or 1 (so that 2, 3 or 4 threads share them evenly) up to `most`, that
+ * leaves each block at least `least` features (a block costs calls and a reduction of its own,
+ * worth it only over enough features). */
+static int block_count(int n, int least, int most) {
+    static const int counts[] = {12, 4, 2};
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+        if (counts[k] <= most && n / counts[k] >= least) return counts[k];
+    return 1;
+}
+
+enum { ENERGY_LEAST = 64, ENERGY_MOST = 2, VOCAB_LEAST = 128, VOCAB_MOST = 12 };
+
+/* The distance between the blocks' rows in s->vocab_lse: the rows of one block on whole cache
+ * lines, since each block is written by one thread. */
+static size_t vocab_lse_stride(const Searcher *s) {
+    size_t rows = (size_t)s->max_sentences * s->beam;
+    return (rows + LINE - 1) / LINE * LINE;
+}
+
+/* Where block b of n features cut into `blocks` starts, at a whole cache line (b = blocks:
+ * n). Blocks may be empty when n is small. */
+static int block_start(int n, int blocks, int b) {
+    int lo, hi;
+    share_range(n, LINE, b, blocks, &lo, &hi);
+    return lo;
+}
+
 int search_init(Searcher *s, const ModelDims *d, int max_sentences, int max_src, int beam,
                 int max_len, Error *err) {
     memset(s, 0, sizeof *s);
@@ -31,6 +81,8 @@ int search_init(Searcher *s, const ModelDims *d, int max_sentences, int max_src,
         return error_set(err, "invalid search plan (%d sentences, %d tokens, beam %d, %d steps)",
                          max_sentences, max_src, beam, max_len);
     s->max_sentences = max_sentences, s->max_src = max_src, s->beam = beam, s->max_len = max_len;
+    s->energy_blocks = block_count(dims_att_features(d), ENERGY_LEAST, ENERGY_MOST);
+    s->vocab_blocks = block_count(d->tgt_vocab, VOCAB_LEAST, VOCAB_MOST);
     /* a search may run an int8 model (model_encode) */
     if (acts_init_plan(&s->enc, d, max_sentences, max_src, 1, &(ActsPlan){.int8 = 1}, err))
         return -1;
@@ -48,27 +100,29 @@ int search_init(Searcher *s, const ModelDims *d, int max_sentences, int max_src,
         {&s->gh, R * 3 * D},
         {&s->cache, R * 4 * D},
         {&s->query, R * F},
+        {&s->energy_sums, (size_t)s->energy_blocks * R * S},
+        {&s->vocab_lse, (size_t)s->vocab_blocks * vocab_lse_stride(s)},
         {&s->readout, R * O},
         {&s->logits, R * V},
         {&s->hist_alpha, L * R * S},
         {&s->hist_energy, L * R * S},
         {&s->sel_prob, L * R},
     };
-    size_t total = 0;
-    for (size_t i = 0; i < sizeof slabs / sizeof slabs[0]; i++) total += slabs[i].count;
+    Carver c = {0};
+    for (size_t i = 0; i < sizeof slabs / sizeof slabs[0]; i++)
+        carve(&c, sizeof(real) * slabs[i].count);
     size_t ints = 2 * R + 2 * L * R + (size_t)max_sentences * S;
-    s->block = checked_calloc_aligned(total, &s->block_alloc, "search buffers", err);
+    s->block =
+        checked_calloc_aligned(c.used / sizeof(real), &s->block_alloc, "search buffers", err);
     s->int_block = checked_calloc(ints, sizeof(int), "search buffers", err);
     s->score = checked_calloc(2 * R, sizeof(double), "search scores", err);
     if (!s->block || !s->int_block || !s->score) {
         search_free(s);
         return -1;
     }
-    real *p = s->block;
-    for (size_t i = 0; i < sizeof slabs / sizeof slabs[0]; i++) {
-        *slabs[i].slot = p;
-        p += slabs[i].count;
-    }
+    c = (Carver){.base = (char *)s->block};
+    for (size_t i = 0; i < sizeof slabs / sizeof slabs[0]; i++)
+        *slabs[i].slot = carve(&c, sizeof(real) * slabs[i].count);
     s->src_len = s->int_block;
     s->y_prev = s->src_len + R;
     s->sel_parent = s->y_prev + R;
@@ -161,15 +215,13 @@ static int compare_ended(const void *a, const void *b) {
  * scratch. Threads write their parts at the same time, so each part has cache lines of its
  * own (a line written by two cores would travel between them at every write). */
 typedef struct {
-    real *energy_part; /* [R][S]: its attention features' part of e_ti */
-    real *alpha;       /* [R][S]: its own copy of alpha_t */
-    real *hid;         /* [S][A]: scratch for its tanh values */
-    real *lse;         /* [R]: log-sum-exp of its share of the vocabulary */
-    Candidate *best;   /* [R][2*beam]: its best tokens of that share, by row */
-    int *n_best;       /* [R] */
-    int *live;         /* [2R]: the rows whose logits a step needs (live_rows), or the runs of
-                          open sentences' rows (open_runs) */
-    real *gathered;    /* [R][O], float models: those rows of o_t, side by side */
+    real *alpha;     /* [R][S]: its own copy of alpha_t */
+    real *hid;       /* [S][A]: scratch for its tanh values */
+    Candidate *best; /* [R][2*beam]: its best tokens of that share, by row */
+    int *n_best;     /* [R] */
+    int *live;       /* [2R]: the rows whose logits a step needs (live_rows), or the runs of
+                        open sentences' rows (open_runs) */
+    real *gathered;  /* [R][O], float models: those rows of o_t, side by side */
     /* int8 models only: the activations this thread's products read, quantized by rows
      * (stride QuantPlan.width): each thread quantizes all rows for itself, a small cost
      * beside its share of the weights, so that no thread waits for another */
@@ -184,40 +236,36 @@ typedef struct {
     int rows_a, rows_b, width;
 } QuantPlan;
 
-/* The parts of `threads` threads, each on cache lines of its own; *block gets the memory to
- * free besides the returned array. */
+/* Thread part p's arrays from c (see thread_parts). */
+static void carve_part(ThreadPart *p, Carver *c, int R, int S, int A, int O, int cap,
+                       const QuantPlan *qp) {
+    size_t gathered = qp->width ? 0 : (size_t)R * O; /* an int8 model quantizes them instead */
+    p->best = carve(c, sizeof(Candidate) * R * cap);
+    p->alpha = carve(c, sizeof(real) * R * S);
+    p->hid = carve(c, sizeof(real) * S * A);
+    p->gathered = carve(c, sizeof(real) * gathered);
+    p->n_best = carve(c, sizeof(int) * R);
+    p->live = carve(c, sizeof(int) * 2 * R);
+    p->xs_a = carve(c, sizeof(float) * qp->rows_a);
+    p->xs_b = carve(c, sizeof(float) * qp->rows_b);
+    p->xq_a = carve(c, (size_t)qp->width * qp->rows_a);
+    p->xq_b = carve(c, (size_t)qp->width * qp->rows_b);
+}
+
+/* The parts of `threads` threads; *block gets the memory to free besides the returned array. */
 static ThreadPart *thread_parts(int threads, int R, int S, int A, int O, int cap,
                                 const QuantPlan *qp, void **block, Error *err) {
-    size_t quant_bytes = sizeof(float) * ((size_t)qp->rows_a + qp->rows_b + 16) +
-                         (size_t)qp->width * ((size_t)qp->rows_a + qp->rows_b);
-    size_t gathered = qp->width ? 0 : (size_t)R * O; /* an int8 model quantizes them instead */
-    size_t bytes = sizeof(Candidate) * R * cap + sizeof(real) * (2 * R * S + S * A + R + gathered) +
-                   sizeof(int) * 3 * R + quant_bytes,
-           stride = (bytes + 63) / 64 * 64;
-    ThreadPart *part = checked_calloc((size_t)threads, sizeof *part, "search", err);
-    char *first = (char *)checked_calloc_aligned((size_t)threads * stride / sizeof(real), block,
-                                                 "search", err);
-    if (!part || !first) {
+    ThreadPart *part = checked_calloc((size_t)threads, sizeof *part, "search", err), sizes;
+    Carver c = {0};
+    carve_part(&sizes, &c, R, S, A, O, cap, qp);
+    c.base = (char *)checked_calloc_aligned((size_t)threads * c.used / sizeof(real), block,
+                                            "search", err);
+    if (!part || !c.base) {
         free(part);
         return NULL;
     }
-    for (int t = 0; t < threads; t++) {
-        char *at = first + (size_t)t * stride; /* Candidate first: it holds a double */
-        part[t].best = (Candidate *)at, at += sizeof(Candidate) * R * cap;
-        part[t].energy_part = (real *)at, at += sizeof(real) * R * S;
-        part[t].alpha = (real *)at, at += sizeof(real) * R * S;
-        part[t].hid = (real *)at, at += sizeof(real) * S * A;
-        part[t].gathered = (real *)at, at += sizeof(real) * gathered;
-        part[t].lse = (real *)at, at += sizeof(real) * R;
-        part[t].n_best = (int *)at, at += sizeof(int) * R;
-        part[t].live = (int *)at, at += sizeof(int) * 2 * R;
-        if (qp->width == 0) continue;
-        at = first + ((size_t)(at - first) + 15) / 16 * 16; /* floats after ints: aligned */
-        part[t].xs_a = (float *)at, at += sizeof(float) * qp->rows_a;
-        part[t].xs_b = (float *)at, at += sizeof(float) * qp->rows_b;
-        part[t].xq_a = (int8_t *)at, at += (size_t)qp->width * qp->rows_a;
-        part[t].xq_b = (int8_t *)at;
-    }
+    c.used = 0;
+    for (int t = 0; t < threads; t++) carve_part(&part[t], &c, R, S, A, O, cap, qp);
     return part;
 }
 
@@ -239,10 +287,6 @@ typedef struct {
     const QuantWeights *quant; /* the model's int8 weights, NULL for float products */
     int qwidth;                /* the row stride of the threads' xq_a and xq_b */
 } Decode;
-
-/* Features are shared out in whole cache lines, so that threads writing the same rows never
- * share a line. */
-enum { LINE = 64 / sizeof(real) };
 
 /* The calling thread's share of n output features, among all the threads. */
 static void feature_share(int n, int *lo, int *hi) {
@@ -281,15 +325,15 @@ static int by_sentence(const Decode *dc) {
 }
 
 /* The sentences [*i0, *i1) that the calling thread works on, and its share [*lo, *hi) of n
- * features of each. */
-static void sentence_share(const Decode *dc, int n, int *i0, int *i1, int *lo, int *hi) {
+ * features of each, in whole units of `unit` features. */
+static void sentence_share(const Decode *dc, int n, int unit, int *i0, int *i1, int *lo, int *hi) {
     int me = omp_get_thread_num(), threads = dc->threads;
     if (by_sentence(dc)) {
         *i0 = (int)((long)dc->n * me / threads), *i1 = (int)((long)dc->n * (me + 1) / threads);
         *lo = 0, *hi = n;
     } else {
         *i0 = 0, *i1 = dc->n;
-        share_range(n, LINE, me, threads, lo, hi);
+        share_range(n, unit, me, threads, lo, hi);
     }
 }
 
@@ -302,10 +346,16 @@ static int alpha_holder(const Decode *dc, int i) {
     return t;
 }
 
-/* The dot-product scores' part of step_inputs: for sentences [i0, i1), the features [lo, hi)
- * of e_ti = scale * q . k_i, with the query s_{t-1} (dot, general) or W_q s_{t-1} (scaled_dot,
- * already in s->query) and the keys h_i (dot) or the encoder's W_a h_i or W_k h_i. */
-static void dot_energy_parts(const Decode *dc, int i0, int i1, int lo, int hi) {
+/* Row r's sums of e_ti over the features of block b (see block_count), [S]. */
+static real *energy_block(const Decode *dc, int b, int r) {
+    return dc->s->energy_sums + ((size_t)b * dc->R + r) * dc->S;
+}
+
+/* The dot-product scores' part of step_inputs: for sentences [i0, i1), the blocks [b0, b1) of
+ * the features of e_ti = scale * q . k_i (block b from start[b] to start[b + 1]), with the query
+ * s_{t-1} (dot, general) or W_q s_{t-1} (scaled_dot, already in s->query) and the keys h_i (dot)
+ * or the encoder's W_a h_i or W_k h_i. */
+static void dot_energy_blocks(const Decode *dc, int i0, int i1, int b0, int b1, const int *start) {
     const ModelDims *d = &dc->m->dims;
     const Searcher *s = dc->s;
     int F = dims_att_features(d), S = dc->S;
@@ -313,12 +363,13 @@ static void dot_energy_parts(const Decode *dc, int i0, int i1, int lo, int hi) {
     real scale = attention_dot_scale(scaled, d->att);
     const real *query = scaled ? s->query : s->s;
     const real *keys = d->score == SCORE_DOT ? s->enc.enc_h : s->enc.keys;
-    const ThreadPart *mine = &dc->part[omp_get_thread_num()];
     for (int i = i0; i < i1; i++) {
         if (dc->done[i]) continue;
         for (int r = i * dc->beam; r < (i + 1) * dc->beam; r++)
-            attention_dot_energy_part(mine->energy_part + (size_t)r * S, query + (size_t)r * F,
-                                      keys + (size_t)i * S * F, scale, s->src_len[r], F, lo, hi);
+            for (int b = b0; b < b1; b++)
+                attention_dot_energy_part(energy_block(dc, b, r), query + (size_t)r * F,
+                                          keys + (size_t)i * S * F, scale, s->src_len[r], F,
+                                          start[b], start[b + 1]);
     }
 }
 
@@ -354,8 +405,8 @@ static int open_runs(const Decode *dc, int *run) {
  * features of gh = W_hh s_{t-1} and gi = W_ih[:, :E] u_t + b_ih (without b_ih when the GRU is
  * layer-normalised; a contiguous share: a
  * product of a few rows streams its weights fastest in one long run); for its sentences (see
- * sentence_share), its attention features of query = W_q s_{t-1} and of the energies (their part of
- * e_ti, see attention_energy_part and dot_energy_parts). */
+ * sentence_share), its attention features of query = W_q s_{t-1} and its blocks of the energies
+ * (see block_count, attention_energy_part and dot_energy_blocks). */
 static void step_inputs(const Decode *dc) {
     const ModelDims *d = &dc->m->dims;
     const Weights *w = &dc->m->w;
@@ -389,7 +440,10 @@ static void step_inputs(const Decode *dc) {
         }
         search_phase(dc, PHASE_SEARCH_GRU_PRODUCTS);
     }
-    sentence_share(dc, dims_att_features(d), &i0, &i1, &lo, &hi);
+    int F = dims_att_features(d), blocks = s->energy_blocks, b0, b1, start[ENERGY_MOST + 1];
+    for (int b = 0; b <= blocks; b++) start[b] = block_start(F, blocks, b);
+    sentence_share(dc, blocks, 1, &i0, &i1, &b0, &b1);
+    lo = start[b0], hi = start[b1];
     if (i0 == i1) return;
     size_t r0 = (size_t)i0 * beam;
     if ((d->score == SCORE_ADDITIVE || d->score == SCORE_SCALED_DOT) && q)
@@ -400,16 +454,16 @@ static void step_inputs(const Decode *dc) {
                        (i1 - i0) * beam, D, lo, hi, 0);
     search_phase(dc, PHASE_SEARCH_ATT_PRODUCTS);
     if (d->score != SCORE_ADDITIVE) {
-        dot_energy_parts(dc, i0, i1, lo, hi);
+        dot_energy_blocks(dc, i0, i1, b0, b1, start);
         return;
     }
     for (int i = i0; i < i1; i++) {
         if (dc->done[i]) continue;
         const real *keys = s->enc.keys + (size_t)i * S * A;
         for (int r = i * beam; r < (i + 1) * beam; r++)
-            attention_energy_part(mine->energy_part + (size_t)r * S, mine->hid,
-                                  s->query + (size_t)r * A, keys, w->att_v, s->src_len[r], S, A, lo,
-                                  hi);
+            for (int b = b0; b < b1; b++)
+                attention_energy_part(energy_block(dc, b, r), mine->hid, s->query + (size_t)r * A,
+                                      keys, w->att_v, s->src_len[r], S, A, start[b], start[b + 1]);
     }
 }
 
@@ -443,19 +497,18 @@ static void step_gates(Decode *dc, int t) {
     int D = d->dec_hidden, R = dc->R, S = dc->S, beam = dc->beam, me = omp_get_thread_num();
     int i0, i1, lo, hi, c0[3], c1[3];
     real *alpha = dc->part[me].alpha;
-    /* the threads whose energy parts add up */
-    int first = by_sentence(dc) ? me : 0, last = by_sentence(dc) ? me + 1 : dc->threads;
-    sentence_share(dc, D, &i0, &i1, &lo, &hi);
+    /* the thread that records a sentence's alpha_t and e_t */
+    int first = by_sentence(dc) ? me : 0;
+    sentence_share(dc, D, LINE, &i0, &i1, &lo, &hi);
     for (int i = i0; i < i1; i++) {
         if (dc->done[i]) continue;
         int base = i * beam;
         for (int r = base; r < base + beam; r++) {
             real *a = alpha + (size_t)r * S;
             int L = s->src_len[r];
-            for (int p = 0; p < L; p++) { /* the parts in thread order */
+            for (int p = 0; p < L; p++) { /* the blocks in order */
                 real e = 0;
-                for (int th = first; th < last; th++)
-                    e += dc->part[th].energy_part[(size_t)r * S + p];
+                for (int b = 0; b < s->energy_blocks; b++) e += energy_block(dc, b, r)[p];
                 a[p] = e;
             }
             size_t at = ((size_t)t * R + r) * S;
@@ -551,7 +604,12 @@ static void step_logits(const Decode *dc) {
     Searcher *s = dc->s;
     int O = d->readout, V = d->tgt_vocab, cap = 2 * dc->beam, lo, hi;
     const ThreadPart *mine = &dc->part[omp_get_thread_num()];
-    feature_share(V, &lo, &hi);
+    int blocks = s->vocab_blocks, b0, b1, start[VOCAB_MOST + 1];
+    for (int b = 0; b <= blocks; b++) start[b] = block_start(V, blocks, b);
+    share_range(blocks, 1, omp_get_thread_num(), omp_get_num_threads(), &b0, &b1);
+    lo = start[b0], hi = start[b1];
+    real *lse = s->vocab_lse;
+    size_t stride = vocab_lse_stride(s);
     /* only the rows step_select reads, side by side: row c of the logits is row live[c]'s */
     int L = live_rows(dc, mine->live);
     if (dc->quant) {
@@ -581,7 +639,10 @@ static void step_logits(const Decode *dc) {
         Candidate *best = mine->best + (size_t)r * cap;
         int n = 0;
         const real *z = s->logits + (size_t)c * V;
-        mine->lse[r] = lo < hi ? log_sum_exp(z + lo, hi - lo) : -INFINITY;
+        for (int b = b0; b < b1; b++)
+            lse[b * stride + r] = start[b] < start[b + 1]
+                                      ? log_sum_exp(z + start[b], start[b + 1] - start[b])
+                                      : -INFINITY;
         search_phase(dc, PHASE_SEARCH_SOFTMAX);
         real floor = -INFINITY; /* once the list is full: the logit to beat */
         for (int v0 = lo; v0 < hi; v0 += SCAN_BLOCK) {
@@ -601,14 +662,15 @@ static void step_logits(const Decode *dc) {
     }
 }
 
-/* Row r's log-sum-exp over the whole vocabulary, from the threads' partial ones. */
+/* Row r's log-sum-exp over the whole vocabulary, from its blocks' (see block_count). */
 static real row_lse(const Decode *dc, int r) {
+    const Searcher *s = dc->s;
+    const real *lse = s->vocab_lse + r;
+    size_t stride = vocab_lse_stride(s);
     real top = -INFINITY, sum = 0;
-    for (int t = 0; t < dc->threads; t++) {
-        real x = dc->part[t].lse[r];
-        if (x > top) top = x;
-    }
-    for (int t = 0; t < dc->threads; t++) sum += exp(dc->part[t].lse[r] - top);
+    for (int b = 0; b < s->vocab_blocks; b++)
+        if (lse[b * stride] > top) top = lse[b * stride];
+    for (int b = 0; b < s->vocab_blocks; b++) sum += exp(lse[b * stride] - top);
     return top + log(sum);
 }
 

@@ -64,8 +64,11 @@ typedef struct {
     /* per row (max_sentences * beam) */
     int *src_len, *y_prev;
     real *u, *s, *s_next, *gi, *gh, *cache, *query;
+    int energy_blocks, vocab_blocks; /* the blocks of the sums that threads share (search.c) */
+    real *energy_sums; /* [energy_blocks][rows][max_src]: e_ti summed by blocks of the features */
     real *readout, *logits;
-    double *score; /* cumulative log-probability of each row's hypothesis */
+    real *vocab_lse; /* [vocab_blocks][rows]: the logits' log-sum-exp by blocks of the words */
+    double *score;   /* cumulative log-probability of each row's hypothesis */
     /* history, [max_len][rows] */
     int *sel_parent, *sel_token;
     real *hist_alpha, *hist_energy, *sel_prob;

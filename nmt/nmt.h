@@ -20,10 +20,11 @@
  * file) is an error, never a crash. An input that cannot be translated does not fail a batch:
  * its result says `refused` and why.
  *
- * Threads: the library decodes with OpenMP threads (OMP_NUM_THREADS). A model handle keeps
- * decoding memory and must not be used by two threads at once; separate handles (one per
- * thread) are independent. A handle reads its model file once, in nmt_open: the file may be
- * replaced or deleted afterwards.
+ * Threads: the library decodes with OpenMP threads, at most the caller's (OMP_NUM_THREADS) and
+ * fewer while other programs keep the processors busy, with the same results bit for bit
+ * whatever the count. A model handle keeps decoding memory and must not be used by two threads
+ * at once; separate handles (one per thread) are independent. A handle reads its model file
+ * once, in nmt_open: the file may be replaced or deleted afterwards.
  *
  * Matrices are row-major doubles. An alignment has one row per output token (`</s>` included
  * when the output ended) and one column per source token (`</s>` included); row t holds the
@@ -36,8 +37,8 @@
 extern "C" {
 #endif
 
-/* 1.1.0: bin/train writes checkpoint format 3 (nmt/formats/checkpoint.h), which 1.0.0 refuses; every
- * file that 1.0.0 reads still opens. 1.2.0: nmt_open_with and 8-bit weights (int8 compute,
+/* 1.1.0: bin/train writes checkpoint format 3 (nmt/formats/checkpoint.h), which 1.0.0 refuses;
+ * every file that 1.0.0 reads still opens. 1.2.0: nmt_open_with and 8-bit weights (int8 compute,
  * and format 4, the files bin/quantize writes, which 1.1.0 refuses); nmt_open is unchanged.
  * 1.3.0: zeroed options (or NULL) search with a beam of NMT_DEFAULT_BEAM, where they were
  * greedy; beam = 1 is greedy search. 1.4.0: nmt_translation.unfamiliar. The Makefile's

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <omp.h>
+
 #include "nmt/text.h"
 
 int nmt_max_output_len(int src_len) {
@@ -23,6 +25,9 @@ int translator_init(Translator *t, const NmtModel *nm, int max_sentences, const 
         return error_set(err, "%d best translations need a beam of at least %d", opt->nbest,
                          opt->nbest);
     t->nm = nm, t->max_sentences = max_sentences, t->opt = *opt;
+    LoadSample now;
+    load_sample(&now);
+    thread_choice_init(&t->threads, omp_get_max_threads(), &now);
     return 0;
 }
 
@@ -45,6 +50,24 @@ static int plan_search(Translator *t, int src_len, Error *err) {
         return -1;
     t->planned_src = plan;
     return 0;
+}
+
+/* search_translate on the threads that t->threads chooses, the caller's count restored after;
+ * the search's pace in source tokens a second chooses the next one's. */
+static int search_on_chosen_threads(Translator *t, const int *const *src, const int *lens, int n,
+                                    const SearchOptions *opt, Translation *found, Error *err) {
+    LoadSample start, end;
+    load_sample(&start);
+    int callers = omp_get_max_threads();
+    if (!t->next_threads) t->next_threads = thread_choice_start(&t->threads, &start);
+    omp_set_num_threads(t->next_threads);
+    int rc = search_translate(&t->searcher, &t->nm->model, src, lens, n, opt, found, err);
+    omp_set_num_threads(callers);
+    load_sample(&end);
+    double tokens = 0;
+    for (int i = 0; i < n; i++) tokens += lens[i];
+    t->next_threads = thread_choice_step(&t->threads, tokens, end.wall - start.wall, &end);
+    return rc;
 }
 
 /* Finite weights can still overflow in the arithmetic (huge embeddings or output weights):
@@ -104,8 +127,7 @@ int translator_run(Translator *t, const char *const *texts, int n, TranslatedTex
         SearchOptions opt = t->opt;
         if (!opt.max_len) opt.max_len = nmt_max_output_len(longest);
         rc = plan_search(t, longest, err);
-        if (rc == 0)
-            rc = search_translate(&t->searcher, &t->nm->model, src, lens, good, &opt, found, err);
+        if (rc == 0) rc = search_on_chosen_threads(t, src, lens, good, &opt, found, err);
     }
     for (int i = 0, g = 0; i < n && rc == 0; i++) {
         if (out[i].refused) continue;

@@ -16,6 +16,7 @@
 #ifndef NMT_TRANSLATOR_H
 #define NMT_TRANSLATOR_H
 
+#include "model/parallel.h"
 #include "model/search.h"
 #include "nmt/formats/checkpoint.h"
 #include "nmt/text.h"
@@ -32,6 +33,11 @@ typedef struct {
     int planned_src;   /* source length (</s> included) the searcher holds; 0 before the first */
     int max_sentences; /* most texts per translator_run */
     SearchOptions opt; /* max_len 0: nmt_max_output_len of each call's longest input */
+    /* The threads of each search, at most those the caller had at translator_init: fewer
+     * while other programs keep processors busy (see ThreadChoice); a translation is the same
+     * bits on any count. */
+    ThreadChoice threads;
+    int next_threads; /* the next search's, 0 before the first */
 } Translator;
 
 /* One input's outcome. */
@@ -47,7 +53,9 @@ typedef struct {
 } TranslatedText;
 
 /* A translator for up to max_sentences texts a call, searching with opt (opt->max_len 0:
- * per call, by nmt_max_output_len). */
+ * per call, by nmt_max_output_len), on at most the calling thread's omp_get_max_threads().
+ * It reads nothing of nm until translator_run: a program may open the model after it, so that
+ * the load measured for the threads' choice starts with the program. */
 int translator_init(Translator *t, const NmtModel *nm, int max_sentences, const SearchOptions *opt,
                     Error *err);
 void translator_free(Translator *t);

@@ -687,6 +687,29 @@ START_TEST(thread_choice_outlives_a_misleading_load) {
 }
 END_TEST
 
+/* Where the load shows every processor free, a probe of fewer threads waits for two seconds and
+ * 32 steps: a short quiet run (a file of a few seconds to translate, in steps of 12 ms or of
+ * 125 ms) runs none of its steps on one thread after its start-up. A quota the load does not
+ * show (two threads run at half the rate of one) is found out after those two seconds, and
+ * then few steps run on two. */
+START_TEST(thread_choice_trusts_a_quiet_load_for_a_while) {
+    Machine quiet = {.rate = {0, 14000, 20000}, .load_known = 1},
+            slow_steps = {.rate = {0, 1200, 2000}, .load_known = 1},
+            quota = {.rate = {0, 10000, 5000}, .load_known = 1};
+    ThreadChoice c;
+    machine_start(&quiet, &c);
+    ck_assert_int_eq(c.threads, 2);
+    ck_assert_int_eq(steps_on_one_thread(&c, &quiet, (int)(1.9 * 20000 / 250)), 0);
+    machine_start(&slow_steps, &c);
+    ck_assert_int_eq(steps_on_one_thread(&c, &slow_steps, 32), 0);
+    machine_start(&quota, &c);
+    ck_assert_int_eq(c.threads, 2);
+    ck_assert_int_le(steps_on_one_thread(&c, &quota, (int)(2 * 5000 / 250)), 1);
+    ck_assert_int_ge(steps_on_one_thread(&c, &quota, 5000), 5000 - 5000 / 50);
+    ck_assert_int_eq(c.threads, 1);
+}
+END_TEST
+
 /* Another program's processors from two samples; NAN where the system does not say. */
 START_TEST(load_others_counts_the_processors_others_used) {
     LoadSample from = {.wall = 10, .own = 3, .busy = 40, .cpus = 2};
@@ -721,6 +744,7 @@ Suite *layers_suite(void) {
     tcase_add_test(tc, vector_reductions);
     tcase_add_test(tc, thread_choice_follows_the_faster_count);
     tcase_add_test(tc, thread_choice_costs_a_short_run_few_steps);
+    tcase_add_test(tc, thread_choice_trusts_a_quiet_load_for_a_while);
     tcase_add_test(tc, thread_choice_outlives_a_misleading_load);
     tcase_add_test(tc, load_others_counts_the_processors_others_used);
     suite_add_tcase(s, tc);

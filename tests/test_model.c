@@ -514,12 +514,17 @@ START_TEST(the_bits_do_not_depend_on_the_threads) {
 END_TEST
 
 /* Decoding shares its work among threads and across sentences differently from training: the
- * hypotheses must not depend on the thread count or on which sentences are decoded together,
- * and a hypothesis' log-probability must be the one teacher forcing gives its tokens. */
+ * hypotheses must not depend on which sentences are decoded together, their bits not on the
+ * thread count, and a float model's log-probability must be the one teacher forcing gives its
+ * tokens. */
 START_TEST(search_agrees_across_threads_batches_and_forcing) {
-    /* every score; _i = SCORE_COUNT: additive with layer-normalised GRUs */
+    /* every score; _i = SCORE_COUNT: additive with layer-normalised GRUs; then an int8 model */
     ModelDims dims = with_score(SPLIT, (AttentionScore)(_i % SCORE_COUNT));
     dims.layer_norm = _i == SCORE_COUNT;
+    int int8 = _i == SCORE_COUNT + 1;
+    /* attention features and words enough for two of the sums' blocks (search.c) */
+    dims.att = 136;
+    dims.tgt_vocab = 300;
     enum { N = 4, S = 12, BEAM = 3, L = 15 };
     Model m;
     Searcher searcher;
@@ -527,6 +532,7 @@ START_TEST(search_agrees_across_threads_batches_and_forcing) {
     ck_assert_msg(model_init(&m, &dims, &err) == 0, "%s", err.msg);
     params_init(m.params, &m.table, 21);
     params_spread_gains(m.params, &m.table, 21);
+    if (int8) ck_assert_msg(model_quantize(&m, &err) == 0, "%s", err.msg);
     ck_assert_msg(search_init(&searcher, &dims, N, S, BEAM, L, &err) == 0, "%s", err.msg);
     int ids[N][S], lens[N];
     const int *src[N];
@@ -540,14 +546,14 @@ START_TEST(search_agrees_across_threads_batches_and_forcing) {
     }
     SearchOptions opt = {.beam = BEAM, .nbest = BEAM, .max_len = L, .len_norm = 1};
     int saved = omp_get_max_threads();
-    /* 1 thread, 2 threads twice, then 2 and 3 threads (uneven shares) both with all the
-     * sentences together (attention by sentences) and one sentence at a time (by features) */
-    enum { RUNS = 6 };
+    /* all the sentences together (attention by sentences) on 1, 2 (twice) and 3 threads (uneven
+     * shares), then one sentence at a time (by features) on 1, 2 and 3 */
+    enum { RUNS = 7, TOGETHER = 4 };
     Translation runs[RUNS][N];
-    const int threads[RUNS] = {1, 2, 2, 2, 3, 3};
+    const int threads[RUNS] = {1, 2, 2, 3, 1, 2, 3};
     for (int run = 0; run < RUNS; run++) {
         omp_set_num_threads(threads[run]);
-        if (run < 3 || run == 4)
+        if (run < TOGETHER)
             ck_assert_msg(search_translate(&searcher, &m, src, lens, N, &opt, runs[run], &err) == 0,
                           "%s", err.msg);
         else
@@ -558,22 +564,29 @@ START_TEST(search_agrees_across_threads_batches_and_forcing) {
     }
     omp_set_num_threads(saved);
     for (int i = 0; i < N; i++) {
-        const Translation *ref = &runs[1][i];
+        const Translation *ref = &runs[0][i];
         ck_assert_int_ge(ref->count, 1);
         for (int run = 0; run < RUNS; run++) {
-            const Translation *tr = &runs[run][i];
+            /* the same sentences together: the same bits on any number of threads */
+            const Translation *tr = &runs[run][i], *same = &runs[run < TOGETHER ? 0 : TOGETHER][i];
             ck_assert_int_eq(tr->count, ref->count);
             for (int h = 0; h < ref->count; h++) {
-                const Hypothesis *a = &tr->hyps[h], *b = &ref->hyps[h];
+                const Hypothesis *a = &tr->hyps[h], *b = &ref->hyps[h], *c = &same->hyps[h];
                 ck_assert_int_eq(a->len, b->len);
                 ck_assert_int_eq(a->complete, b->complete);
                 ck_assert(memcmp(a->tokens, b->tokens, sizeof(int) * (size_t)a->len) == 0);
                 ck_assert_double_eq_tol(a->logprob, b->logprob, 1e-4 * fabs(b->logprob) + 1e-6);
-                if (run == 2) /* the same thread count: the same bits */
-                    ck_assert(memcmp(a->alpha, b->alpha,
-                                     sizeof(real) * (size_t)a->rows * a->src_len) == 0);
+                size_t cells = (size_t)a->rows * a->src_len;
+                ck_assert_msg(
+                    a->logprob == c->logprob && a->score == c->score &&
+                        !memcmp(a->prob, c->prob, sizeof(real) * (size_t)a->rows) &&
+                        !memcmp(a->alpha, c->alpha, sizeof(real) * cells) &&
+                        !memcmp(a->energy, c->energy, sizeof(real) * cells),
+                    "sentence %d, hypothesis %d: %s on %d threads differs from 1 thread's", i, h,
+                    run < TOGETHER ? "decoded together" : "decoded alone", threads[run]);
             }
         }
+        if (int8) continue; /* its products' inputs are quantized, teacher forcing's are not */
         /* teacher forcing the best hypothesis: loss * tokens = -logprob */
         const Hypothesis *h = &ref->hyps[0];
         int T = h->len + h->complete, block[2 * S + 4 * L];
@@ -785,7 +798,7 @@ Suite *model_suite(void) {
     tcase_add_test(tc, initialisation_is_seeded);
     tcase_add_loop_test(tc, thread_count_changes_results_only_by_round_off, 0, 2);
     tcase_add_loop_test(tc, the_bits_do_not_depend_on_the_threads, 0, 3);
-    tcase_add_loop_test(tc, search_agrees_across_threads_batches_and_forcing, 0, SCORE_COUNT + 1);
+    tcase_add_loop_test(tc, search_agrees_across_threads_batches_and_forcing, 0, SCORE_COUNT + 2);
     tcase_add_test(tc, parameter_table_follows_the_score);
     tcase_add_test(tc, bad_batches_are_rejected);
     tcase_add_test(tc, tied_table_has_no_out_w);

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <omp.h>
+
 #include "tests/harness.h"
 #include "data/lossless.h"
 #include "nmt/formats/checkpoint.h"
@@ -407,6 +409,71 @@ START_TEST(test_programs_call_no_tokenizer) {
             ck_assert_msg(!strstr(source, calls[c]), "%s calls %s", programs[p], calls[c]);
         free(source);
     }
+}
+END_TEST
+
+/* The translator chooses each search's threads (ThreadChoice: fewer while other programs keep
+ * the processors busy), up to the caller's count, which it leaves as it was: a translation is
+ * the same bits whatever it chose, here against the caller's one thread, over chunks enough for
+ * the machine's load to be measured. */
+START_TEST(test_translations_do_not_depend_on_the_threads) {
+    Scratch s;
+    scratch_make(&s);
+    char text[1536], path[512], here[512];
+    ck_assert_ptr_nonnull(getcwd(here, sizeof here));
+    snprintf(text, sizeof text,
+             "[data]\ntrain = %s/../data/toy/train.tsv\ndev = %s/../data/toy/dev.tsv\n"
+             "[model]\nemb_size = 32\nenc_hidden = 64\ndec_hidden = 64\natt_size = 136\n"
+             "readout_size = 64\n",
+             here, here);
+    scratch_write_text(&s, "wide.ini", text);
+    scratch_path(&s, "wide.ini", path, sizeof path);
+    Config cfg;
+    Error err = {{0}};
+    ck_assert_msg(config_load(&cfg, path, NULL, 0, &err) == 0, "%s", err.msg);
+    scratch_free(&s);
+    Corpus corpus;
+    TokenizedCorpus tokens;
+    NmtModel nm;
+    ck_assert_msg(corpus_load(cfg.data.train, false, &corpus, &tokens, &err) == 0, "%s", err.msg);
+    ck_assert_msg(nmt_model_from_config(&nm, &cfg, &tokens, 1, &err) == 0, "%s", err.msg);
+    enum { CHUNK = 32, CHUNKS = 12, RUNS = 2 };
+    ck_assert_uint_ge(corpus.count, CHUNK * CHUNKS);
+    SearchOptions opt = {.beam = 3, .nbest = 3, .len_norm = 1.0, .max_len = 12};
+    TranslatedText out[RUNS][CHUNKS][CHUNK];
+    int saved = omp_get_max_threads();
+    for (int run = 0; run < RUNS; run++) {
+        int callers = run == 0 ? 1 : 2;
+        omp_set_num_threads(callers);
+        Translator tr;
+        ck_assert_msg(translator_init(&tr, &nm, CHUNK, &opt, &err) == 0, "%s", err.msg);
+        for (int c = 0; c < CHUNKS; c++) {
+            const char *const *texts = (const char *const *)corpus.src + c * CHUNK;
+            ck_assert_msg(translator_run(&tr, texts, CHUNK, out[run][c], &err) == 0, "%s", err.msg);
+            ck_assert_int_eq(omp_get_max_threads(), callers);
+        }
+        translator_free(&tr);
+    }
+    omp_set_num_threads(saved);
+    for (int c = 0; c < CHUNKS; c++)
+        for (int k = 0; k < CHUNK; k++) {
+            const Translation *a = &out[0][c][k].best, *b = &out[1][c][k].best;
+            ck_assert_int_eq(a->count, b->count);
+            for (int h = 0; h < a->count; h++) {
+                const Hypothesis *x = &a->hyps[h], *y = &b->hyps[h];
+                ck_assert_int_eq(x->len, y->len);
+                ck_assert_msg(
+                    x->score == y->score &&
+                        !memcmp(x->tokens, y->tokens, sizeof(int) * (size_t)x->len) &&
+                        !memcmp(x->alpha, y->alpha, sizeof(real) * (size_t)x->rows * x->src_len),
+                    "sentence %d, hypothesis %d differs", c * CHUNK + k + 1, h);
+            }
+        }
+    for (int run = 0; run < RUNS; run++)
+        for (int c = 0; c < CHUNKS; c++) translated_free(out[run][c], CHUNK);
+    nmt_model_free(&nm);
+    tokenized_corpus_free(&tokens);
+    corpus_free(&corpus);
 }
 END_TEST
 
@@ -1205,6 +1272,7 @@ Suite *subwords_suite(void) {
     tcase_add_test(library, test_checkpoint_keeps_merges);
     tcase_add_loop_test(library, test_a_sentence_is_tokenized_once, 0, 3);
     tcase_add_test(library, test_programs_call_no_tokenizer);
+    tcase_add_test(library, test_translations_do_not_depend_on_the_threads);
     tcase_add_test(library, test_unknown_words_named_as_written);
     tcase_add_loop_test(library, test_unfamiliar_text_is_flagged, 0, 3);
     tcase_add_loop_test(library, test_lossless_round_trips_text_as_written, 0, 2);

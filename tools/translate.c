@@ -59,8 +59,9 @@ static void usage(FILE *out) {
             "  -h, --help         this text\n"
             "Inputs longer than %d tokens are refused (an error and an empty line); a blank\n"
             "line of standard input gives a blank line. Words the model does not know, and\n"
-            "words copied in place of <unk>, are named on stderr. Threads: OMP_NUM_THREADS\n"
-            "(default: every core); beside a busy program, OMP_NUM_THREADS=1 decodes faster.\n",
+            "words copied in place of <unk>, are named on stderr. Threads: at most\n"
+            "OMP_NUM_THREADS (default: every core), fewer while other programs keep cores\n"
+            "busy, with the same translations bit for bit.\n",
             NMT_DEFAULT_BEAM, NMT_MAX_TOKENS);
 }
 
@@ -289,9 +290,12 @@ int main(int argc, char **argv) {
     /* A few sentences from the command line decode one at a time, where a second thread only
      * adds the cost of starting it (measured: batch-1 decoding is no faster on two threads). */
     if (optind < argc && argc - optind <= 4) omp_set_num_threads(1);
-    int rc = load_model_compute(model_path, compute, &r.nm, &err);
+    /* the translator before the model: it measures the machine's load from its start to choose
+     * the threads of its searches, and a large model's loading is long enough to tell the load
+     * before the first search */
+    int rc = translator_init(&r.translator, &r.nm, CHUNK, &opt, &err);
+    if (rc == 0) rc = load_model_compute(model_path, compute, &r.nm, &err);
     r.nm.keep_unk = keep_unk;
-    if (rc == 0) rc = translator_init(&r.translator, &r.nm, CHUNK, &opt, &err);
     if (rc == 0 && align_path) rc = output_file_open(&align_file, align_path, false, &err);
     r.align_out = align_file.file;
     /* someone at a terminal otherwise faces a silent cursor */
