@@ -25,9 +25,12 @@ int translator_init(Translator *t, const NmtModel *nm, int max_sentences, const 
         return error_set(err, "%d best translations need a beam of at least %d", opt->nbest,
                          opt->nbest);
     t->nm = nm, t->max_sentences = max_sentences, t->opt = *opt;
-    LoadSample now;
-    load_sample(&now);
-    thread_choice_init(&t->threads, omp_get_max_threads(), &now);
+    /* with one thread there is nothing to choose, nor to measure (nor a /proc/stat to read, in
+     * the WebAssembly build) */
+    LoadSample now = {0};
+    int most = omp_get_max_threads();
+    if (most > 1) load_sample(&now);
+    thread_choice_init(&t->threads, most, &now);
     return 0;
 }
 
@@ -56,6 +59,8 @@ static int plan_search(Translator *t, int src_len, Error *err) {
  * the search's pace in source tokens a second chooses the next one's. */
 static int search_on_chosen_threads(Translator *t, const int *const *src, const int *lens, int n,
                                     const SearchOptions *opt, Translation *found, Error *err) {
+    if (t->threads.most <= 1)
+        return search_translate(&t->searcher, &t->nm->model, src, lens, n, opt, found, err);
     LoadSample start, end;
     load_sample(&start);
     int callers = omp_get_max_threads();
