@@ -486,7 +486,7 @@ static void normalise_rows(const Decode *dc) {
 }
 
 /* For this thread's sentences, its share of the hidden units of s_t: alpha_t from the
- * energies' parts (by features, every thread forms all of alpha_t for itself, so that no thread
+ * energies' blocks (by features, every thread forms all of alpha_t for itself, so that no thread
  * waits for another); the context's part of the GRU input on its units' columns,
  * gi += sum_i alpha_ti ctx_gi_i (c_t itself is never formed); the gates (layer-normalised: after
  * every thread's part of gi is in, and the rows are normalised). The first thread of each
@@ -596,8 +596,9 @@ static int live_rows(const Decode *dc, int *live) {
 enum { SCAN_BLOCK = 64 };
 
 /* z_t = W_out o_t + b_out, split by output features. Each thread computes its share of the
- * logits and, while they are in its cache, reduces them for step_select: their log-sum-exp and, per
- * row, its 2*beam best tokens (by logit, which within a row ranks as log p does). */
+ * logits and, while they are in its cache, reduces them for step_select: their log-sum-exp by
+ * blocks (see block_count) and, per row, its 2*beam best tokens (by logit, which within a row ranks
+ * as log p does). */
 static void step_logits(const Decode *dc) {
     const ModelDims *d = &dc->m->dims;
     const Weights *w = &dc->m->w;
