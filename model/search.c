@@ -57,7 +57,7 @@ static int block_count(int n, int least, int most) {
     return 1;
 }
 
-enum { ENERGY_LEAST = 64, ENERGY_MOST = 2, VOCAB_LEAST = 128, VOCAB_MOST = 12 };
+enum { ENERGY_LEAST = 64, VOCAB_LEAST = 128 };
 
 /* The distance between the blocks' rows in s->vocab_lse: the rows of one block on whole cache
  * lines, since each block is written by one thread. */
@@ -66,12 +66,13 @@ static size_t vocab_lse_stride(const Searcher *s) {
     return (rows + LINE - 1) / LINE * LINE;
 }
 
-/* Where block b of n features cut into `blocks` starts, at a whole cache line (b = blocks:
- * n). Blocks may be empty when n is small. */
-static int block_start(int n, int blocks, int b) {
-    int lo, hi;
-    share_range(n, LINE, b, blocks, &lo, &hi);
-    return lo;
+/* n features cut into `blocks` at whole cache lines: block b is [start[b], start[b + 1]) (empty
+ * when n is small). */
+static void block_starts(int n, int blocks, int *start) {
+    for (int b = 0; b <= blocks; b++) {
+        int hi;
+        share_range(n, LINE, b, blocks, &start[b], &hi);
+    }
 }
 
 int search_init(Searcher *s, const ModelDims *d, int max_sentences, int max_src, int beam,
@@ -81,8 +82,10 @@ int search_init(Searcher *s, const ModelDims *d, int max_sentences, int max_src,
         return error_set(err, "invalid search plan (%d sentences, %d tokens, beam %d, %d steps)",
                          max_sentences, max_src, beam, max_len);
     s->max_sentences = max_sentences, s->max_src = max_src, s->beam = beam, s->max_len = max_len;
-    s->energy_blocks = block_count(dims_att_features(d), ENERGY_LEAST, ENERGY_MOST);
-    s->vocab_blocks = block_count(d->tgt_vocab, VOCAB_LEAST, VOCAB_MOST);
+    s->energy_blocks = block_count(dims_att_features(d), ENERGY_LEAST, SEARCH_ENERGY_BLOCKS);
+    s->vocab_blocks = block_count(d->tgt_vocab, VOCAB_LEAST, SEARCH_VOCAB_BLOCKS);
+    block_starts(dims_att_features(d), s->energy_blocks, s->energy_start);
+    block_starts(d->tgt_vocab, s->vocab_blocks, s->vocab_start);
     /* a search may run an int8 model (model_encode) */
     if (acts_init_plan(&s->enc, d, max_sentences, max_src, 1, &(ActsPlan){.int8 = 1}, err))
         return -1;
@@ -352,10 +355,9 @@ static real *energy_block(const Decode *dc, int b, int r) {
 }
 
 /* The dot-product scores' part of step_inputs: for sentences [i0, i1), the blocks [b0, b1) of
- * the features of e_ti = scale * q . k_i (block b from start[b] to start[b + 1]), with the query
- * s_{t-1} (dot, general) or W_q s_{t-1} (scaled_dot, already in s->query) and the keys h_i (dot)
- * or the encoder's W_a h_i or W_k h_i. */
-static void dot_energy_blocks(const Decode *dc, int i0, int i1, int b0, int b1, const int *start) {
+ * the features of e_ti = scale * q . k_i, with the query s_{t-1} (dot, general) or W_q s_{t-1}
+ * (scaled_dot, already in s->query) and the keys h_i (dot) or the encoder's W_a h_i or W_k h_i. */
+static void dot_energy_blocks(const Decode *dc, int i0, int i1, int b0, int b1) {
     const ModelDims *d = &dc->m->dims;
     const Searcher *s = dc->s;
     int F = dims_att_features(d), S = dc->S;
@@ -369,7 +371,7 @@ static void dot_energy_blocks(const Decode *dc, int i0, int i1, int b0, int b1, 
             for (int b = b0; b < b1; b++)
                 attention_dot_energy_part(energy_block(dc, b, r), query + (size_t)r * F,
                                           keys + (size_t)i * S * F, scale, s->src_len[r], F,
-                                          start[b], start[b + 1]);
+                                          s->energy_start[b], s->energy_start[b + 1]);
     }
 }
 
@@ -440,10 +442,9 @@ static void step_inputs(const Decode *dc) {
         }
         search_phase(dc, PHASE_SEARCH_GRU_PRODUCTS);
     }
-    int F = dims_att_features(d), blocks = s->energy_blocks, b0, b1, start[ENERGY_MOST + 1];
-    for (int b = 0; b <= blocks; b++) start[b] = block_start(F, blocks, b);
-    sentence_share(dc, blocks, 1, &i0, &i1, &b0, &b1);
-    lo = start[b0], hi = start[b1];
+    int b0, b1;
+    sentence_share(dc, s->energy_blocks, 1, &i0, &i1, &b0, &b1);
+    lo = s->energy_start[b0], hi = s->energy_start[b1];
     if (i0 == i1) return;
     size_t r0 = (size_t)i0 * beam;
     if ((d->score == SCORE_ADDITIVE || d->score == SCORE_SCALED_DOT) && q)
@@ -454,7 +455,7 @@ static void step_inputs(const Decode *dc) {
                        (i1 - i0) * beam, D, lo, hi, 0);
     search_phase(dc, PHASE_SEARCH_ATT_PRODUCTS);
     if (d->score != SCORE_ADDITIVE) {
-        dot_energy_blocks(dc, i0, i1, b0, b1, start);
+        dot_energy_blocks(dc, i0, i1, b0, b1);
         return;
     }
     for (int i = i0; i < i1; i++) {
@@ -463,7 +464,8 @@ static void step_inputs(const Decode *dc) {
         for (int r = i * beam; r < (i + 1) * beam; r++)
             for (int b = b0; b < b1; b++)
                 attention_energy_part(energy_block(dc, b, r), mine->hid, s->query + (size_t)r * A,
-                                      keys, w->att_v, s->src_len[r], S, A, start[b], start[b + 1]);
+                                      keys, w->att_v, s->src_len[r], S, A, s->energy_start[b],
+                                      s->energy_start[b + 1]);
     }
 }
 
@@ -605,9 +607,9 @@ static void step_logits(const Decode *dc) {
     Searcher *s = dc->s;
     int O = d->readout, V = d->tgt_vocab, cap = 2 * dc->beam, lo, hi;
     const ThreadPart *mine = &dc->part[omp_get_thread_num()];
-    int blocks = s->vocab_blocks, b0, b1, start[VOCAB_MOST + 1];
-    for (int b = 0; b <= blocks; b++) start[b] = block_start(V, blocks, b);
-    share_range(blocks, 1, omp_get_thread_num(), omp_get_num_threads(), &b0, &b1);
+    const int *start = s->vocab_start;
+    int b0, b1;
+    share_range(s->vocab_blocks, 1, omp_get_thread_num(), omp_get_num_threads(), &b0, &b1);
     lo = start[b0], hi = start[b1];
     real *lse = s->vocab_lse;
     size_t stride = vocab_lse_stride(s);

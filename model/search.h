@@ -53,6 +53,9 @@ typedef struct {
 
 void translation_free(Translation *t);
 
+/* The most blocks a search's sums across threads are made of (search.c, block_count). */
+enum { SEARCH_ENERGY_BLOCKS = 2, SEARCH_VOCAB_BLOCKS = 12 };
+
 typedef struct {
     int max_sentences, max_src, beam, max_len;
     Acts enc;    /* encoder activations */
@@ -64,7 +67,10 @@ typedef struct {
     /* per row (max_sentences * beam) */
     int *src_len, *y_prev;
     real *u, *s, *s_next, *gi, *gh, *cache, *query;
-    int energy_blocks, vocab_blocks; /* the blocks of the sums that threads share (search.c) */
+    /* the blocks of the sums that threads share (search.c): block b of the attention features
+     * is [energy_start[b], energy_start[b + 1]), of the words [vocab_start[b], ...) */
+    int energy_blocks, vocab_blocks;
+    int energy_start[SEARCH_ENERGY_BLOCKS + 1], vocab_start[SEARCH_VOCAB_BLOCKS + 1];
     real *energy_sums; /* [energy_blocks][rows][max_src]: e_ti summed by blocks of the features */
     real *readout, *logits;
     real *vocab_lse; /* [vocab_blocks][rows]: the logits' log-sum-exp by blocks of the words */
