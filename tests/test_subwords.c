@@ -59,15 +59,19 @@ static const char BPE_CONFIG[] = "[data]\n"
                                  "out_dir = run\n";
 
 /* A config for in-process models on the toy corpus (which the repository holds). */
-static void toy_config(Config *cfg, const Scratch *s, const char *subwords, int merges) {
+/* The model's sizes of the tests that need no more than a model to tokenize with. */
+static const char SMALL_SIZES[] =
+    "emb_size = 4\nenc_hidden = 4\ndec_hidden = 4\natt_size = 4\nreadout_size = 4\n";
+
+static void toy_config(Config *cfg, const Scratch *s, const char *subwords, int merges,
+                       const char *sizes) {
     char text[2048], path[512], here[512];
     ck_assert_ptr_nonnull(getcwd(here, sizeof here));
     snprintf(text, sizeof text,
              "[data]\ntrain = %s/../data/toy/train.tsv\ndev = %s/../data/toy/dev.tsv\n"
              "lowercase = false\nsubwords = %s\nsrc_merges = %d\ntgt_merges = %d\n"
-             "[model]\nemb_size = 4\nenc_hidden = 4\ndec_hidden = 4\natt_size = 4\n"
-             "readout_size = 4\n",
-             here, here, subwords, merges, merges + 100);
+             "[model]\n%s",
+             here, here, subwords, merges, merges + 100, sizes);
     scratch_write_text(s, "toy.ini", text);
     scratch_path(s, "toy.ini", path, sizeof path);
     Error err = {{0}};
@@ -81,16 +85,20 @@ typedef struct {
     NmtModel nm;
 } ToyModel;
 
-static void toy_model(ToyModel *t, const char *subwords, int merges) {
+static void toy_model_sized(ToyModel *t, const char *subwords, int merges, const char *sizes) {
     Scratch s;
     Config cfg;
     Error err = {{0}};
     scratch_make(&s);
-    toy_config(&cfg, &s, subwords, merges);
+    toy_config(&cfg, &s, subwords, merges, sizes);
     scratch_free(&s);
     ck_assert_msg(corpus_load(cfg.data.train, false, &t->corpus, &t->tokens, &err) == 0, "%s",
                   err.msg);
     ck_assert_msg(nmt_model_from_config(&t->nm, &cfg, &t->tokens, 1, &err) == 0, "%s", err.msg);
+}
+
+static void toy_model(ToyModel *t, const char *subwords, int merges) {
+    toy_model_sized(t, subwords, merges, SMALL_SIZES);
 }
 
 static void toy_model_free(ToyModel *t) {
@@ -417,28 +425,13 @@ END_TEST
  * the same bits whatever it chose, here against the caller's one thread, over chunks enough for
  * the machine's load to be measured. */
 START_TEST(test_translations_do_not_depend_on_the_threads) {
-    Scratch s;
-    scratch_make(&s);
-    char text[1536], path[512], here[512];
-    ck_assert_ptr_nonnull(getcwd(here, sizeof here));
-    snprintf(text, sizeof text,
-             "[data]\ntrain = %s/../data/toy/train.tsv\ndev = %s/../data/toy/dev.tsv\n"
-             "[model]\nemb_size = 32\nenc_hidden = 64\ndec_hidden = 64\natt_size = 136\n"
-             "readout_size = 64\n",
-             here, here);
-    scratch_write_text(&s, "wide.ini", text);
-    scratch_path(&s, "wide.ini", path, sizeof path);
-    Config cfg;
+    ToyModel t; /* sizes enough for two threads and for two of the search's blocks */
+    toy_model_sized(&t, "none", 0,
+                    "emb_size = 32\nenc_hidden = 64\ndec_hidden = 64\natt_size = 136\n"
+                    "readout_size = 64\n");
     Error err = {{0}};
-    ck_assert_msg(config_load(&cfg, path, NULL, 0, &err) == 0, "%s", err.msg);
-    scratch_free(&s);
-    Corpus corpus;
-    TokenizedCorpus tokens;
-    NmtModel nm;
-    ck_assert_msg(corpus_load(cfg.data.train, false, &corpus, &tokens, &err) == 0, "%s", err.msg);
-    ck_assert_msg(nmt_model_from_config(&nm, &cfg, &tokens, 1, &err) == 0, "%s", err.msg);
     enum { CHUNK = 32, CHUNKS = 12, RUNS = 2 };
-    ck_assert_uint_ge(corpus.count, CHUNK * CHUNKS);
+    ck_assert_uint_ge(t.corpus.count, CHUNK * CHUNKS);
     SearchOptions opt = {.beam = 3, .nbest = 3, .len_norm = 1.0, .max_len = 12};
     TranslatedText out[RUNS][CHUNKS][CHUNK];
     int saved = omp_get_max_threads();
@@ -446,9 +439,9 @@ START_TEST(test_translations_do_not_depend_on_the_threads) {
         int callers = run == 0 ? 1 : 2;
         omp_set_num_threads(callers);
         Translator tr;
-        ck_assert_msg(translator_init(&tr, &nm, CHUNK, &opt, &err) == 0, "%s", err.msg);
+        ck_assert_msg(translator_init(&tr, &t.nm, CHUNK, &opt, &err) == 0, "%s", err.msg);
         for (int c = 0; c < CHUNKS; c++) {
-            const char *const *texts = (const char *const *)corpus.src + c * CHUNK;
+            const char *const *texts = (const char *const *)t.corpus.src + c * CHUNK;
             ck_assert_msg(translator_run(&tr, texts, CHUNK, out[run][c], &err) == 0, "%s", err.msg);
             ck_assert_int_eq(omp_get_max_threads(), callers);
         }
@@ -471,9 +464,7 @@ START_TEST(test_translations_do_not_depend_on_the_threads) {
         }
     for (int run = 0; run < RUNS; run++)
         for (int c = 0; c < CHUNKS; c++) translated_free(out[run][c], CHUNK);
-    nmt_model_free(&nm);
-    tokenized_corpus_free(&tokens);
-    corpus_free(&corpus);
+    toy_model_free(&t);
 }
 END_TEST
 
