@@ -206,6 +206,16 @@ static double median_share(const double *gflops, const double *peak, int rounds,
     return median(share, n);
 }
 
+/* The cores' round trip in ns beside each round (peak.h), " / " between them, into *out: empty
+ * on one thread. */
+static void round_trips(const double *ns, int rounds, char *out, size_t size) {
+    out[0] = '\0';
+    for (int r = 0; r < rounds && ns[r] > 0; r++)
+        snprintf(out + strlen(out), size - strlen(out), "%s%.0f", r ? " / " : "; round trip ",
+                 ns[r]);
+    if (out[0]) snprintf(out + strlen(out), size - strlen(out), " ns");
+}
+
 /* Peak resident memory of this process so far, in MB. */
 static double peak_rss_mb(void) {
     struct rusage ru;
@@ -223,14 +233,16 @@ static int compare_figures(const void *a, const void *b) {
 
 static int train_report(const BenchConfig *c, int rounds) {
     TrainFigures runs[ROUNDS];
-    double gflops[ROUNDS], peak[ROUNDS];
+    double gflops[ROUNDS], peak[ROUNDS], trip[ROUNDS];
     for (int r = 0; r < rounds; r++) {
         peak[r] = round_peak();
+        trip[r] = core_round_trip_ns();
         if (time_training(&c->dims, c->B, c->S, c->T, c->steps, &runs[r])) return -1;
         gflops[r] = runs[r].gflops;
     }
-    char each[128] = "", peaks[128];
+    char each[128] = "", peaks[128], trips[128];
     double pct = median_share(gflops, peak, rounds, peaks, sizeof peaks);
+    round_trips(trip, rounds, trips, sizeof trips);
     for (int r = 0; r < rounds && rounds > 1; r++)
         snprintf(each + strlen(each), sizeof each - strlen(each), "%s%.0f", r ? " / " : " (",
                  runs[r].tok_per_s);
@@ -239,9 +251,9 @@ static int train_report(const BenchConfig *c, int rounds) {
     TrainFigures f = runs[rounds / 2];
     double rss = peak_rss_mb();
     printf("  %-8s %9.0f tok/s %8.1f ms/step %6.2f GFLOP/step %6.1f GFLOP/s %5.1f%% of peak "
-           "%6.0f MB RSS%s, peaks %s\n",
+           "%6.0f MB RSS%s, peaks %s%s\n",
            c->name, f.tok_per_s, f.ms_per_step, train_flops(&c->dims, c->B, c->S, c->T) / 1e9,
-           f.gflops, pct, rss, each, peaks);
+           f.gflops, pct, rss, each, peaks, trips);
     printf("BENCH name=%s threads=%d tok_per_s=%.0f ms_per_step=%.2f gflops=%.1f peak_pct=%.1f "
            "rss_mb=%.0f\n",
            c->name, omp_get_max_threads(), f.tok_per_s, f.ms_per_step, f.gflops, pct, rss);
@@ -297,7 +309,7 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
                                          (int)(plan.start[b + 1] - plan.start[b])));
     ForwardOptions opt = {0};
     RealFigures runs[ROUNDS];
-    double gflops[ROUNDS], peak[ROUNDS];
+    double gflops[ROUNDS], peak[ROUNDS], trip[ROUNDS];
     /* Round -1, untimed, trains on the same batches as the timed rounds: the activations are
      * planned for the longest batch, and their pages are first touched as longer batches come,
      * which made a first timed round after a 2-step warm-up ~20% slower than the next two
@@ -313,7 +325,7 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
             memset(acts.phase_seconds, 0, sizeof acts.phase_seconds);
             update = (UpdateSeconds){0};
         }
-        if (r >= 0) peak[r] = round_peak();
+        if (r >= 0) peak[r] = round_peak(), trip[r] = core_round_trip_ns();
         double t0 = now();
         for (int s = 0; s < steps; s++) {
             size_t b = (size_t)(FIRST_BATCH + s) % plan.n_batches;
@@ -330,8 +342,9 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
         gflops[r] = runs[r].gflops;
         timed += elapsed;
     }
-    char each[128] = "", peaks[128];
+    char each[128] = "", peaks[128], trips[128];
     double pct = median_share(gflops, peak, rounds, peaks, sizeof peaks);
+    round_trips(trip, rounds, trips, sizeof trips);
     for (int r = 0; r < rounds && rounds > 1; r++)
         snprintf(each + strlen(each), sizeof each - strlen(each), "%s%.0f", r ? " / " : " (",
                  runs[r].tok_per_s);
@@ -346,9 +359,9 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
            "MB RSS%s\n",
            name, f.tok_per_s, f.pairs_per_s, f.ms_per_step, pad, src_pad, tgt_pad,
            training_max_pairs(&ds, &ct), rss, each);
-    printf("  %-10s %7.1f GFLOP/s, %.1f%% of peak (peaks %s GFLOP/s; the FLOPs the model "
+    printf("  %-10s %7.1f GFLOP/s, %.1f%% of peak (peaks %s GFLOP/s%s; the FLOPs the model "
            "computes: padding and ended sentences only in the encoder)\n",
-           "", f.gflops, pct, peaks);
+           "", f.gflops, pct, peaks, trips);
     printf("BENCH name=real-%s threads=%d tok_per_s=%.0f pairs_per_s=%.1f ms_per_step=%.2f "
            "padding=%.3f rss_mb=%.0f gflops=%.1f peak_pct=%.1f\n",
            name, omp_get_max_threads(), f.tok_per_s, f.pairs_per_s, f.ms_per_step, pad / 100, rss,

@@ -1,12 +1,15 @@
 /*
- * peak.c: FP32 FMA peak (see peak.h). Independent accumulators hide the FMA latency: with a
- * 4-cycle latency and two FMA ports, at least 8 chains must be in flight.
+ * peak.c: FP32 FMA peak and the cores' round trip (see peak.h). Independent accumulators hide
+ * the FMA latency: with a 4-cycle latency and two FMA ports, at least 8 chains must be in
+ * flight.
  */
 #include "bench/peak.h"
 
 #include "base/cpu.h"
 
 #include <omp.h>
+#include <stdalign.h>
+#include <stdatomic.h>
 #include <time.h>
 
 #if defined(__x86_64__)
@@ -62,19 +65,60 @@ static float run_loop(long iters, double *flops_per_iter) {
     return fma_plain(iters);
 }
 
+static double seconds_since(const struct timespec *t0) {
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + (t1.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
 double fma_peak_gflops(int threads) {
     const long iters = 20000000;
     double flops_per_iter = 0, best = 0;
     volatile float sink = 0;
     for (int repeat = 0; repeat < 3; repeat++) {
-        struct timespec t0, t1;
+        struct timespec t0;
         clock_gettime(CLOCK_MONOTONIC, &t0);
 #pragma omp parallel num_threads(threads) reduction(+ : sink)
         sink += run_loop(iters, &flops_per_iter);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        double seconds = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+        double seconds = seconds_since(&t0);
         double gflops = flops_per_iter * iters * threads / seconds / 1e9;
         if (gflops > best) best = gflops;
     }
     return best;
+}
+
+double core_round_trip_ns(void) {
+    /* thread 0 writes odd counts, thread 1 answers with the next even one; -1 ends. A time
+     * limit rather than a count: beside a busy program every trip can wait for a time slice. */
+    enum { MOST_TRIPS = 200000, CHECK_EVERY = 1024 };
+    const double most_seconds = 0.02;
+    if (omp_get_max_threads() < 2) return 0;
+    alignas(64) atomic_long turn = 0;
+    long trips = 0;
+    double seconds = 0;
+#pragma omp parallel num_threads(2)
+    if (omp_get_num_threads() < 2) {
+        /* a team of one (a nested region): nobody to answer */
+    } else if (omp_get_thread_num() == 0) {
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        while (trips < MOST_TRIPS) {
+            atomic_store_explicit(&turn, 2 * trips + 1, memory_order_release);
+            while (atomic_load_explicit(&turn, memory_order_acquire) != 2 * trips + 2) continue;
+            trips++;
+            if (trips % CHECK_EVERY == 0 && seconds_since(&t0) > most_seconds) break;
+        }
+        seconds = seconds_since(&t0);
+        atomic_store_explicit(&turn, -1, memory_order_release);
+    } else {
+        for (long trip = 0;; trip++) {
+            long seen;
+            while ((seen = atomic_load_explicit(&turn, memory_order_acquire)) != 2 * trip + 1 &&
+                   seen != -1)
+                continue;
+            if (seen == -1) break;
+            atomic_store_explicit(&turn, 2 * trip + 2, memory_order_release);
+        }
+    }
+    return trips ? seconds / (double)trips * 1e9 : 0;
 }
