@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -29,9 +30,18 @@ static void remove_temporaries_and_die(int sig) {
 }
 
 /* Installs the handler for the signals that end a program, unless the program handles them
- * itself (bin/train saves its checkpoint on SIGINT) or ignores them (nohup). */
+ * itself (bin/train saves its checkpoint on SIGINT) or ignores them (nohup). A file-size limit
+ * (ulimit -f) would end the program by SIGXFSZ in the middle of a write, the temporary file
+ * left behind and no word said: ignored, the write fails (EFBIG) and is reported, and the
+ * file removed, as on a full disk. */
 static void install_handlers(void) {
     if (atomic_flag_test_and_set(&handlers_installed)) return;
+    struct sigaction size_limit;
+    if (sigaction(SIGXFSZ, NULL, &size_limit) == 0 && size_limit.sa_handler == SIG_DFL) {
+        struct sigaction ignore = {.sa_handler = SIG_IGN};
+        sigemptyset(&ignore.sa_mask);
+        sigaction(SIGXFSZ, &ignore, NULL);
+    }
     static const int ending[] = {SIGINT, SIGTERM, SIGHUP};
     for (size_t k = 0; k < sizeof ending / sizeof ending[0]; k++) {
         struct sigaction now;
@@ -109,7 +119,7 @@ int output_file_commit(OutputFile *o, Error *err) {
     if (!ok) {
         remove(o->tmp);
         untrack(o);
-        return error_set(err, "cannot write %s: %s", o->tmp, strerror(saved ? saved : EIO));
+        return error_set(err, "cannot write %s: %s", o->path, strerror(saved ? saved : EIO));
     }
     if (rename(o->tmp, o->path) != 0) {
         saved = errno;
@@ -194,11 +204,48 @@ int make_dirs(const char *dir, Error *err) {
     }
 }
 
+long read_line_with_end(FILE *in, char **line, size_t *cap) {
+    size_t n = 0;
+    int c = EOF;
+    long result = 0;
+    flockfile(in);
+    while ((c = getc_unlocked(in)) != EOF) {
+        if (n + 2 > *cap) { /* room for c and the NUL */
+            size_t grown = *cap < 128 ? 128 : 2 * *cap;
+            if (n >= LINE_MOST_BYTES) {
+                ungetc(c, in);
+                result = -3;
+                break;
+            }
+            if (grown > LINE_MOST_BYTES + 2) grown = LINE_MOST_BYTES + 2;
+            char *bigger = realloc(*line, grown);
+            if (!bigger) {
+                errno = ENOMEM;
+                result = -2;
+                break;
+            }
+            *line = bigger, *cap = grown;
+        }
+        (*line)[n++] = (char)c;
+        if (c == '\n') break;
+    }
+    funlockfile(in);
+    if (result) return result;
+    if (ferror(in)) return -2;
+    if (n == 0) return -1;
+    (*line)[n] = '\0';
+    return (long)n;
+}
+
+int skip_line(FILE *in) {
+    int c;
+    while ((c = getc(in)) != EOF && c != '\n') continue;
+    return ferror(in) ? -2 : 0;
+}
+
 long read_line(FILE *in, char **line, size_t *cap) {
-    errno = 0;
-    ssize_t n = getline(line, cap, in);
-    /* getline reports a failed allocation with ENOMEM but without the stream's error flag */
-    if (n < 0) return ferror(in) || errno == ENOMEM ? -2 : -1;
+    long n = read_line_with_end(in, line, cap);
+    if (n < 0) return n;
     if (n > 0 && (*line)[n - 1] == '\n') (*line)[--n] = '\0';
     if (n > 0 && (*line)[n - 1] == '\r') (*line)[--n] = '\0';
     return (long)n;

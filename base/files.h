@@ -8,7 +8,8 @@
  * exclusively): two writers of one PATH never write into each other's file, and the last
  * rename wins with a whole file. A SIGINT, SIGTERM or SIGHUP that would end the program while
  * a temporary file is open removes the file first (when the program has not set its own
- * handler for that signal), so an interrupted writer leaves nothing behind either.
+ * handler for that signal), so an interrupted writer leaves nothing behind either; a
+ * file-size limit (SIGXFSZ, ignored once a file is opened) fails the write like a full disk.
  */
 #ifndef NMT_BASE_FILES_H
 #define NMT_BASE_FILES_H
@@ -57,11 +58,25 @@ void path_normalise(char *path);
 /* Creates dir and its missing parents, like mkdir -p; an existing non-folder is an error. */
 int make_dirs(const char *dir, Error *err);
 
-/* Reads one line of any length without its line end (\n or \r\n); returns its length, -1 at
- * end of input, or -2 when reading fails (a read error, or no memory for the line; errno says
- * which), so a failure is never mistaken for the end. *line is reused and grown (free it when
- * done). */
+/* The most bytes a line may have. A file without line ends (a binary file, /dev/zero, old Mac
+ * text ending its lines in \r alone) would otherwise be read into memory whole, until the
+ * system stops the program; no sentence, log row or alignment comes near it. */
+#define LINE_MOST_BYTES ((size_t)16 << 20)
+/* What a reader says of such a line, after "FILE:LINE: ". */
+#define LINE_TOO_LONG "longer than 16 MiB, the most a line may have (a file without line ends?)"
+
+/* Reads one line of at most LINE_MOST_BYTES bytes, its \n kept; returns its length, -1 at end
+ * of input, -2 when reading fails (a read error, or no memory for the line; errno says which),
+ * so a failure is never mistaken for the end, or -3 when the line is longer (the rest of it
+ * unread: skip_line). *line is reused and grown (free it when done); it is NUL-terminated, and
+ * may hold NUL bytes of its own. */
+long read_line_with_end(FILE *in, char **line, size_t *cap);
+
+/* read_line_with_end without the line end (\n or \r\n). */
 long read_line(FILE *in, char **line, size_t *cap);
+
+/* Reads past the next \n (the rest of a line read_line refused); -2 when reading fails. */
+int skip_line(FILE *in);
 
 /* A little-endian unsigned 32-bit integer, the unit of the serialised vocabularies and BPE
  * tables; 0, or -1 when the stream fails or ends. */

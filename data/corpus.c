@@ -2,8 +2,8 @@
  * corpus.c: the parallel corpus reader (see corpus.h).
  *
  * Both readers hand one line at a time to add_line(), which does all the checking, so the
- * file and in-memory paths cannot drift apart. The stream reader gets its lines from POSIX
- * getline(), which grows its buffer as needed: there is no line length limit.
+ * file and in-memory paths cannot drift apart. The stream reader takes lines of up to
+ * LINE_MOST_BYTES (base/files.h), so a file without line ends is refused, not read whole.
  */
 #include "data/corpus.h"
 
@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "base/files.h"
 #include "data/tokenizer.h"
 
 void corpus_free(Corpus *corpus) {
@@ -120,12 +121,10 @@ int corpus_read_stream(FILE *in, const char *name, Corpus *out, Error *err) {
     size_t line_capacity = 0, line_number = 0;
     int status = 0;
     for (;;) {
-        errno = 0;
-        ssize_t got = getline(&line, &line_capacity, in);
-        if (got < 0) {
-            if (!feof(in)) status = error_set(err, "cannot read %s: %s", name, strerror(errno));
-            break;
-        }
+        long got = read_line_with_end(in, &line, &line_capacity);
+        if (got == -3) status = error_set(err, "%s:%zu: %s", name, line_number + 1, LINE_TOO_LONG);
+        if (got == -2) status = error_set(err, "cannot read %s: %s", name, strerror(errno));
+        if (got < 0) break;
         status = add_line(out, line, (size_t)got, ++line_number, name, err);
         if (status != 0) break;
     }

@@ -363,8 +363,9 @@ int aer_evaluate(ForcedDecoder *fd, const char *pairs_path, const char *gold_pat
     int rc = 0;
     for (size_t k = 0; k < corpus.count && rc == 0; k++) {
         long len = read_line(gold, &line, &cap);
-        if (len == -2) {
-            rc = error_set(err, "cannot read %s: %s", gold_path, strerror(errno));
+        if (len == -2 || len == -3) {
+            rc = len == -2 ? error_set(err, "cannot read %s: %s", gold_path, strerror(errno))
+                           : error_set(err, "%s:%zu: %s", gold_path, k + 1, LINE_TOO_LONG);
             break;
         }
         if (len < 0) {

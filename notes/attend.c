@@ -314,6 +314,11 @@ int main(int argc, char **argv) {
     }
     if (argc - optind != 1)
         return usage_error("attend", "%s", optind < argc ? "one FILE only" : "no FILE given");
+    if (out_path && same_file(argv[optind], out_path)) { /* the rename would replace the file */
+        fprintf(stderr, "attend: %s and %s are the same file; write the output elsewhere\n",
+                argv[optind], out_path);
+        return 2;
+    }
 
     WorkedFile wf;
     WorkedRun run;

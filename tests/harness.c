@@ -127,7 +127,7 @@ static void exec_child(const char *const *argv, const char *stdin_path, const ch
     }
     if (limits && limits->file_size) {
         struct rlimit limit = {limits->file_size, limits->file_size};
-        signal(SIGXFSZ, SIG_IGN); /* kept across exec: the write fails with EFBIG instead */
+        signal(SIGXFSZ, SIG_DFL); /* as a shell leaves it: the program must not die of it */
         if (setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(126);
     }
     int in = open(stdin_path ? stdin_path : "/dev/null", O_RDONLY);

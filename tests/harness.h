@@ -42,7 +42,7 @@ void scratch_train_model(const Scratch *s);
 /* Limits applied to the program before it starts; zero fields are left alone. */
 typedef struct {
     rlim_t address_space; /* RLIMIT_AS, bytes */
-    rlim_t file_size;     /* RLIMIT_FSIZE, bytes; SIGXFSZ is ignored, so writes fail EFBIG */
+    rlim_t file_size;     /* RLIMIT_FSIZE, bytes; SIGXFSZ left as a shell leaves it (fatal) */
 } RunLimits;
 
 /* What a run of a program did. */
@@ -114,9 +114,9 @@ enum {
 };
 
 /* The bytes of a checkpoint's training state between the parameters and Adam's moments (see
- * nmt/formats/checkpoint.h): step, epoch, batch_in_epoch, adam_t, lr_scale, best_bleu, best_dev_loss
- * (8 each), bad_validations, plateau_bad (4 each), the dropout stream (32), the time trained
- * (8) and the batches' fingerprint (8), as bin/train writes them. */
+ * nmt/formats/checkpoint.h): step, epoch, batch_in_epoch, adam_t, lr_scale, best_bleu,
+ * best_dev_loss (8 each), bad_validations, plateau_bad (4 each), the dropout stream (32), the time
+ * trained (8) and the batches' fingerprint (8), as bin/train writes them. */
 enum { CKPT_STATE_BYTES = 7 * 8 + 2 * 4 + 32 + 8 + 8 };
 
 #endif

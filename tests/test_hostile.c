@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "data/tokenizer.h"
 #include "tests/harness.h"
 #include "tests/suites.h"
@@ -267,6 +268,25 @@ START_TEST(hostile_corpus_missing_or_directory) {
                 NULL);
     scratch_free(&s);
     assert_one_line_error(&r, "train", 1, (const char *const[]){s.dir, "Is a directory", NULL});
+}
+END_TEST
+
+/* A corpus without line ends (/dev/zero as the dev set; a binary file; text ending its lines
+ * in \r alone) was read into memory whole: the training grew to the machine's 24 GB until
+ * the system killed it. A line stops at LINE_MOST_BYTES, with one line naming the file. */
+START_TEST(hostile_corpus_without_line_ends) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_setup(&s);
+    char config[512];
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    RunResult r;
+    run_program(&r, &s,
+                (const char *const[]){"../bin/train", config, "--set", "data.dev=/dev/zero", NULL},
+                NULL, 60, NULL);
+    scratch_free(&s);
+    assert_one_line_error(&r, "train", 1,
+                          (const char *const[]){"/dev/zero:1: longer than 16 MiB", NULL});
 }
 END_TEST
 
@@ -1076,6 +1096,37 @@ START_TEST(hostile_input_nul_byte) {
 }
 END_TEST
 
+/* A line of stdin longer than LINE_MOST_BYTES is refused as a line, and its rest skipped: the
+ * lines around it are translated, each in its place. */
+START_TEST(hostile_input_line_longer_than_the_most) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    size_t long_len = LINE_MOST_BYTES + 100;
+    char *input = malloc(long_len + 64);
+    ck_assert_ptr_nonnull(input);
+    size_t n = (size_t)sprintf(input, "I love cats\n");
+    memset(input + n, 'a', long_len);
+    n += long_len;
+    n += (size_t)sprintf(input + n, "\nthe black cat\n");
+    scratch_write(&s, "long.txt", input, n);
+    free(input);
+    char model[512], lines[512];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    scratch_path(&s, "long.txt", lines, sizeof lines);
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/translate", "-m", model, NULL}, lines, 60,
+                NULL);
+    scratch_free(&s);
+    assert_one_line_error(&r, "translate", 1,
+                          (const char *const[]){"translate: line 2: longer than 16 MiB", NULL});
+    const char *second = strchr(r.out, '\n');
+    ck_assert_msg(r.out[0] != '\n' && second && second[1] == '\n' && second[2] != '\0' &&
+                      second[2] != '\n',
+                  "not three lines, only the second empty: '%s'", r.out);
+}
+END_TEST
+
 START_TEST(hostile_input_only_unknown_words) {
     expect_translate_input("zorglub blorf quux", NULL, "no word of it is known to the model");
     expect_align_input("zorglub blorf quux", NULL);
@@ -1430,6 +1481,86 @@ START_TEST(hostile_quantize_onto_its_input) {
 }
 END_TEST
 
+/* bin/plot LOG -o LOG and bin/attend FILE -o FILE renamed their output over the input they
+ * had read (exit 0, the log or the worked example gone). Refused with one line, the input
+ * unchanged, whatever the spelling; another name is written. */
+START_TEST(hostile_plot_and_attend_onto_their_input) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char log[512], linked[512], example[512], svg[512], text[512];
+    scratch_path(&s, "run/train_log.tsv", log, sizeof log);
+    scratch_path(&s, "log-link.tsv", linked, sizeof linked);
+    scratch_path(&s, "example.txt", example, sizeof example);
+    scratch_path(&s, "curves.svg", svg, sizeof svg);
+    scratch_path(&s, "attention.txt", text, sizeof text);
+    ck_assert_int_eq(symlink(log, linked), 0);
+    size_t size;
+    unsigned char *original =
+        slurp_file("../docs/examples/000-self-attention-wo-ai-mao.txt", &size);
+    FILE *copy = fopen(example, "wb");
+    ck_assert(copy && fwrite(original, 1, size, copy) == size && fclose(copy) == 0);
+    free(original);
+    struct {
+        const char *program, *const *argv, *input;
+        int status;
+    } cases[] = {
+        {"plot", (const char *const[]){"../bin/plot", log, "-o", log, NULL}, log, 1},
+        {"plot", (const char *const[]){"../bin/plot", log, "-o", linked, NULL}, log, 1},
+        {"attend", (const char *const[]){"../bin/attend", example, "-o", example, NULL}, example,
+         2},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        size_t before_size, after_size;
+        unsigned char *before = slurp_file(cases[k].input, &before_size);
+        RunResult r;
+        run_program(&r, &s, cases[k].argv, NULL, 60, NULL);
+        assert_one_line_error(&r, cases[k].program, cases[k].status,
+                              (const char *const[]){"the same file", NULL});
+        unsigned char *after = slurp_file(cases[k].input, &after_size);
+        ck_assert_msg(after_size == before_size && memcmp(before, after, after_size) == 0,
+                      "%s onto its input changed it", cases[k].program);
+        free(before), free(after);
+    }
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/plot", log, "-o", svg, NULL}, NULL, 60, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    run_program(&r, &s, (const char *const[]){"../bin/attend", example, "-o", text, NULL}, NULL, 60,
+                NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    scratch_free(&s);
+}
+END_TEST
+
+/* Under a file-size limit (ulimit -f) a program was killed by SIGXFSZ in the middle of its
+ * write: exit 153, no word, its temporary file left beside the output. Now the write fails
+ * as on a full disk: one line naming the output, no temporary file, no output. */
+START_TEST(hostile_file_size_limit_fails_a_write_cleanly) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char log[512], svg[512], corpus[512], dumped[512];
+    scratch_path(&s, "run/train_log.tsv", log, sizeof log);
+    scratch_path(&s, "curves.svg", svg, sizeof svg);
+    scratch_path(&s, "corpus", corpus, sizeof corpus);
+    scratch_path(&s, "corpus/train.tsv", dumped, sizeof dumped);
+    RunLimits limits = {.file_size = 1024};
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/plot", log, "-o", svg, NULL}, NULL, 60,
+                &limits);
+    assert_one_line_error(&r, "plot", 1, (const char *const[]){svg, "File too large", NULL});
+    ck_assert_msg(access(svg, F_OK) != 0 && !temporary_file_beside(svg),
+                  "plot left its picture or a temporary file");
+    run_program(&r, &s, (const char *const[]){"../bin/gencorpus", "-o", corpus, NULL}, NULL, 60,
+                &limits);
+    assert_one_line_error(&r, "gencorpus", 1,
+                          (const char *const[]){dumped, "File too large", NULL});
+    ck_assert_msg(access(dumped, F_OK) != 0 && !temporary_file_beside(dumped),
+                  "gencorpus left its corpus or a temporary file");
+    scratch_free(&s);
+}
+END_TEST
+
 /* Sets every value of tensor p of the trained model to `value` (or, for an int8 model, every
  * row scale of p) and saves it as path. */
 static void forge_huge_weights(const char *trained, const char *path, ParamId p, double value,
@@ -1549,6 +1680,7 @@ Suite *hostile_suite(void) {
     tcase_add_test(corpus, hostile_corpus_empty_file);
     tcase_add_test(corpus, hostile_corpus_control_characters);
     tcase_add_test(corpus, hostile_corpus_missing_or_directory);
+    tcase_add_test(corpus, hostile_corpus_without_line_ends);
     tcase_add_test(corpus, hostile_corpus_crlf_line_ends);
     tcase_add_test(corpus, hostile_corpus_byte_order_mark);
     tcase_add_test(corpus, hostile_corpus_empty_lines);
@@ -1582,6 +1714,7 @@ Suite *hostile_suite(void) {
     tcase_add_test(input, hostile_input_invalid_utf8);
     tcase_add_test(input, hostile_input_control_characters);
     tcase_add_test(input, hostile_input_nul_byte);
+    tcase_add_test(input, hostile_input_line_longer_than_the_most);
     suite_add_tcase(s, input);
 
     TCase *found = tcase_create("fuzz findings");
@@ -1598,6 +1731,8 @@ Suite *hostile_suite(void) {
     tcase_add_test(surfaces, hostile_lock_file_that_is_not_a_lock);
     tcase_add_test(surfaces, hostile_bpe_mebibyte_word_in_dev_and_test);
     tcase_add_test(surfaces, hostile_quantize_onto_its_input);
+    tcase_add_test(surfaces, hostile_plot_and_attend_onto_their_input);
+    tcase_add_test(surfaces, hostile_file_size_limit_fails_a_write_cleanly);
     tcase_add_test(surfaces, hostile_checkpoint_overflowing_weights);
     suite_add_tcase(s, surfaces);
     return s;

@@ -16,6 +16,11 @@
 long read_sentence_line(FILE *in, char **line, size_t *cap, Error *refusal) {
     refusal->msg[0] = '\0';
     long len = read_line(in, line, cap);
+    if (len == -3) { /* refused like a line of too many tokens: the next lines go on */
+        error_set(refusal, "%s", LINE_TOO_LONG);
+        (*line)[0] = '\0';
+        return skip_line(in) ? -2 : 0;
+    }
     const char *nul = len > 0 ? memchr(*line, '\0', (size_t)len) : NULL;
     if (nul) {
         error_set(refusal, "control character U+0000 (NUL) at byte %ld", (long)(nul - *line));

@@ -51,7 +51,8 @@ int cli_parse(const char *program, int argc, char **argv, const CliOption *table
 /* Reads one line of sentences from `in` (as read_line does, with its return values). A C
  * string ends at a NUL byte, so a line holding one would reach the translator cut short:
  * such a line is emptied and *refusal says why (the one-line error a control character
- * gets); for any other line refusal->msg is "". */
+ * gets); so is a line longer than LINE_MOST_BYTES, whose rest is skipped; for any other line
+ * refusal->msg is "". */
 long read_sentence_line(FILE *in, char **line, size_t *cap, Error *refusal);
 
 /* Parses a whole decimal integer in [lo, hi]; errors name the option and value. */

@@ -31,6 +31,12 @@ int main(int argc, char **argv) {
     int n = argc - optind;
     if (n == 0 || !output)
         return usage_error("plot", "%s", n == 0 ? "no LOG.tsv given" : "-o FILE.svg is required");
+    for (int k = 0; k < n; k++)
+        if (same_file(argv[optind + k], output)) { /* the rename would replace the log */
+            fprintf(stderr, "plot: %s and %s are the same file; write the picture elsewhere\n",
+                    argv[optind + k], output);
+            return 1;
+        }
     Error err;
     CurveRun *runs = checked_calloc((size_t)n, sizeof *runs, "runs", &err);
     int rc = runs ? 0 : -1;
@@ -39,6 +45,7 @@ int main(int argc, char **argv) {
     if (rc == 0) rc = output_file_open(&file, output, false, &err);
     if (rc == 0) {
         rc = curves_write_svg(file.file, runs, n, &err);
+        if (rc) error_prefix(&err, "%s: ", output);
         if (rc == 0)
             rc = output_file_commit(&file, &err);
         else

@@ -75,8 +75,9 @@ static int read_points(FILE *in, const char *path, CurveRun *run, Error *err) {
     int col[N_COLS], n_fields = 0, rc = 0;
     for (long number = 1;; number++) {
         long len = read_line(in, &line, &cap);
-        if (len == -2) {
-            rc = error_set(err, "cannot read %s: %s", path, strerror(errno));
+        if (len == -2 || len == -3) {
+            rc = len == -2 ? error_set(err, "cannot read %s: %s", path, strerror(errno))
+                           : error_set(err, "%s:%ld: %s", path, number, LINE_TOO_LONG);
             break;
         }
         if (len == -1) {
