@@ -1,6 +1,7 @@
 /*
  * files.c: files written whole or not at all, folders, lines (see files.h).
  */
+#define _DEFAULT_SOURCE /* realpath (XSI); the rest of this file is POSIX */
 #include "base/files.h"
 
 #include <errno.h>
@@ -42,7 +43,7 @@ static void install_handlers(void) {
         sigemptyset(&ignore.sa_mask);
         sigaction(SIGXFSZ, &ignore, NULL);
     }
-    static const int ending[] = {SIGINT, SIGTERM, SIGHUP};
+    static const int ending[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
     for (size_t k = 0; k < sizeof ending / sizeof ending[0]; k++) {
         struct sigaction now;
         if (sigaction(ending[k], NULL, &now) != 0 || now.sa_handler != SIG_DFL) continue;
@@ -69,19 +70,62 @@ static void untrack(OutputFile *o) {
     o->tracked = 0;
 }
 
+/* The descriptors of standard input, output and error are the lowest: a program started
+ * with one of them closed would get it back for its file, and whatever it then prints to
+ * stdout or stderr would land inside the file. Moved above them, the print fails instead. */
+static int above_standard_streams(int fd) {
+    if (fd < 0 || fd > STDERR_FILENO) return fd;
+    int moved = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return moved;
+}
+
+/* A path that is not a regular file (a terminal, /dev/null, a pipe such as /dev/stdout or a
+ * shell's >(...)) is written in place: a rename would put a regular file where the device or
+ * pipe was, for good. */
+static int open_in_place(OutputFile *o, const char *path, Error *err) {
+    int fd = above_standard_streams(open(path, O_WRONLY | O_CLOEXEC));
+    if (fd < 0) return error_set(err, "cannot write %s: %s", path, strerror(errno));
+    o->file = fdopen(fd, "wb");
+    if (!o->file) {
+        int saved = errno;
+        close(fd);
+        return error_set(err, "cannot write %s: %s", path, strerror(saved));
+    }
+    o->in_place = true;
+    return 0;
+}
+
 int output_file_open(OutputFile *o, const char *path, bool durable, Error *err) {
     memset(o, 0, sizeof *o);
     o->durable = durable;
+    if (!path[0]) return error_set(err, "an empty file name");
     if (snprintf(o->path, sizeof o->path, "%s", path) >= (int)sizeof o->path)
         return error_set(err, "%s: path too long", path);
+    struct stat target, link;
+    if (stat(path, &target) == 0) {
+        if (S_ISDIR(target.st_mode)) return error_set(err, "%s: is a folder, not a file", path);
+        if (!S_ISREG(target.st_mode)) return open_in_place(o, path, err);
+        /* a symbolic link keeps pointing at the file, which the rename replaces */
+        char *resolved;
+        if (lstat(path, &link) == 0 && S_ISLNK(link.st_mode) &&
+            (resolved = realpath(path, NULL)) != NULL) {
+            int fits = snprintf(o->path, sizeof o->path, "%s", resolved) < (int)sizeof o->path;
+            free(resolved);
+            if (!fits) return error_set(err, "%s: path too long", path);
+        }
+    }
     /* O_EXCL: a name another writer (another process, or this one) holds is never reused, so
      * no writer truncates a file another is writing */
     int fd = -1;
     for (int attempt = 0; fd < 0 && attempt < 100; attempt++) {
-        snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld.%d", path, (long)getpid(), attempt);
-        fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+        snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld.%d", o->path, (long)getpid(), attempt);
+        fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd < 0 && errno != EEXIST) break;
     }
+    fd = above_standard_streams(fd);
     if (fd < 0) return error_set(err, "cannot create %s: %s", o->tmp, strerror(errno));
     o->file = fdopen(fd, "wb");
     if (!o->file) {
@@ -111,6 +155,13 @@ int output_file_commit(OutputFile *o, Error *err) {
     if (!o->file) return error_set(err, "%s: not open", o->path);
     errno = 0;
     int ok = fflush(o->file) == 0 && !ferror(o->file);
+    if (o->in_place) {
+        int saved = errno;
+        if (fclose(o->file) != 0 && ok) ok = 0, saved = errno;
+        o->file = NULL;
+        return ok ? 0
+                  : error_set(err, "cannot write %s: %s", o->path, strerror(saved ? saved : EIO));
+    }
     /* the data must be on disk before the rename makes it the file */
     if (ok && o->durable) ok = fsync(fileno(o->file)) == 0;
     int saved = errno;
@@ -136,6 +187,7 @@ void output_file_abort(OutputFile *o) {
     if (!o->file) return;
     fclose(o->file);
     o->file = NULL;
+    if (o->in_place) return;
     remove(o->tmp);
     untrack(o);
 }

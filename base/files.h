@@ -8,8 +8,11 @@
  * exclusively): two writers of one PATH never write into each other's file, and the last
  * rename wins with a whole file. A SIGINT, SIGTERM or SIGHUP that would end the program while
  * a temporary file is open removes the file first (when the program has not set its own
- * handler for that signal), so an interrupted writer leaves nothing behind either; a
- * file-size limit (SIGXFSZ, ignored once a file is opened) fails the write like a full disk.
+ * handler for that signal; SIGPIPE too), so an interrupted writer leaves nothing behind
+ * either; a file-size limit (SIGXFSZ, ignored once a file is opened) fails the write like a
+ * full disk. A PATH that is not a regular file (/dev/null, /dev/stdout, a pipe) is written in
+ * place, a symbolic link's file is replaced and the link kept, a folder or an empty name is
+ * refused when the file is opened.
  */
 #ifndef NMT_BASE_FILES_H
 #define NMT_BASE_FILES_H
@@ -22,8 +25,9 @@
 
 typedef struct {
     FILE *file;
-    bool durable; /* fsync the data before the rename and the folder after it */
-    int tracked;  /* 1 + its slot in the table of temporaries a signal removes; 0: none */
+    bool durable;  /* fsync the data before the rename and the folder after it */
+    bool in_place; /* PATH is not a regular file (a device, a pipe): written directly */
+    int tracked;   /* 1 + its slot in the table of temporaries a signal removes; 0: none */
     char path[4096], tmp[4096 + 48];
 } OutputFile;
 

@@ -1532,6 +1532,92 @@ START_TEST(hostile_plot_and_attend_onto_their_input) {
 }
 END_TEST
 
+/* An output that was not a plain new file. The rename that finishes a file put a regular
+ * file in place of a device (as root: /dev/full, /dev/null), a pipe or a symbolic link, and
+ * over the model or the input read (--align where -m was meant); with stdout closed the
+ * output took its descriptor and the translations landed in it. Now: devices and pipes are
+ * written in place, a link's file is replaced and the link kept, the model and stdin's file
+ * are refused, a closed stdout is a failed write, and a folder or an empty name is refused
+ * before anything is translated. */
+START_TEST(hostile_outputs_that_are_not_plain_new_files) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char model[512], to_null[512], target[512], linked[512], input[512], dir[512], out[512];
+    char script[2048];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    scratch_path(&s, "null-link", to_null, sizeof to_null);
+    scratch_path(&s, "target.txt", target, sizeof target);
+    scratch_path(&s, "link.txt", linked, sizeof linked);
+    scratch_path(&s, "input.txt", input, sizeof input);
+    scratch_path(&s, "run", dir, sizeof dir);
+    scratch_path(&s, "closed.txt", out, sizeof out);
+    ck_assert_int_eq(symlink("/dev/null", to_null), 0);
+    scratch_write_text(&s, "target.txt", "old\n");
+    ck_assert_int_eq(symlink(target, linked), 0);
+    scratch_write_text(&s, "input.txt", "the black cat\n");
+    RunResult r;
+    struct stat st;
+    run_program(&r, &s,
+                (const char *const[]){"../bin/translate", "-m", model, "--align", to_null,
+                                      "the black cat", NULL},
+                NULL, 60, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(lstat(to_null, &st) == 0 && S_ISLNK(st.st_mode), "the link to /dev/null went");
+    run_program(&r, &s,
+                (const char *const[]){"../bin/align", "-m", model, "--format", "pharaoh", "-o",
+                                      linked, "the black cat", NULL},
+                NULL, 60, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    size_t size;
+    char *written = (char *)slurp_file(target, &size);
+    ck_assert_msg(lstat(linked, &st) == 0 && S_ISLNK(st.st_mode) && size > 0 &&
+                      strncmp(written, "old", 3) != 0,
+                  "the link was replaced, or its file not written");
+    free(written);
+    size_t model_size, after_size;
+    unsigned char *before = slurp_file(model, &model_size);
+    run_program(&r, &s,
+                (const char *const[]){"../bin/translate", "-m", model, "--align", model,
+                                      "the black cat", NULL},
+                NULL, 60, NULL);
+    assert_one_line_error(&r, "translate", 1, (const char *const[]){"the same file", NULL});
+    run_program(
+        &r, &s,
+        (const char *const[]){"../bin/align", "-m", model, "-o", model, "the black cat", NULL},
+        NULL, 60, NULL);
+    assert_one_line_error(&r, "align", 1, (const char *const[]){"the same file", NULL});
+    unsigned char *after = slurp_file(model, &after_size);
+    ck_assert_msg(after_size == model_size && memcmp(before, after, after_size) == 0,
+                  "the model changed");
+    free(before), free(after);
+    run_program(&r, &s,
+                (const char *const[]){"../bin/translate", "-m", model, "--align", input, NULL},
+                input, 60, NULL);
+    assert_one_line_error(&r, "translate", 1,
+                          (const char *const[]){"the file standard input reads", NULL});
+    written = (char *)slurp_file(input, &size);
+    ck_assert_msg(strcmp(written, "the black cat\n") == 0, "the input changed: '%s'", written);
+    free(written);
+    const char *const refused[][2] = {{"", "an empty file name"}, {dir, "is a folder"}};
+    for (size_t k = 0; k < 2; k++) {
+        run_program(&r, &s,
+                    (const char *const[]){"../bin/translate", "-m", model, "--align", refused[k][0],
+                                          "the black cat", NULL},
+                    NULL, 60, NULL);
+        assert_one_line_error(&r, "translate", 1, (const char *const[]){refused[k][1], NULL});
+        ck_assert_msg(r.out[0] == '\0', "translated before refusing: '%s'", r.out);
+    }
+    snprintf(script, sizeof script, "../bin/translate -m '%s' --align '%s' 'the black cat' >&-",
+             model, out);
+    run_program(&r, &s, (const char *const[]){"/bin/sh", "-c", script, NULL}, NULL, 60, NULL);
+    assert_one_line_error(&r, "translate", 1,
+                          (const char *const[]){"cannot write to standard output", NULL});
+    ck_assert_msg(access(out, F_OK) != 0, "the alignments were written with stdout closed");
+    scratch_free(&s);
+}
+END_TEST
+
 /* Under a file-size limit (ulimit -f) a program was killed by SIGXFSZ in the middle of its
  * write: exit 153, no word, its temporary file left beside the output. Now the write fails
  * as on a full disk: one line naming the output, no temporary file, no output. */
@@ -1733,6 +1819,7 @@ Suite *hostile_suite(void) {
     tcase_add_test(surfaces, hostile_quantize_onto_its_input);
     tcase_add_test(surfaces, hostile_plot_and_attend_onto_their_input);
     tcase_add_test(surfaces, hostile_file_size_limit_fails_a_write_cleanly);
+    tcase_add_test(surfaces, hostile_outputs_that_are_not_plain_new_files);
     tcase_add_test(surfaces, hostile_checkpoint_overflowing_weights);
     suite_add_tcase(s, surfaces);
     return s;

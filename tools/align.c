@@ -297,7 +297,9 @@ static int align_inputs(Run *r, const Inputs *in, Error *err) {
     /* --explain alone prints the explanation instead of the matrix */
     bool matrices = !(r->opt.explain && !r->opt.output);
     if (matrices && r->opt.format != ALIGN_NPY) {
-        if (r->opt.output && output_file_open(&r->file, r->opt.output, false, err)) return -1;
+        if (r->opt.output && (check_output_is_no_input(r->opt.output, r->opt.model_path, err) ||
+                              output_file_open(&r->file, r->opt.output, false, err)))
+            return -1;
         r->out = r->opt.output ? r->file.file : stdout;
     }
     int rc = 0;

@@ -7,8 +7,10 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "nmt/translator.h"
 
 #if defined(__APPLE__)
@@ -82,5 +84,19 @@ int load_model_compute(const char *path, const char *compute, NmtModel *nm, Erro
         nmt_model_free(nm);
         return -1;
     }
+    return 0;
+}
+
+int check_output_is_no_input(const char *output, const char *model_path, Error *err) {
+    char fallback[PATH_MAX + 32];
+    if (!model_path) default_model_path(fallback, sizeof fallback);
+    const char *model = model_path ? model_path : fallback;
+    if (same_file(output, model))
+        return error_set(err, "%s and the model %s are the same file; write it elsewhere", output,
+                         model);
+    struct stat out, in;
+    if (stat(output, &out) == 0 && S_ISREG(out.st_mode) && fstat(STDIN_FILENO, &in) == 0 &&
+        out.st_dev == in.st_dev && out.st_ino == in.st_ino)
+        return error_set(err, "%s is the file standard input reads; write it elsewhere", output);
     return 0;
 }

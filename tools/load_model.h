@@ -21,4 +21,10 @@ int load_model(const char *path, NmtModel *nm, Error *err);
  * and refusing a model that overflows on a probe sentence (translator_probe). */
 int load_model_compute(const char *path, const char *compute, NmtModel *nm, Error *err);
 
+/* Refuses (-1, naming both) an output file that is the model's file (path, or the default
+ * model when NULL) or the file standard input reads: the rename that finishes the output
+ * would replace it for good (--align where -m was meant; bin/translate --align in.txt <
+ * in.txt). */
+int check_output_is_no_input(const char *output, const char *model_path, Error *err);
+
 #endif

@@ -296,6 +296,7 @@ int main(int argc, char **argv) {
     int rc = translator_init(&r.translator, &r.nm, CHUNK, &opt, &err);
     if (rc == 0) rc = load_model_compute(model_path, compute, &r.nm, &err);
     r.nm.keep_unk = keep_unk;
+    if (rc == 0 && align_path) rc = check_output_is_no_input(align_path, model_path, &err);
     if (rc == 0 && align_path) rc = output_file_open(&align_file, align_path, false, &err);
     r.align_out = align_file.file;
     /* someone at a terminal otherwise faces a silent cursor */
