@@ -71,7 +71,7 @@ run() {
     local bind=()
     [ "$2" = 1 ] && bind=(--bind-to none)
     OMP_NUM_THREADS=$3 "${MPIRUN[@]}" "${bind[@]}" -np "$2" bin/train "$work/$1.ini" \
-        --set train.threads="$3" --set train.out_dir="$work/out-$1-$2x$3" >"$work/log" 2>&1 ||
+        --set train.threads="$3" --set train.out_dir="$work/out-$1-$2x$3" --overwrite >"$work/log" 2>&1 ||
         { cat "$work/log" >&2; exit 1; }
     local steps
     steps=$(sed -n 's/^max_steps = //p' "$work/$1.ini")

@@ -177,7 +177,8 @@ static void setup_with_corpus(Scratch *s, const char *which, const void *bytes, 
 static void run_train(RunResult *r, const Scratch *s) {
     char config[512];
     scratch_path(s, "tiny.ini", config, sizeof config);
-    run_program(r, s, (const char *const[]){"../bin/train", config, NULL}, NULL, 60, NULL);
+    run_program(r, s, (const char *const[]){"../bin/train", config, "--overwrite", NULL}, NULL, 60,
+                NULL);
 }
 
 /* bin/evaluate of the setup's trained model on the corpus at path. */

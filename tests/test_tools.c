@@ -654,6 +654,48 @@ START_TEST(reference_train_writes_a_translating_checkpoint) {
 }
 END_TEST
 
+/* A new run into a folder that held a trained model replaced its best.ckpt, last.ckpt and log
+ * without a word (a forgotten --resume cost the model). Refused, the checkpoints and the log
+ * untouched; --resume goes on, --overwrite starts again in its place. */
+START_TEST(new_run_keeps_a_trained_folder) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char config[512], best[512], last[512], log[512];
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    scratch_path(&s, "run/best.ckpt", best, sizeof best);
+    scratch_path(&s, "run/last.ckpt", last, sizeof last);
+    scratch_path(&s, "run/train_log.tsv", log, sizeof log);
+    const char *kept[] = {best, last, log};
+    unsigned char *before[3];
+    size_t before_len[3], after_len;
+    for (int k = 0; k < 3; k++) {
+        before[k] = slurp_file(kept[k], &before_len[k]);
+        ck_assert_ptr_nonnull(before[k]);
+    }
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/train", config, NULL}, NULL, 60, NULL);
+    assert_one_line_error(&r, "train", 1,
+                          (const char *const[]){"holds a trained model (best.ckpt)", "--resume",
+                                                "--overwrite", "--set train.out_dir=", NULL});
+    for (int k = 0; k < 3; k++) {
+        unsigned char *after = slurp_file(kept[k], &after_len);
+        ck_assert_msg(after_len == before_len[k] && memcmp(before[k], after, after_len) == 0,
+                      "%s changed", kept[k]);
+        free(after), free(before[k]);
+    }
+    run_program(&r, &s,
+                (const char *const[]){"../bin/train", config, "--resume", "--set",
+                                      "train.max_steps=6", NULL},
+                NULL, 60, NULL);
+    ck_assert_msg(r.status == 0, "resuming failed (%d): %s", r.status, r.err);
+    run_program(&r, &s, (const char *const[]){"../bin/train", config, "--overwrite", NULL}, NULL,
+                60, NULL);
+    ck_assert_msg(r.status == 0, "--overwrite failed (%d): %s", r.status, r.err);
+    scratch_free(&s);
+}
+END_TEST
+
 /* Issue #45: bin/reference-train given the engine's config writes a folder of its own
  * (out_dir + "-reference"), leaves the engine's model as it was, and refuses, in one line
  * naming the way out, a folder whose checkpoints the other program or other settings made;
@@ -710,6 +752,12 @@ START_TEST(reference_train_keeps_to_its_own_folder) {
     ck_assert_msg(r.status == 0, "resuming the engine failed (%d): %s", r.status, r.err);
     run_program(&r, &s, (const char *const[]){"../bin/reference-train", config, NULL}, NULL, 60,
                 NULL);
+    assert_one_line_error(&r, "reference-train", 1,
+                          (const char *const[]){"holds a trained model", "--overwrite", NULL});
+    ck_assert_msg(strstr(r.err, "--resume") == NULL, "reference-train has no --resume: %s", r.err);
+    run_program(&r, &s,
+                (const char *const[]){"../bin/reference-train", config, "--overwrite", NULL}, NULL,
+                60, NULL);
     ck_assert_msg(r.status == 0, "rerunning reference-train failed (%d): %s", r.status, r.err);
     scratch_free(&s);
 }
@@ -1062,6 +1110,7 @@ Suite *tools_suite(void) {
     tcase_add_test(tc, gradref_reference_agrees_with_the_engine);
     tcase_add_test(tc, reference_train_writes_a_translating_checkpoint);
     tcase_add_test(tc, reference_train_keeps_to_its_own_folder);
+    tcase_add_test(tc, new_run_keeps_a_trained_folder);
     tcase_add_test(tc, scoring_reports_in_corpus_order);
     tcase_add_test(tc, evaluate_scores_the_references_as_written);
     tcase_add_test(tc, every_program_gives_usage_errors_in_one_form);

@@ -534,7 +534,7 @@ static bool train_on_a_terminal(RunResult *r, const Scratch *s, const char *over
     if (!script) return false;
     char config[128], command[512];
     scratch_path(s, "tiny.ini", config, sizeof config);
-    snprintf(command, sizeof command, "../bin/train %s %s", config, overrides);
+    snprintf(command, sizeof command, "../bin/train %s --overwrite %s", config, overrides);
     run_program(r, s, (const char *const[]){script, "-q", "-e", "-c", command, "/dev/null", NULL},
                 NULL, 60, NULL);
     ck_assert_msg(r->status == 0, "%d: %s", r->status, r->out);
@@ -609,7 +609,8 @@ START_TEST(recorded_config_reruns_the_run) {
     free(text);
     remove(log);
     RunResult r;
-    run_program(&r, &s, (const char *const[]){"../bin/train", recorded, NULL}, NULL, 60, NULL);
+    run_program(&r, &s, (const char *const[]){"../bin/train", recorded, "--overwrite", NULL}, NULL,
+                60, NULL);
     ck_assert_msg(r.status == 0, "%s", r.err);
     char steps[256];
     log_column(log, 0, steps, sizeof steps);

@@ -24,12 +24,13 @@
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: reference-train CONFIG [--set section.key=value ...]\n"
+            "usage: reference-train CONFIG [--set section.key=value ...] [--overwrite]\n"
             "Trains with the plain reference of the model spec (reference/reference.c): one\n"
             "thread, plain loops, double precision inside; far slower than bin/train, and the\n"
             "same model, so its checkpoint is one bin/translate -m reads.\n"
             "  CONFIG                   INI file as for bin/train (see bin/train --help)\n"
             "  --set section.key=value  override one key (may be repeated)\n"
+            "  --overwrite              train anew in a folder that holds a trained model\n"
             "  -h, --help               this text\n"
             "It uses every [data] and [model] key, [optim] (Adam, clip_norm, every schedule),\n"
             "and [train] batch_size, batch_tokens, epochs, max_steps, max_minutes, dropout,\n"

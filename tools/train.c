@@ -17,11 +17,15 @@
 
 static void usage(FILE *out) {
     fprintf(out, "usage: train CONFIG [--set section.key=value ...] [--resume[=CHECKPOINT]]\n"
+                 "             [--overwrite]\n"
                  "Trains a GRU encoder / Bahdanau attention / GRU decoder translator.\n"
                  "  CONFIG                   INI file (see configs/toy.ini); its keys are below\n"
                  "  --set section.key=value  override one key (may be repeated)\n"
                  "  --resume[=CHECKPOINT]    continue from a checkpoint with its optimiser state\n"
                  "                           (default: OUT_DIR/last.ckpt)\n"
+                 "  --overwrite              train anew in an OUT_DIR that holds a trained\n"
+                 "                           model (refused without it: its checkpoints would be\n"
+                 "                           replaced)\n"
                  "  -h, --help               this text\n"
                  "Writes OUT_DIR/best.ckpt (best dev BLEU), OUT_DIR/last.ckpt (resumable),\n"
                  "OUT_DIR/train_log.tsv, OUT_DIR/curves.svg (redrawn at each validation) and\n"

@@ -364,12 +364,31 @@ static int write_record(const Trainer *tr, uint64_t settings, Error *err) {
     return output_file_commit(&out, err);
 }
 
+/* A new run (not resumed) in a folder that holds a trained model would replace its best.ckpt
+ * and last.ckpt at its first validation, however long that model took to train: refused unless
+ * --overwrite says so. */
+static int check_new_run(const Trainer *tr, bool resumed, Error *err) {
+    const char *dir = tr->cfg->train.out_dir, *found = NULL;
+    static const char *const kept[] = {"best.ckpt", "last.ckpt"};
+    char path[CONFIG_PATH_MAX + 16];
+    for (size_t k = 0; k < 2 && !found; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, kept[k]);
+        if (access(path, F_OK) == 0) found = kept[k];
+    }
+    if (resumed || tr->overwrite || !found) return 0;
+    return error_set(err,
+                     "%s holds a trained model (%s): %s--overwrite trains a new one in its "
+                     "place, or set another folder: --set train.out_dir=DIR",
+                     dir, found, tr->program->resumable ? "--resume goes on with it, " : "");
+}
+
 /* Claims out_dir (rank 0 alone): its lock, then its record, which must name this program and
- * (unless resumed) these settings when the folder has one. */
+ * (unless resumed) these settings when the folder has one, and its checkpoints (check_new_run). */
 static int claim_folder(Trainer *tr, bool resumed, Error *err) {
     uint64_t settings;
     if (tr->lock_fd < 0 && lock_folder(tr->cfg->train.out_dir, &tr->lock_fd, err)) return -1;
-    return model_settings_hash(tr->cfg, &settings, err) || check_record(tr, settings, resumed, err);
+    return model_settings_hash(tr->cfg, &settings, err) ||
+           check_record(tr, settings, resumed, err) || check_new_run(tr, resumed, err);
 }
 
 /* ---- setup ------------------------------------------------------------------------------- */
@@ -890,10 +909,14 @@ int trainer_main(int argc, char **argv, const TrainerProgram *program) {
     }
     static const struct option resumable[] = {{"set", required_argument, 0, 's'},
                                               {"resume", optional_argument, 0, 'r'},
+                                              {"overwrite", no_argument, 0, 'o'},
                                               {"help", no_argument, 0, 'h'},
                                               {0, 0, 0, 0}};
-    static const struct option plain[] = {
-        {"set", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    static const struct option plain[] = {{"set", required_argument, 0, 's'},
+                                          {"overwrite", no_argument, 0, 'o'},
+                                          {"help", no_argument, 0, 'h'},
+                                          {0, 0, 0, 0}};
+    bool overwrite = false;
     int c;
     opterr = 0; /* usage_getopt_error says what was wrong, in every program's words */
     while ((c = getopt_long(argc, argv, ":h", program->resumable ? resumable : plain, NULL)) !=
@@ -904,6 +927,9 @@ int trainer_main(int argc, char **argv, const TrainerProgram *program) {
             break;
         case 'r':
             want_resume = 1, resume = optarg;
+            break;
+        case 'o':
+            overwrite = true;
             break;
         case 'h':
             program->usage(stdout);
@@ -927,7 +953,8 @@ int trainer_main(int argc, char **argv, const TrainerProgram *program) {
                   .cfg = &cfg,
                   .config_path = argv[optind],
                   .dist = {.rank = 0, .size = 1},
-                  .lock_fd = -1};
+                  .lock_fd = -1,
+                  .overwrite = overwrite};
     if ((program->resumable && dist_init(&tr.dist, &argc, &argv, &err)) ||
         load_settings(&cfg, program, argv[optind], overrides, n_overrides, &err)) {
         fprintf(stderr, "%s: %s\n", name, err.msg);

@@ -91,6 +91,7 @@ struct Trainer {
     uint64_t good_step;
     double start_time;
     int lock_fd;          /* OUT_DIR/.lock, locked while this run writes the folder; -1 before */
+    bool overwrite;       /* --overwrite: a new run may replace the folder's checkpoints */
     ThreadChoice threads; /* how many threads the steps run on (parallel.h) */
 };
 
