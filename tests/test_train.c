@@ -590,6 +590,39 @@ START_TEST(progress_line_shows_the_total_and_the_nearest_end) {
 }
 END_TEST
 
+/* A run killed after its last save had logged steps past last.ckpt's; resumed, it logged
+ * them again after them, and the log went back in steps, each twice (bin/plot drew it so).
+ * The resumed log drops the rows past the checkpoint's step first. */
+START_TEST(resumed_log_goes_on_from_the_checkpoint) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char config[512], log[512], steps[1024];
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    scratch_path(&s, "run/train_log.tsv", log, sizeof log);
+    FILE *f = fopen(log, "a"); /* steps 5 and 6 logged, then the run killed before a save */
+    ck_assert_ptr_nonnull(f);
+    fputs("5\t2\t1.0\t0.001\t\t\t\t\t100\t1\t0\n6\t2\t1.0\t0.001\t\t\t\t\t100\t1\t0\n", f);
+    ck_assert_int_eq(fclose(f), 0);
+    RunResult r;
+    run_program(&r, &s,
+                (const char *const[]){"../bin/train", config, "--resume", "--set",
+                                      "train.max_steps=8", NULL},
+                NULL, 60, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    log_column(log, 0, steps, sizeof steps);
+    scratch_free(&s);
+    long previous = 0, rows = 0;
+    for (char *p = strchr(steps, ',') + 1; *p; p = strchr(p, ',') + 1, rows++) {
+        long step = strtol(p, NULL, 10);
+        ck_assert_msg(step >= previous, "the log goes back from step %ld to %ld: %s", previous,
+                      step, steps);
+        previous = step;
+    }
+    ck_assert_msg(previous == 8 && rows > 8, "the resumed run did not log to step 8: %s", steps);
+}
+END_TEST
+
 /* OUT_DIR/config.ini reruns the run it records (issue #36): its paths are absolute, so it
  * does not matter that it lives in another folder than the config it was made from. */
 START_TEST(recorded_config_reruns_the_run) {
@@ -636,6 +669,7 @@ Suite *train_suite(void) {
     tcase_add_test(tc, ranks_share_each_batch);
     tcase_add_test(tc, progress_line_shows_the_total_and_the_nearest_end);
     tcase_add_test(tc, recorded_config_reruns_the_run);
+    tcase_add_test(tc, resumed_log_goes_on_from_the_checkpoint);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -485,6 +485,37 @@ static int allocate_batches(Trainer *tr, bool resumed, Error *err) {
     return batch_buffer_init(&tr->batches, B, tr->train.max_src, tr->train.max_tgt, err);
 }
 
+/* A resumed run's log without the rows past the checkpoint's step: a run stopped after its
+ * last save (killed, or a save that failed) had logged steps that the resumed run logs again,
+ * and the log would go back in steps, each of them twice. A log that is missing is left so. */
+static int trim_log(const Trainer *tr, uint64_t step, Error *err) {
+    FILE *in = fopen(tr->log_path, "rb");
+    if (!in) return 0;
+    OutputFile out;
+    if (output_file_open(&out, tr->log_path, false, err)) {
+        fclose(in);
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    long len;
+    bool past = false;
+    while (!past && (len = read_line_with_end(in, &line, &cap)) >= 0) {
+        char *end;
+        unsigned long long row_step = strtoull(line, &end, 10);
+        past = end != line && *end == '\t' && row_step > step;
+        if (!past) fwrite(line, 1, (size_t)len, out.file);
+    }
+    int failed = ferror(in) || len == -3;
+    free(line);
+    fclose(in);
+    if (failed) {
+        output_file_abort(&out);
+        return error_set(err, "cannot read %s", tr->log_path);
+    }
+    return output_file_commit(&out, err);
+}
+
 /* The folder's files, by rank 0: out_dir only now, when every input has been checked, so a
  * mistyped path or a bad value leaves no empty folder behind; then its record, config.ini and
  * the log (appended to when resuming). */
@@ -497,7 +528,8 @@ static int open_folder(Trainer *tr, bool resumed, Error *err) {
     char cfg_path[CONFIG_PATH_MAX + 32];
     snprintf(tr->log_path, sizeof tr->log_path, "%s/train_log.tsv", dir);
     snprintf(cfg_path, sizeof cfg_path, "%s/config.ini", dir);
-    if (write_config(tr->cfg, cfg_path, err)) return -1;
+    if (write_config(tr->cfg, cfg_path, err) || (resumed && trim_log(tr, tr->state.step, err)))
+        return -1;
     tr->log = fopen(tr->log_path, resumed ? "a" : "w");
     if (!tr->log) return error_set(err, "cannot write %s: %s", tr->log_path, strerror(errno));
     /* a new log starts with its header, also a resumed run's in a folder that has no log yet
