@@ -115,6 +115,57 @@ START_TEST(faults_second_signal_exits_at_once) {
 }
 END_TEST
 
+/* Ctrl-C (or a process manager's SIGTERM) during the test set's scoring at the end was caught
+ * like one during training and never looked at: the scoring went on for as long as it took and
+ * the run exited 0, the test line printed as if nothing had happened. The checkpoints are saved
+ * by then and scoring writes nothing, so the signal now ends the program as it ends any. */
+START_TEST(faults_signal_while_scoring_the_test_set_ends_it) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_setup(&s);
+    char config[512], test[512], out[512];
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    scratch_path(&s, "test.tsv", test, sizeof test);
+    scratch_path(&s, "train.stdout", out, sizeof out);
+    FILE *f = fopen(test, "w"); /* long enough to score for a while, even untrained */
+    ck_assert_ptr_nonnull(f);
+    for (int k = 0; k < 30000; k++) fputs("I love cats\tj'aime les chats\n", f);
+    ck_assert_int_eq(fclose(f), 0);
+    char test_set[600];
+    snprintf(test_set, sizeof test_set, "data.test=%s", test);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0) _exit(126);
+        execl("../bin/train", "train", config, "--set", test_set, (char *)NULL);
+        _exit(127);
+    }
+    const struct timespec tick = {.tv_nsec = 5 * 1000 * 1000};
+    bool done = false;
+    for (int waited = 0; !done && waited < 6000; waited++) {
+        size_t len = 0;
+        unsigned char *printed = read_all(out, &len);
+        done = printed && strstr((const char *)printed, "done: ") != NULL;
+        free(printed);
+        if (!done) nanosleep(&tick, NULL);
+    }
+    kill(pid, SIGINT);
+    int status = 0;
+    bool ended = waitpid(pid, &status, 0) == pid;
+    size_t len = 0;
+    char *printed = (char *)read_all(out, &len);
+    bool scored = printed && strstr(printed, "test (") != NULL;
+    free(printed);
+    scratch_free(&s);
+    ck_assert_msg(done && ended, "no 'done:' line, or no end");
+    ck_assert_msg((WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) ||
+                      (WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGINT),
+                  "not ended by the signal (status %d)", status);
+    ck_assert_msg(!scored, "the test set was scored after the signal");
+}
+END_TEST
+
 /* ---- divergence ------------------------------------------------------------------------- */
 
 /* Copies run/last.ckpt to forged.ckpt, with `change` applied to its bytes (parameters start at
@@ -548,6 +599,7 @@ Suite *faults_suite(void) {
     TCase *signals = tcase_create("signals");
     tcase_set_timeout(signals, 120);
     tcase_add_test(signals, faults_second_signal_exits_at_once);
+    tcase_add_test(signals, faults_signal_while_scoring_the_test_set_ends_it);
     suite_add_tcase(s, signals);
 
     TCase *divergence = tcase_create("divergence");

@@ -898,7 +898,15 @@ static int train(Trainer *tr, Error *err) {
     printf("done: %llu steps in %s, best dev BLEU %.2f -> %s\n", (unsigned long long)st->step,
            elapsed, st->best_bleu, best ? best : "(no best.ckpt saved)");
     fflush(stdout);
-    return cfg->data.test[0] ? score_test(tr, best, err) : 0;
+    if (!cfg->data.test[0]) return 0;
+    /* scoring writes nothing: a signal may end it at once, as it ends any program; one caught
+     * before (during the last validation, whose checkpoints are saved) stops here */
+    signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL);
+    if (stop_signal) {
+        printf("interrupted by signal %d: the test set is not scored\n", (int)stop_signal);
+        return 128 + stop_signal;
+    }
+    return score_test(tr, best, err);
 }
 
 /* The settings: CONFIG with the --set overrides, the program's own checks, and its own
