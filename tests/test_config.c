@@ -610,6 +610,33 @@ START_TEST(test_attention_score) {
 }
 END_TEST
 
+/* Settings each in range that together train wrongly: min_lr above lr raised the rate to
+ * min_lr at every step (dev perplexity near 5 million), and an eps that is 0 in float gave
+ * 0 / 0 for an untouched parameter, blamed on "the Adam update overflowed". Both refused
+ * when the config is read, naming the keys and values. */
+START_TEST(test_optimiser_settings_that_disagree) {
+    Scratch scratch;
+    Config cfg;
+    Error err = {""};
+    const char *const floor_above[] = {"optim.min_lr=0.01"};
+    ck_assert_int_eq(
+        load_bytes(&scratch, REQUIRED_KEYS, strlen(REQUIRED_KEYS), floor_above, 1, &cfg, &err), -1);
+    assert_mentions(err.msg, "[optim] min_lr = 0.01 is above lr = 0.001");
+    ck_assert_ptr_null(strchr(err.msg, '\n'));
+    const char *const floor_equal[] = {"optim.min_lr=0.001"};
+    ck_assert_msg(
+        load_bytes(&scratch, REQUIRED_KEYS, strlen(REQUIRED_KEYS), floor_equal, 1, &cfg, &err) == 0,
+        "%s", err.msg);
+    const char *const tiny_eps[] = {"optim.eps=1e-300"};
+    int tiny = load_bytes(&scratch, REQUIRED_KEYS, strlen(REQUIRED_KEYS), tiny_eps, 1, &cfg, &err);
+    if (sizeof(real) == sizeof(float)) {
+        ck_assert_int_eq(tiny, -1);
+        assert_mentions(err.msg, "[optim] eps = 1e-300 is 0 in this build's float precision");
+    } else
+        ck_assert_msg(tiny == 0, "%s", err.msg); /* 1e-300 is a double */
+}
+END_TEST
+
 /* The extensions' keys: tie_embeddings needs readout_size = emb_size, and the error names both
  * values; word_dropout is a probability below 1 (1 would drop every token); layer_norm is a
  * yes/no value, off unless set. */
@@ -861,6 +888,7 @@ Suite *config_suite(void) {
     tcase_add_test(invalid, test_directory);
     tcase_add_test(invalid, test_training_must_stop);
     tcase_add_test(invalid, test_bad_overrides);
+    tcase_add_test(invalid, test_optimiser_settings_that_disagree);
     tcase_add_test(invalid, test_empty_override_clears_an_optional_key);
     tcase_add_test(invalid, test_absolute_paths_reload_anywhere);
     suite_add_tcase(suite, invalid);

@@ -603,6 +603,14 @@ int config_load(Config *cfg, const char *path, const char *const *overrides, int
                          "%s: [train] epochs = 0, max_steps = 0 and max_minutes = 0 would train "
                          "forever (set at least one of them above 0)",
                          path);
+    if (cfg->optim.min_lr > cfg->optim.lr)
+        return error_set(err,
+                         "%s: [optim] min_lr = %g is above lr = %g: the floor would raise the "
+                         "rate above lr at every step",
+                         path, cfg->optim.min_lr, cfg->optim.lr);
+    if ((real)cfg->optim.eps == 0) /* then 0 / 0 for a parameter whose gradient is zero */
+        return error_set(err, "%s: [optim] eps = %g is 0 in this build's %s precision", path,
+                         cfg->optim.eps, sizeof(real) == sizeof(float) ? "float" : "double");
     const ConfigModel *model = &cfg->model;
     int K = model->bidirectional ? 2 * model->enc_hidden : model->enc_hidden;
     if (model->score == SCORE_DOT && model->dec_hidden != K)
