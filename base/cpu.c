@@ -7,6 +7,7 @@
 #endif
 
 #include "base/cpu.h"
+#include "base/utf8.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -116,18 +117,20 @@ static InstructionSet cap_from_environment(void) {
     if (cap >= 0) return (InstructionSet)cap;
     const char *text = getenv("NMT_ISA");
     InstructionSet parsed = ISA_COUNT;
+    char quoted[96]; /* a value from the environment may hold line ends and escapes */
     if (text && *text) {
         if (isa_parse(text, &parsed) != 0) {
             if (!atomic_flag_test_and_set(&warned))
                 fprintf(stderr,
-                        "NMT_ISA=%s: not an instruction set (portable, avx2, avx512, avx512vnni, "
+                        "NMT_ISA='%s': not an instruction set (portable, avx2, avx512, avx512vnni, "
                         "neon, dotprod, i8mm); nothing is capped\n",
-                        text);
+                        text_for_message(quoted, sizeof quoted, text, 60));
             parsed = ISA_COUNT;
         } else if (!names_this_architecture(parsed)) {
             if (!atomic_flag_test_and_set(&warned))
-                fprintf(stderr, "NMT_ISA=%s: names another architecture's set; nothing is capped\n",
-                        text);
+                fprintf(stderr,
+                        "NMT_ISA='%s': names another architecture's set; nothing is capped\n",
+                        text_for_message(quoted, sizeof quoted, text, 60));
             parsed = ISA_COUNT;
         }
     }

@@ -3,6 +3,7 @@
  */
 #include "base/usage.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -115,4 +116,13 @@ int usage_getopt_error(const char *program, char *const *argv, int returned,
         near_names(option + 2, strlen(option + 2), names, count, "'--", "'", near, sizeof near))
         return usage_error(program, "unknown option '%s'; did you mean %s?", option, near);
     return usage_error(program, "unknown option '%s'", option);
+}
+
+int usage_print(const char *program, void (*usage)(FILE *)) {
+    errno = 0;
+    usage(stdout);
+    if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
+    fprintf(stderr, "%s: cannot write to standard output: %s\n", program,
+            strerror(errno ? errno : EIO));
+    return 1;
 }

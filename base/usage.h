@@ -11,11 +11,16 @@
 #define NMT_BASE_USAGE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 enum { USAGE_ERROR_STATUS = 2 };
 
 /* Prints "PROGRAM: PROBLEM (see PROGRAM --help)" to stderr; returns USAGE_ERROR_STATUS. */
 int usage_error(const char *program, const char *format, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prints a program's --help text to stdout; returns the exit status: 0, or 1 after one line
+ * on stderr when stdout cannot take it (a full disk, a closed stdout). */
+int usage_print(const char *program, void (*usage)(FILE *));
 
 struct option;
 

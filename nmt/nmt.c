@@ -183,11 +183,17 @@ int nmt_translate(nmt_model *m, const char *const *sources, int n, const nmt_opt
     if (options && (options->max_len < 0 || options->max_len > NMT_MAX_OUTPUT_LEN))
         return fail(err, "nmt_translate: max_len %d is outside 0..%d", options->max_len,
                     NMT_MAX_OUTPUT_LEN);
+    if (options && !(isfinite(options->len_norm) && options->len_norm <= NMT_MAX_LEN_NORM))
+        return fail(err, "nmt_translate: len_norm %g is not a number of at most %d",
+                    options->len_norm, NMT_MAX_LEN_NORM);
     if (n > 0) memset(out, 0, sizeof *out * (size_t)n); /* out may be NULL when n = 0 */
     SearchOptions opt = search_options(options);
     m->nm.keep_unk = options && options->keep_unk;
     Error e;
-    if (use_options(m, &opt, &e)) return copy_error(err, &e), -1;
+    if (use_options(m, &opt, &e)) {
+        error_prefix(&e, "nmt_translate: ");
+        return copy_error(err, &e), -1;
+    }
     TranslatedText found[CHUNK];
     for (int first = 0; first < n; first += CHUNK) {
         int count = n - first < CHUNK ? n - first : CHUNK;

@@ -59,6 +59,9 @@ enum { NMT_MAX_BEAM = 100, NMT_MAX_OUTPUT_LEN = 1000 };
 /* The beam of zeroed options, as bin/translate's default: docs/results.md weighs its BLEU
  * against greedy search's and its sentences/s. */
 enum { NMT_DEFAULT_BEAM = 5 };
+/* The largest length-normalisation exponent: beyond it every score is 0 (bin/translate's
+ * --len-norm has the same bound). */
+enum { NMT_MAX_LEN_NORM = 10 };
 
 /* Search options; a zeroed struct (or NULL) means beam search with a beam of NMT_DEFAULT_BEAM,
  * one hypothesis, output up to 2 x input length + 10 tokens, length normalisation 1. A value
@@ -67,8 +70,9 @@ typedef struct {
     int beam;    /* hypotheses kept per step, 0..NMT_MAX_BEAM (0: NMT_DEFAULT_BEAM; 1: greedy) */
     int nbest;   /* hypotheses returned per sentence, 0..NMT_MAX_BEAM (0: 1; at most beam) */
     int max_len; /* most output tokens, 0..NMT_MAX_OUTPUT_LEN (0: 2 x input length + 10) */
-    double len_norm; /* ranks hypotheses by logprob / length^len_norm (0: 1, the default;
-                        negative: 0, no normalisation; 1.2.0 read 0 as 0 and a negative as 1) */
+    double len_norm; /* ranks hypotheses by logprob / length^len_norm, at most
+                        NMT_MAX_LEN_NORM (0: 1, the default; negative: 0, no normalisation;
+                        1.2.0 read 0 as 0 and a negative as 1) */
     int keep_unk;    /* 1: keep <unk> in the text (default 0: a word-level model's <unk>
                         becomes the source word it attends to most) */
 } nmt_options;

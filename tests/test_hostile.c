@@ -1619,6 +1619,67 @@ START_TEST(hostile_outputs_that_are_not_plain_new_files) {
 }
 END_TEST
 
+/* Output that stdout could not take, and a --compute typo. --help > /dev/full exited 0 in
+ * every program; bin/align's explanation and --eval-gold scores, and quantize --check, went
+ * nowhere with exit 0 or without a word; --compute garbage was found only when the model was
+ * loaded (exit 1, no "see --help"). NMT_ISA's value was printed raw, line ends and escapes. */
+START_TEST(hostile_stdout_failures_and_option_values) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char model[512], script[2048];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    static const char *const programs[] = {"train",    "translate", "align",          "evaluate",
+                                           "quantize", "plot",      "attend",         "gradcheck",
+                                           "gradref",  "gencorpus", "reference-train"};
+    RunResult r;
+    for (size_t k = 0; k < sizeof programs / sizeof programs[0]; k++) {
+        snprintf(script, sizeof script, "../bin/%s --help > /dev/full", programs[k]);
+        run_program(&r, &s, (const char *const[]){"/bin/sh", "-c", script, NULL}, NULL, 60, NULL);
+        assert_one_line_error(&r, programs[k], 1,
+                              (const char *const[]){"cannot write to standard output", NULL});
+    }
+    const char *const commands[][2] = {
+        {"align", "../bin/align -m '%s' --explain 'the black cat' > /dev/full"},
+        {"align", "../bin/align -m '%s' --eval-gold ../data/toy/test.align --pairs "
+                  "../data/toy/test.tsv > /dev/full"},
+        {"quantize", "../bin/quantize --check '%s' > /dev/full"},
+    };
+    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) {
+        snprintf(script, sizeof script, commands[k][1], model);
+        run_program(&r, &s, (const char *const[]){"/bin/sh", "-c", script, NULL}, NULL, 60, NULL);
+        assert_one_line_error(&r, commands[k][0], 1,
+                              (const char *const[]){"cannot write", "No space left on device",
+                                                    NULL});
+    }
+    static const char *const computing[] = {"translate", "align", "evaluate"};
+    for (size_t k = 0; k < 3; k++) {
+        char program[64];
+        snprintf(program, sizeof program, "../bin/%s", computing[k]);
+        run_program(&r, &s,
+                    (const char *const[]){program, "-m", "no-such-model.ckpt", "--compute", "int4",
+                                          "--test", "x.tsv", NULL},
+                    NULL, 60, NULL);
+        if (k < 2) /* translate and align take no --test: leave it out */
+            run_program(&r, &s,
+                        (const char *const[]){program, "-m", "no-such-model.ckpt", "--compute",
+                                              "int4", "the cat", NULL},
+                        NULL, 60, NULL);
+        assert_one_line_error(
+            &r, computing[k], 2,
+            (const char *const[]){"--compute: unknown compute type 'int4'", "see", NULL});
+    }
+    snprintf(script, sizeof script,
+             "NMT_ISA=\"$(printf 'x\\nevil\\033[31m')\" ../bin/translate -m '%s' 'the cat'", model);
+    run_program(&r, &s, (const char *const[]){"/bin/sh", "-c", script, NULL}, NULL, 60, NULL);
+    scratch_free(&s);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.err, "NMT_ISA='x\\nevil\\x1B[31m'") && !strchr(r.err, '\033') &&
+                      strchr(r.err, '\n') == r.err + strlen(r.err) - 1,
+                  "NMT_ISA's value not quoted on one line: %s", r.err);
+}
+END_TEST
+
 /* Under a file-size limit (ulimit -f) a program was killed by SIGXFSZ in the middle of its
  * write: exit 153, no word, its temporary file left beside the output. Now the write fails
  * as on a full disk: one line naming the output, no temporary file, no output. */
@@ -1821,6 +1882,7 @@ Suite *hostile_suite(void) {
     tcase_add_test(surfaces, hostile_plot_and_attend_onto_their_input);
     tcase_add_test(surfaces, hostile_file_size_limit_fails_a_write_cleanly);
     tcase_add_test(surfaces, hostile_outputs_that_are_not_plain_new_files);
+    tcase_add_test(surfaces, hostile_stdout_failures_and_option_values);
     tcase_add_test(surfaces, hostile_checkpoint_overflowing_weights);
     suite_add_tcase(s, surfaces);
     return s;

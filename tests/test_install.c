@@ -5,6 +5,7 @@
  * leaving nothing behind; and the public API's answers to bad arguments and bad input.
  */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,12 +139,18 @@ START_TEST(api_refuses_bad_arguments_and_input) {
         {{.nbest = INT_MAX}, "nbest 2147483647 is outside"},
         {{.max_len = INT_MAX}, "max_len 2147483647 is outside 0..1000"},
         {{.max_len = -5}, "max_len -5 is outside"},
+        /* every score was -0, the n best in no order, and NaN read as 1 */
+        {{.len_norm = INFINITY}, "len_norm inf is not a number of at most 10"},
+        {{.len_norm = NAN}, "len_norm nan is not a number"},
+        {{.len_norm = NMT_MAX_LEN_NORM + 0.5}, "len_norm 10.5 is not a number of at most 10"},
+        {{.beam = 3, .nbest = 4}, "nmt_translate: 4 best translations need a beam of at least 4"},
     };
     for (size_t k = 0; k < sizeof out_of_bounds / sizeof out_of_bounds[0]; k++) {
         ck_assert_int_eq(nmt_translate(m, INPUTS, 1, &out_of_bounds[k].options, out, &err), -1);
         ck_assert_msg(strstr(err.message, out_of_bounds[k].message), "%s", err.message);
     }
-    nmt_options widest = {.beam = NMT_MAX_BEAM, .max_len = NMT_MAX_OUTPUT_LEN};
+    nmt_options widest = {
+        .beam = NMT_MAX_BEAM, .max_len = NMT_MAX_OUTPUT_LEN, .len_norm = NMT_MAX_LEN_NORM};
     ck_assert_msg(nmt_translate(m, INPUTS, 1, &widest, out, &err) == 0, "%s", err.message);
     nmt_translation_free(out, 1);
 

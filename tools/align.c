@@ -267,6 +267,9 @@ static int parse_options(Options *o, int argc, char **argv) {
     if (format_given && align_format_parse(format, &o->format, &err)) {
         return usage_error("align", "%s", err.msg);
     }
+    ComputeType compute_type;
+    if (compute_type_parse(o->compute, &compute_type, &err))
+        return usage_error("align", "--compute: %s", err.msg);
     int texts = argc - optind;
     const char *problem = NULL;
     if (o->eval_gold || o->pairs) {
@@ -315,8 +318,6 @@ static int align_inputs(Run *r, const Inputs *in, Error *err) {
         rc = alignment_write_html(r->out, r->kept, r->n_kept, err);
     if (rc == 0 && r->opt.output && r->out) rc = output_file_commit(&r->file, err);
     if (rc && r->opt.output) output_file_abort(&r->file);
-    if (rc == 0 && r->out == stdout && (fflush(stdout) || ferror(stdout)))
-        rc = error_set(err, "cannot write to standard output");
     return rc;
 }
 
@@ -336,6 +337,10 @@ int main(int argc, char **argv) {
         if (rc == 0 && !r.opt.ref) rc = translator_init(&r.translator, &r.nm, CHUNK, &opt, &err);
         if (rc == 0) rc = align_inputs(&r, &in, &err);
     }
+    /* whatever went to stdout: the matrices, an explanation, the scores of --eval-gold */
+    errno = 0;
+    if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout)))
+        rc = error_set(&err, "cannot write to standard output: %s", strerror(errno ? errno : EIO));
     if (rc) fprintf(stderr, "align: %s\n", err.msg);
     for (int k = 0; k < r.n_kept; k++) alignment_free(&r.kept[k]);
     free(r.kept);

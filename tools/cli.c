@@ -94,10 +94,7 @@ int cli_parse(const char *program, int argc, char **argv, const CliOption *table
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
-        if (c == 'h' || c == HELP) {
-            usage(stdout);
-            return 0;
-        }
+        if (c == 'h' || c == HELP) return usage_print(program, usage);
         if (c == '?' || c == ':') return usage_getopt_error(program, argv, c, longs);
         size_t k = 0;
         while (k < n && longs[k].val != c) k++;

@@ -76,6 +76,9 @@ int main(int argc, char **argv) {
     ScoreOptions scoring = {.lowercase = lowercase};
     if (bleu_tokenize_parse(tokenize_name, &scoring.tokenize, &err))
         return usage_error("evaluate", "--tokenize: %s", err.msg);
+    ComputeType compute_type;
+    if (compute_type_parse(compute, &compute_type, &err))
+        return usage_error("evaluate", "--compute: %s", err.msg);
     if (optind < argc) {
         char quoted[96];
         return usage_error("evaluate", "unexpected argument '%s'",

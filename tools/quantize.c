@@ -9,6 +9,7 @@
  * every tensor), and names its weights: `make live` (live/make-live.sh) runs it before it
  * puts a model into a page, where damage would show only in the browser.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -58,6 +59,11 @@ int main(int argc, char **argv) {
         rc = -1;
     if (rc) fprintf(stderr, "quantize: %s\n", err.msg);
     nmt_model_free(&nm);
-    if (check && (fflush(stdout) || ferror(stdout))) return 1;
+    errno = 0;
+    if (check && (fflush(stdout) || ferror(stdout))) {
+        fprintf(stderr, "quantize: cannot write to standard output: %s\n",
+                strerror(errno ? errno : EIO));
+        return 1;
+    }
     return rc ? 1 : 0;
 }

@@ -260,7 +260,7 @@ int main(int argc, char **argv) {
                                  OPT_INT("beam", &beam, 1, 100),
                                  OPT_INT("nbest", &nbest, 1, 100),
                                  OPT_INT("max-len", &max_len, 1, 1000),
-                                 OPT_REAL("len-norm", &len_norm, 0, 10),
+                                 OPT_REAL("len-norm", &len_norm, 0, NMT_MAX_LEN_NORM),
                                  OPT_TEXT("align", 0, &align_path),
                                  OPT_TEXT("align-format", 0, &align_format_name),
                                  OPT_FLAG("keep-unk", 0, &keep_unk),
@@ -274,7 +274,10 @@ int main(int argc, char **argv) {
     Run r = {.align_format = ALIGN_PHARAOH,
              .lines_per_chunk = unbuffered || isatty(STDIN_FILENO) ? 1 : CHUNK};
     const char *problem = NULL;
-    if (align_format_name && align_format_parse(align_format_name, &r.align_format, &err))
+    ComputeType compute_type;
+    if (compute_type_parse(compute, &compute_type, &err))
+        problem = (error_prefix(&err, "--compute: "), err.msg);
+    else if (align_format_name && align_format_parse(align_format_name, &r.align_format, &err))
         problem = err.msg;
     else if (nbest > beam)
         problem = "--nbest N needs --beam of at least N";

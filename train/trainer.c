@@ -972,9 +972,8 @@ int trainer_main(int argc, char **argv, const TrainerProgram *program) {
             overwrite = true;
             break;
         case 'h':
-            program->usage(stdout);
             free(overrides);
-            return 0;
+            return usage_print(name, program->usage);
         default:
             free(overrides);
             return usage_getopt_error(name, argv, c, program->resumable ? resumable : plain);

@@ -1583,8 +1583,7 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-            usage(stdout);
-            return 0;
+            return usage_print("gencorpus", usage);
         } else if (!strcmp(arg, "-o") || !strcmp(arg, "--seed") || !strcmp(arg, "--target")) {
             if (i + 1 == argc || !argv[i + 1][0]) refuse_usage("option '%s' needs a value", arg);
             const char *value = argv[++i];
@@ -1603,7 +1602,7 @@ int main(int argc, char **argv) {
             seed = strtoull(value, &end, 10);
             if (errno || *end || value[0] == '-') refuse_usage("bad seed '%s'", value);
         } else {
-            refuse_usage("unknown option '%s'", arg);
+            refuse_usage(arg[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", arg);
         }
     }
 
