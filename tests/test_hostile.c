@@ -1128,6 +1128,44 @@ START_TEST(hostile_input_line_longer_than_the_most) {
 }
 END_TEST
 
+/* Text as an editor writes it: a byte-order mark before the first line (glued to the first
+ * word, a lossless model spelled it in bytes and translated another sentence), and lines of
+ * spaces other than ASCII's (U+3000, U+00A0: the run failed, "empty sentence", where a line of
+ * ASCII spaces is a blank line). The mark is dropped as corpora drop it; such lines are blank
+ * lines. */
+START_TEST(hostile_input_byte_order_mark_and_wide_spaces) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_setup(&s);
+    char config[512], model[512], lines[512];
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    RunResult r;
+    run_program(
+        &r, &s,
+        (const char *const[]){"../bin/train", config, "--set", "data.subwords=lossless", NULL},
+        NULL, 60, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    static const char input[] = "\xEF\xBB\xBFI love cats\n\xE3\x80\x80\n\xC2\xA0 \nI love cats\n";
+    scratch_write(&s, "marked.txt", input, sizeof input - 1);
+    scratch_path(&s, "marked.txt", lines, sizeof lines);
+    run_program(&r, &s, (const char *const[]){"../bin/translate", "-m", model, NULL}, lines, 60,
+                NULL);
+    scratch_free(&s);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "spelled in bytes") == NULL, "the mark was read: %s", r.err);
+    assert_contains(r.err, "line 2: blank");
+    char first[256] = "", last[256] = "";
+    const char *second = strchr(r.out, '\n');
+    ck_assert_msg(second && second[1] == '\n' && second[2] == '\n', "not two blank lines: '%s'",
+                  r.out);
+    snprintf(first, sizeof first, "%.*s", (int)(second - r.out), r.out);
+    snprintf(last, sizeof last, "%s", second + 3);
+    last[strcspn(last, "\n")] = '\0';
+    ck_assert_str_eq(first, last);
+}
+END_TEST
+
 START_TEST(hostile_input_only_unknown_words) {
     expect_translate_input("zorglub blorf quux", NULL, "no word of it is known to the model");
     expect_align_input("zorglub blorf quux", NULL);
@@ -1648,9 +1686,9 @@ START_TEST(hostile_stdout_failures_and_option_values) {
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) {
         snprintf(script, sizeof script, commands[k][1], model);
         run_program(&r, &s, (const char *const[]){"/bin/sh", "-c", script, NULL}, NULL, 60, NULL);
-        assert_one_line_error(&r, commands[k][0], 1,
-                              (const char *const[]){"cannot write", "No space left on device",
-                                                    NULL});
+        assert_one_line_error(
+            &r, commands[k][0], 1,
+            (const char *const[]){"cannot write", "No space left on device", NULL});
     }
     static const char *const computing[] = {"translate", "align", "evaluate"};
     for (size_t k = 0; k < 3; k++) {
@@ -1863,6 +1901,7 @@ Suite *hostile_suite(void) {
     tcase_add_test(input, hostile_input_control_characters);
     tcase_add_test(input, hostile_input_nul_byte);
     tcase_add_test(input, hostile_input_line_longer_than_the_most);
+    tcase_add_test(input, hostile_input_byte_order_mark_and_wide_spaces);
     suite_add_tcase(s, input);
 
     TCase *found = tcase_create("fuzz findings");

@@ -202,7 +202,7 @@ static int read_inputs(Inputs *in, int argc, char **argv, Error *err) {
         char *line = NULL;
         size_t line_cap = 0;
         Error refusal;
-        long len = read_sentence_line(stdin, &line, &line_cap, &refusal);
+        long len = read_sentence_line(stdin, in->count == 0, &line, &line_cap, &refusal);
         if (len < 0) {
             free(line);
             return len == -2 ? error_set(err, "cannot read standard input: %s", strerror(errno))

@@ -13,9 +13,13 @@
 #include "base/usage.h"
 #include "base/utf8.h"
 
-long read_sentence_line(FILE *in, char **line, size_t *cap, Error *refusal) {
+long read_sentence_line(FILE *in, bool first, char **line, size_t *cap, Error *refusal) {
     refusal->msg[0] = '\0';
     long len = read_line(in, line, cap);
+    if (first && len >= 3 && memcmp(*line, "\xEF\xBB\xBF", 3) == 0) {
+        memmove(*line, *line + 3, (size_t)len - 2); /* its NUL too */
+        len -= 3;
+    }
     if (len == -3) { /* refused like a line of too many tokens: the next lines go on */
         error_set(refusal, "%s", LINE_TOO_LONG);
         (*line)[0] = '\0';

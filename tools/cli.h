@@ -48,12 +48,13 @@ enum { CLI_GO_ON = -1 };
 int cli_parse(const char *program, int argc, char **argv, const CliOption *table,
               void (*usage)(FILE *));
 
-/* Reads one line of sentences from `in` (as read_line does, with its return values). A C
- * string ends at a NUL byte, so a line holding one would reach the translator cut short:
- * such a line is emptied and *refusal says why (the one-line error a control character
- * gets); so is a line longer than LINE_MOST_BYTES, whose rest is skipped; for any other line
- * refusal->msg is "". */
-long read_sentence_line(FILE *in, char **line, size_t *cap, Error *refusal);
+/* Reads one line of sentences from `in` (as read_line does, with its return values); of the
+ * first line of the stream, a byte-order mark is dropped, as corpora drop it (an editor's
+ * mark, not text: glued to the first word it became an unknown token). A C string ends at a
+ * NUL byte, so a line holding one would reach the translator cut short: such a line is
+ * emptied and *refusal says why (the one-line error a control character gets); so is a line
+ * longer than LINE_MOST_BYTES, whose rest is skipped; for any other line refusal->msg is "". */
+long read_sentence_line(FILE *in, bool first, char **line, size_t *cap, Error *refusal);
 
 /* Parses a whole decimal integer in [lo, hi]; errors name the option and value. */
 int parse_int_option(const char *option, const char *text, long lo, long hi, long *out, Error *err);

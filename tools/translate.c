@@ -22,6 +22,8 @@
 
 #include "nmt/pictures/align_write.h"
 #include "nmt/nmt.h"
+#include "base/utf8.h"
+#include "data/tokenizer.h"
 #include "tools/cli.h"
 #include "tools/load_model.h"
 #include "nmt/text.h"
@@ -174,10 +176,20 @@ static void warn_unknown_words(const Run *r, const TranslatedText *x, const char
     }
 }
 
-/* Whether a line of standard input holds nothing but spaces: a paragraph break in a file,
- * which keeps its place in the output as a blank line. */
+/* Whether a line of standard input holds nothing but spaces, ASCII's or any the tokenizer
+ * takes for spaces (U+3000, U+00A0, also where a model with subwords keeps them as bytes): a
+ * paragraph break in a file, which keeps its place in the output as a blank line. */
 static bool is_blank(const char *text) {
-    return text[strspn(text, " \t\v\f\r")] == '\0';
+    size_t len = strlen(text), at = 0;
+    while (at < len) {
+        uint32_t cp;
+        const char *problem = NULL;
+        size_t used = utf8_decode((const unsigned char *)text + at, len - at, &cp, &problem);
+        bool ascii_space = cp == ' ' || (cp >= '\t' && cp <= '\r' && cp != '\n');
+        if (problem || !(ascii_space || tokenizer_is_space(cp))) return false;
+        at += used;
+    }
+    return true;
 }
 
 /* Translates and prints one chunk of inputs. A refused input gets a one-line error and, to
@@ -235,7 +247,8 @@ static int translate_inputs(Run *r, int argc, char **argv, Error *err) {
     Error refusals[CHUNK];
     int n = 0;
     for (;;) {
-        long len = read_sentence_line(stdin, &lines[n], &caps[n], &refusals[n]);
+        long len =
+            read_sentence_line(stdin, r->counter == 0 && n == 0, &lines[n], &caps[n], &refusals[n]);
         int read_errno = errno;
         if (len >= 0) n++;
         if ((len < 0 || n == r->lines_per_chunk) &&
