@@ -590,6 +590,28 @@ START_TEST(progress_line_shows_the_total_and_the_nearest_end) {
 }
 END_TEST
 
+/* The validation after the step that completed an epoch logged the next epoch ("step 3 epoch
+ * 2" for a run of one epoch of 3 steps): its row now names the epoch of its step. */
+START_TEST(validation_row_names_the_epoch_of_its_step) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_setup(&s);
+    char config[512], log[512], epochs[256];
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    scratch_path(&s, "run/train_log.tsv", log, sizeof log);
+    RunResult r;
+    run_program(&r, &s,
+                (const char *const[]){"../bin/train", config, "--set", "train.max_steps=0", "--set",
+                                      "train.epochs=1", "--set", "train.valid_every=1000", NULL},
+                NULL, 60, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    log_column(log, 1, epochs, sizeof epochs);
+    scratch_free(&s);
+    ck_assert_str_eq(epochs, "epoch,1,1,1,1,"); /* 6 pairs in batches of 2, then the validation */
+    ck_assert_msg(strstr(r.out, "epoch 2") == NULL, "%s", r.out);
+}
+END_TEST
+
 /* A run killed after its last save had logged steps past last.ckpt's; resumed, it logged
  * them again after them, and the log went back in steps, each twice (bin/plot drew it so).
  * The resumed log drops the rows past the checkpoint's step first. */
@@ -670,6 +692,7 @@ Suite *train_suite(void) {
     tcase_add_test(tc, progress_line_shows_the_total_and_the_nearest_end);
     tcase_add_test(tc, recorded_config_reruns_the_run);
     tcase_add_test(tc, resumed_log_goes_on_from_the_checkpoint);
+    tcase_add_test(tc, validation_row_names_the_epoch_of_its_step);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -155,13 +155,15 @@ static int validate(Trainer *tr, double train_loss, double tok_per_s, double lr,
         snprintf(log_loss, sizeof log_loss, "%.6f\t%.6f", sc.loss, sc.perplexity);
     }
     if (isatty(STDERR_FILENO)) fprintf(stderr, "\r\033[K");
+    /* the epoch of the step just taken: the last one's, when that step completed it */
+    unsigned long long epoch = st->epoch + (st->batch_in_epoch == 0 && st->epoch > 0 ? 0 : 1);
     printf("step %llu  epoch %llu%s  BLEU %.2f  chrF %.2f  (best %.2f%s)  %s\n",
-           (unsigned long long)st->step, (unsigned long long)st->epoch + 1, loss, sc.bleu.score,
-           sc.chrf.score, st->best_bleu, improved ? ", saved best.ckpt" : "", elapsed);
+           (unsigned long long)st->step, epoch, loss, sc.bleu.score, sc.chrf.score, st->best_bleu,
+           improved ? ", saved best.ckpt" : "", elapsed);
     fflush(stdout);
     fprintf(tr->log, "%llu\t%llu\t%.6f\t%.6g\t%s\t%.4f\t%.4f\t%.1f\t%.2f\t%.4f\n",
-            (unsigned long long)st->step, (unsigned long long)st->epoch + 1, train_loss, lr,
-            log_loss, sc.bleu.score, sc.chrf.score, tok_per_s, now() - tr->start_time, padding);
+            (unsigned long long)st->step, epoch, train_loss, lr, log_loss, sc.bleu.score,
+            sc.chrf.score, tok_per_s, now() - tr->start_time, padding);
     if (flush_log(tr, err) || (tr->program->resumable && save_last(tr, err)) ||
         curves_update(tr->log_path, err))
         return -1;
