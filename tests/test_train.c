@@ -590,6 +590,32 @@ START_TEST(progress_line_shows_the_total_and_the_nearest_end) {
 }
 END_TEST
 
+/* A time budget spent before the first step ([train] max_minutes = 1e-9) ended the run with
+ * 0 steps, a note about a resumed run that was none and "cannot open checkpoint
+ * run/last.ckpt", exit 1. One step is always taken: a model, validated, saved and scored. */
+START_TEST(time_budget_takes_one_step_at_least) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_setup(&s);
+    char config[512], best[512], dev[512], test[600];
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    scratch_path(&s, "run/best.ckpt", best, sizeof best);
+    scratch_path(&s, "dev.tsv", dev, sizeof dev);
+    snprintf(test, sizeof test, "data.test=%s", dev);
+    RunResult r;
+    run_program(&r, &s,
+                (const char *const[]){"../bin/train", config, "--set", "train.max_minutes=1e-9",
+                                      "--set", test, NULL},
+                NULL, 60, NULL);
+    bool saved = access(best, F_OK) == 0;
+    scratch_free(&s);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    assert_contains(r.out, "done: 1 steps");
+    assert_contains(r.out, "test (");
+    ck_assert_msg(saved, "no best.ckpt");
+}
+END_TEST
+
 /* The validation after the step that completed an epoch logged the next epoch ("step 3 epoch
  * 2" for a run of one epoch of 3 steps): its row now names the epoch of its step. */
 START_TEST(validation_row_names_the_epoch_of_its_step) {
@@ -693,6 +719,7 @@ Suite *train_suite(void) {
     tcase_add_test(tc, recorded_config_reruns_the_run);
     tcase_add_test(tc, resumed_log_goes_on_from_the_checkpoint);
     tcase_add_test(tc, validation_row_names_the_epoch_of_its_step);
+    tcase_add_test(tc, time_budget_takes_one_step_at_least);
     suite_add_tcase(s, tc);
     return s;
 }
