@@ -592,7 +592,8 @@ END_TEST
 
 /* A time budget spent before the first step ([train] max_minutes = 1e-9) ended the run with
  * 0 steps, a note about a resumed run that was none and "cannot open checkpoint
- * run/last.ckpt", exit 1. One step is always taken: a model, validated, saved and scored. */
+ * run/last.ckpt", exit 1. A new run takes one step at least: a model, validated, saved and
+ * scored (a resumed run has its model, and stops at once: budget_schedule_and_resumed_time). */
 START_TEST(time_budget_takes_one_step_at_least) {
     Scratch s;
     scratch_make(&s);

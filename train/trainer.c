@@ -814,8 +814,8 @@ static int run_epoch(Trainer *tr, Progress *p, Error *err) {
     st->batches_fingerprint = fingerprint;
     int rc = 0;
     for (size_t b = st->batch_in_epoch; b < plan.n_batches && rc == 0; b++) {
-        if (tr->dist.size == 1) /* alone, it need not wait for a step; one step at least */
-            tr->signal = stop_signal, tr->out_of_time = st->step > p->first_step && time_is_up(tr);
+        if (tr->dist.size == 1) /* alone, it need not wait for a step; a model needs one */
+            tr->signal = stop_signal, tr->out_of_time = st->step > 0 && time_is_up(tr);
         if (p->stop || tr->signal || tr->out_of_time || st->step >= p->total_steps) break;
         size_t count = dist_share(&tr->dist, plan.order + plan.start[b],
                                   plan.start[b + 1] - plan.start[b], tr->share);
