@@ -1690,6 +1690,22 @@ START_TEST(hostile_stdout_failures_and_option_values) {
             &r, commands[k][0], 1,
             (const char *const[]){"cannot write", "No space left on device", NULL});
     }
+    /* empty names, and a picture named for another format */
+    char config[512], log[512], png[512];
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    scratch_path(&s, "run/train_log.tsv", log, sizeof log);
+    scratch_path(&s, "curves.png", png, sizeof png);
+    run_program(&r, &s, (const char *const[]){"../bin/translate", "-m", "", "the cat", NULL}, NULL,
+                60, NULL);
+    assert_one_line_error(&r, "translate", 1,
+                          (const char *const[]){"-m: an empty file name", NULL});
+    run_program(&r, &s, (const char *const[]){"../bin/train", config, "--resume=", NULL}, NULL, 60,
+                NULL);
+    assert_one_line_error(&r, "train", 2,
+                          (const char *const[]){"--resume= names no checkpoint", NULL});
+    run_program(&r, &s, (const char *const[]){"../bin/plot", log, "-o", png, NULL}, NULL, 60, NULL);
+    assert_one_line_error(&r, "plot", 2, (const char *const[]){"plot writes SVG", NULL});
+    ck_assert_msg(access(png, F_OK) != 0, "plot wrote SVG into %s", png);
     static const char *const computing[] = {"translate", "align", "evaluate"};
     for (size_t k = 0; k < 3; k++) {
         char program[64];

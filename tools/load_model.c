@@ -59,6 +59,7 @@ static bool in_checkout(void) {
 
 int load_model(const char *path, NmtModel *nm, Error *err) {
     char fallback[PATH_MAX + 32];
+    if (path && !path[0]) return error_set(err, "-m: an empty file name");
     if (!path) {
         if (!in_checkout())
             return error_set(err, "no model given: pass -m MODEL, a checkpoint bin/train wrote "

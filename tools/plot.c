@@ -5,8 +5,12 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
 #include "base/files.h"
+#include "base/usage.h"
+#include "base/utf8.h"
 #include "tools/cli.h"
 #include "train/curves.h"
 
@@ -37,6 +41,14 @@ int main(int argc, char **argv) {
                     argv[optind + k], output);
             return 1;
         }
+    /* a picture named .png that holds SVG opens nowhere: say so now, as align does */
+    const char *base = strrchr(output, '/') ? strrchr(output, '/') + 1 : output;
+    const char *dot = strrchr(base, '.');
+    if (dot && dot != base && strcasecmp(dot, ".svg") != 0) {
+        char quoted[96];
+        return usage_error("plot", "-o %s: plot writes SVG; name the picture .svg",
+                           text_for_message(quoted, sizeof quoted, output, 60));
+    }
     Error err;
     CurveRun *runs = checked_calloc((size_t)n, sizeof *runs, "runs", &err);
     int rc = runs ? 0 : -1;

@@ -72,9 +72,10 @@ typedef struct {
     int lines_per_chunk; /* standard input: CHUNK, or 1 to answer each line as it comes */
     Translator translator;
     int failures;
-    bool told_blank; /* a blank line of standard input has been mentioned once */
-    size_t counter;  /* inputs seen, for messages and n-best numbering */
-    FILE *align_out; /* --align: where alignments go; NULL without it */
+    bool told_blank;        /* a blank line of standard input has been mentioned once */
+    size_t counter;         /* inputs seen, for messages and n-best numbering */
+    FILE *align_out;        /* --align: where alignments go; NULL without it */
+    const char *align_path; /* its name, for a write that fails */
     AlignFormat align_format;
     Alignment *kept; /* html: every alignment, written as one page at the end */
     int n_kept, cap_kept;
@@ -107,8 +108,8 @@ static int keep_alignment(Run *r, Alignment *a, Error *err) {
 
 /* --align: the alignment of one input's best translation (or its placeholder). A problem
  * with one sentence's alignment is reported like a bad input and does not stop the run. */
-static int write_alignment(Run *r, const TranslatedText *x, const char *what, size_t number,
-                           Error *err) {
+static int write_alignment_or_placeholder(Run *r, const TranslatedText *x, const char *what,
+                                          size_t number, Error *err) {
     Alignment a;
     Error e;
     bool none = !x || x->best.count == 0;
@@ -124,6 +125,13 @@ static int write_alignment(Run *r, const TranslatedText *x, const char *what, si
     int rc = alignment_write(r->align_out, r->align_format, &a, err);
     alignment_free(&a);
     return rc;
+}
+
+/* write_alignment_or_placeholder, a failed write naming the file. */
+static int write_alignment(Run *r, const TranslatedText *x, const char *what, size_t number,
+                           Error *err) {
+    int rc = write_alignment_or_placeholder(r, x, what, number, err);
+    return rc ? error_prefix(err, "%s: ", r->align_path) : 0;
 }
 
 /* Prints one input's translations: the best one a line, or its n-best list. */
@@ -314,15 +322,16 @@ int main(int argc, char **argv) {
     r.nm.keep_unk = keep_unk;
     if (rc == 0 && align_path) rc = check_output_is_no_input(align_path, model_path, &err);
     if (rc == 0 && align_path) rc = output_file_open(&align_file, align_path, false, &err);
-    r.align_out = align_file.file;
+    r.align_out = align_file.file, r.align_path = align_path;
     /* someone at a terminal otherwise faces a silent cursor */
     if (rc == 0 && optind == argc && isatty(STDIN_FILENO))
         fprintf(stderr, "translate: type a sentence, Enter to translate, Ctrl-D to end\n");
     if (rc == 0) rc = translate_inputs(&r, argc - optind, argv + optind, &err);
     if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout)))
         rc = error_set(&err, "cannot write to standard output: %s", strerror(errno));
-    if (align_path && rc == 0 && r.align_format == ALIGN_HTML)
-        rc = alignment_write_html(align_file.file, r.kept, r.n_kept, &err);
+    if (align_path && rc == 0 && r.align_format == ALIGN_HTML &&
+        alignment_write_html(align_file.file, r.kept, r.n_kept, &err))
+        rc = error_prefix(&err, "%s: ", align_path);
     if (align_path && rc == 0) rc = output_file_commit(&align_file, &err);
     if (rc) {
         output_file_abort(&align_file);

@@ -969,6 +969,11 @@ int trainer_main(int argc, char **argv, const TrainerProgram *program) {
             break;
         case 'r':
             want_resume = 1, resume = optarg;
+            if (resume && !resume[0]) {
+                free(overrides);
+                return usage_error(name, "--resume= names no checkpoint (--resume alone takes "
+                                         "OUT_DIR/last.ckpt)");
+            }
             break;
         case 'o':
             overwrite = true;
