@@ -767,6 +767,12 @@ START_TEST(test_bad_overrides) {
     expect_override_failure("bogus.lr=1", "unknown key [bogus] lr");
     expect_override_failure("optim.lr", "expected section.key=value");
     expect_override_failure("lr=1", "expected section.key=value");
+    /* strtol skipped a leading space, strtoull did not: ' 5' passed for one key, not another;
+     * an int's bound was its own and unsaid ("an integer >= 0" for 9223372036854775807) */
+    expect_override_failure("train.max_steps= 5", "[train] max_steps = ' 5': starts with a space");
+    expect_override_failure("optim.lr= 0.1", "[optim] lr = ' 0.1': starts with a space");
+    expect_override_failure("train.max_steps=9223372036854775807",
+                            "out of range (expected an integer in [0, 2147483647])");
 
     /* A path that does not fit is refused, not cut short. */
     char override[CONFIG_PATH_MAX + 32];

@@ -259,7 +259,8 @@ START_TEST(hostile_corpus_missing_or_directory) {
     remove(dev);
     RunResult r;
     run_program(&r, &s, (const char *const[]){"../bin/train", config, NULL}, NULL, 30, NULL);
-    assert_one_line_error(&r, "train", 1, (const char *const[]){dev, "No such file", NULL});
+    assert_one_line_error(&r, "train", 1,
+                          (const char *const[]){"[data] dev: ", dev, "No such file", NULL});
     char out_dir[512];
     scratch_path(&s, "run", out_dir, sizeof out_dir);
     ck_assert_msg(access(out_dir, F_OK) != 0, "the failed start created %s", out_dir);

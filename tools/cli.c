@@ -3,6 +3,7 @@
  */
 #include "tools/cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -39,7 +40,8 @@ int parse_int_option(const char *option, const char *text, long lo, long hi, lon
     errno = 0;
     long v = strtol(text, &end, 10);
     char quoted[96];
-    if (errno || end == text || *end || v < lo || v > hi)
+    /* strtol skips leading spaces: ' 3' would pass where '3 ' does not */
+    if (errno || end == text || *end || isspace((unsigned char)text[0]) || v < lo || v > hi)
         return error_set(err, "invalid %s '%s' (expected a whole number from %ld to %ld)", option,
                          text_for_message(quoted, sizeof quoted, text, 60), lo, hi);
     *out = v;
@@ -52,7 +54,7 @@ int parse_double_option(const char *option, const char *text, double lo, double 
     errno = 0;
     double v = strtod(text, &end);
     char quoted[96];
-    if (errno || end == text || *end || !(v >= lo && v <= hi))
+    if (errno || end == text || *end || isspace((unsigned char)text[0]) || !(v >= lo && v <= hi))
         return error_set(err, "invalid %s '%s' (expected a number from %g to %g)", option,
                          text_for_message(quoted, sizeof quoted, text, 60), lo, hi);
     *out = v;

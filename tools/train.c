@@ -33,7 +33,10 @@ static void usage(FILE *out) {
                  "[data] test is set, scores the best model on it at the end. OUT_DIR/.lock is\n"
                  "locked while it runs: a second training into the folder is refused, and so is\n"
                  "a folder whose checkpoints bin/reference-train or other [data] or [model]\n"
-                 "settings made (OUT_DIR/trained-by says who).\n");
+                 "settings made (OUT_DIR/trained-by says who).\n"
+                 "Ctrl-C (SIGINT) or SIGTERM saves OUT_DIR/last.ckpt at the next step and exits\n"
+                 "with 130 or 143 (--resume goes on); a second one exits at once, the last\n"
+                 "checkpoint untouched. Exit status 1: an error, said in one line.\n");
     char mpi[256];
     dist_build_info(mpi, sizeof mpi);
     fprintf(out, "%s\n\n", mpi);

@@ -306,6 +306,8 @@ static void describe_range(const ConfigKey *key, char *buf, size_t size) {
     bool open_max = key->range == OPEN_MAX || key->range == OPEN_BOTH;
     if (key->range == NO_RANGE)
         buf[0] = '\0';
+    else if (isinf(key->max) && key->type == KEY_INT) /* an int's own bound is the bound */
+        snprintf(buf, size, "in %c%s, %d]", open_min ? '(' : '[', low, INT_MAX);
     else if (isinf(key->max))
         snprintf(buf, size, "%s %s", open_min ? ">" : ">=", low);
     else
@@ -394,6 +396,9 @@ static int set_value(Config *cfg, const ConfigKey *key, const char *text, const 
         return 0;
     }
     if (text[0] == '\0') return reject(key, text, "empty value", err);
+    /* strtol and strtod skip leading spaces, which a number read back from a file cannot have */
+    if (key->type != KEY_STRING && key->type != KEY_PATH && isspace((unsigned char)text[0]))
+        return reject(key, text, "starts with a space", err);
     char *end = NULL;
     switch (key->type) {
     case KEY_INT: {

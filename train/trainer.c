@@ -471,7 +471,8 @@ static int read_splits(Trainer *tr, Error *err) {
     if (tr->train.count == 0)
         return error_set(err, "%s: no pair of at most max_len = %d tokens", cd->train, cd->max_len);
     if (cd->test[0] &&
-        (corpus_load(cd->test, tr->nm.lowercase, &tr->test_corpus, &tr->test_tokens, err) ||
+        ((corpus_load(cd->test, tr->nm.lowercase, &tr->test_corpus, &tr->test_tokens, err) &&
+          error_prefix(err, "[data] test: ")) ||
          score_check_lengths(&tr->nm, &tr->test_corpus, &tr->test_tokens, cd->test, err)))
         return -1;
     return score_check_lengths(&tr->nm, &tr->dev_corpus, &tr->dev_tokens, cd->dev, err);
@@ -574,9 +575,12 @@ static int setup(Trainer *tr, const char *resume, Error *err) {
         return -1;
     snprintf(tr->best_path, sizeof tr->best_path, "%s/best.ckpt", cfg->train.out_dir);
     snprintf(tr->last_path, sizeof tr->last_path, "%s/last.ckpt", cfg->train.out_dir);
-    if (corpus_load(cfg->data.train, cfg->data.lowercase, &tr->train_corpus, &tr->train_tokens,
-                    err) ||
-        corpus_load(cfg->data.dev, cfg->data.lowercase, &tr->dev_corpus, &tr->dev_tokens, err) ||
+    /* a file's error names the key that gave it (a config's folder may not be the user's) */
+    if ((corpus_load(cfg->data.train, cfg->data.lowercase, &tr->train_corpus, &tr->train_tokens,
+                     err) &&
+         error_prefix(err, "[data] train: ")) ||
+        (corpus_load(cfg->data.dev, cfg->data.lowercase, &tr->dev_corpus, &tr->dev_tokens, err) &&
+         error_prefix(err, "[data] dev: ")) ||
         start_model(tr, resume, err) || read_splits(tr, err) ||
         allocate_batches(tr, resume != NULL, err))
         return -1;
