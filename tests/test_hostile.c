@@ -1729,9 +1729,11 @@ START_TEST(hostile_stdout_failures_and_option_values) {
     run_program(&r, &s, (const char *const[]){"/bin/sh", "-c", script, NULL}, NULL, 60, NULL);
     scratch_free(&s);
     ck_assert_msg(r.status == 0, "%s", r.err);
+#ifndef REAL_DOUBLE /* the double build runs the portable code alone and never reads NMT_ISA */
     ck_assert_msg(strstr(r.err, "NMT_ISA='x\\nevil\\x1B[31m'") && !strchr(r.err, '\033') &&
                       strchr(r.err, '\n') == r.err + strlen(r.err) - 1,
                   "NMT_ISA's value not quoted on one line: %s", r.err);
+#endif
 }
 END_TEST
 
