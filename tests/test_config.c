@@ -764,7 +764,10 @@ START_TEST(test_bad_overrides) {
     expect_override_failure("data.train=", "[data] train = '': empty value");
     expect_override_failure("optim.bogus=1", "unknown key [optim] bogus");
     expect_override_failure("train.batch_sise=2", "[train] batch_sise; did you mean batch_size?");
-    expect_override_failure("bogus.lr=1", "unknown key [bogus] lr");
+    expect_override_failure("bogus.lr=1", "unknown section [bogus] (expected one of [data]");
+    expect_override_failure(".=", "expected section.key=value"); /* was "unknown key [] " */
+    expect_override_failure("a.b.c=1", "expected section.key=value");
+    expect_override_failure("train.=1", "expected section.key=value");
     expect_override_failure("optim.lr", "expected section.key=value");
     expect_override_failure("lr=1", "expected section.key=value");
     /* strtol skipped a leading space, strtoull did not: ' 5' passed for one key, not another;

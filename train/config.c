@@ -559,17 +559,27 @@ static int apply_override(LoadState *state, const char *override, Error *err) {
     text_for_message(quoted, sizeof quoted, override, 200);
     const char *equals = strchr(override, '=');
     const char *dot = equals ? memchr(override, '.', (size_t)(equals - override)) : NULL;
-    if (!dot) return error_set(err, "--set %s: expected section.key=value", quoted);
+    /* one dot between a section and a key, neither empty: ".=" and "a.b.c=1" are no keys */
+    if (!dot || dot == override || dot + 1 == equals ||
+        memchr(dot + 1, '.', (size_t)(equals - dot - 1)))
+        return error_set(err, "--set %s: expected section.key=value", quoted);
     const char *name = dot + 1;
     const ConfigKey *key =
         find_key(override, (size_t)(dot - override), name, (size_t)(equals - name));
+    char section[64], near[96], sections[128], quoted_section[96];
+    snprintf(section, sizeof section, "%.*s", (int)(dot - override < 60 ? dot - override : 60),
+             override);
+    if (!key && !is_known_section(section)) { /* as the file's unknown section is said */
+        list_sections(sections, sizeof sections);
+        return error_set(err, "--set %s: unknown section [%s] (expected one of %s)%s", quoted,
+                         text_for_message(quoted_section, sizeof quoted_section, section, 60),
+                         sections,
+                         did_you_mean(near, sizeof near, NULL, 0, section, strlen(section)));
+    }
     if (!key) {
-        char section[64], key_name[64], quoted_section[96], quoted_key[96];
-        snprintf(section, sizeof section, "%.*s", (int)(dot - override < 60 ? dot - override : 60),
-                 override);
+        char key_name[64], quoted_key[96];
         snprintf(key_name, sizeof key_name, "%.*s", (int)(equals - name < 60 ? equals - name : 60),
                  name);
-        char near[96];
         return error_set(err, "--set %s: unknown key [%s] %s%s", quoted,
                          text_for_message(quoted_section, sizeof quoted_section, section, 60),
                          text_for_message(quoted_key, sizeof quoted_key, key_name, 60),
