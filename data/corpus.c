@@ -81,6 +81,14 @@ static int add_line(Corpus *corpus, const char *line, size_t len, size_t line_nu
     if (nul)
         return error_set(err, "%s:%zu: NUL byte at column %zu", name, line_number,
                          (size_t)(nul - line) + 1);
+    /* whitespace to the tokenizer, so a file of lines ended by \r alone (an old Mac's) was read
+     * as one pair of every line's text, silently */
+    const char *cr = memchr(line, '\r', len);
+    if (cr)
+        return error_set(err,
+                         "%s:%zu: carriage return at column %zu inside the line (are its lines "
+                         "ended by \\r alone? end them with \\n)",
+                         name, line_number, (size_t)(cr - line) + 1);
     size_t offset;
     const char *problem = utf8_find_error(line + start, len - start, &offset);
     if (problem)

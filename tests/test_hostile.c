@@ -1129,6 +1129,26 @@ START_TEST(hostile_input_line_longer_than_the_most) {
 }
 END_TEST
 
+/* Lines ended by \r alone (an old Mac's text) were read as one line, the carriage returns
+ * spaces to the tokenizer: one pair of every line's text, silently (translate: one sentence
+ * of all of them). Refused, naming the line and column, and on translate's stdin as a line. */
+START_TEST(hostile_corpus_carriage_returns_alone) {
+    static const char bytes[] = "I love cats\tj'aime les chats\rthe black cat\tle chat noir\r";
+    expect_corpus_error(bytes, sizeof bytes - 1, 1, "carriage return at column 29 inside the line");
+    Scratch s;
+    char model[512], lines[512];
+    input_scratch(&s, "I love cats\n", "the black dog\rthe cat", "the black cat\n", model, lines);
+    RunResult r;
+    run_program(&r, &s, (const char *const[]){"../bin/translate", "-m", model, NULL}, lines, 60,
+                NULL);
+    scratch_free(&s);
+    assert_one_line_error(&r, "translate", 1,
+                          (const char *const[]){"line 2: carriage return at byte 13", NULL});
+    const char *second = strchr(r.out, '\n');
+    ck_assert_msg(second && second[1] == '\n', "line 2's output is not empty: '%s'", r.out);
+}
+END_TEST
+
 /* Text as an editor writes it: a byte-order mark before the first line (glued to the first
  * word, a lossless model spelled it in bytes and translated another sentence), and lines of
  * spaces other than ASCII's (U+3000, U+00A0: the run failed, "empty sentence", where a line of
@@ -1884,6 +1904,7 @@ Suite *hostile_suite(void) {
     tcase_add_test(corpus, hostile_corpus_missing_tab);
     tcase_add_test(corpus, hostile_corpus_empty_file);
     tcase_add_test(corpus, hostile_corpus_control_characters);
+    tcase_add_test(corpus, hostile_corpus_carriage_returns_alone);
     tcase_add_test(corpus, hostile_corpus_missing_or_directory);
     tcase_add_test(corpus, hostile_corpus_without_line_ends);
     tcase_add_test(corpus, hostile_corpus_crlf_line_ends);

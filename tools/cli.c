@@ -27,8 +27,15 @@ long read_sentence_line(FILE *in, bool first, char **line, size_t *cap, Error *r
         return skip_line(in) ? -2 : 0;
     }
     const char *nul = len > 0 ? memchr(*line, '\0', (size_t)len) : NULL;
+    const char *cr = len > 0 ? memchr(*line, '\r', (size_t)len) : NULL;
     if (nul) {
         error_set(refusal, "control character U+0000 (NUL) at byte %ld", (long)(nul - *line));
+        (*line)[0] = '\0';
+    } else if (cr) { /* a space to the tokenizer: the sentences would be translated as one */
+        error_set(refusal,
+                  "carriage return at byte %ld inside the line (are its lines ended by \\r "
+                  "alone? end them with \\n)",
+                  (long)(cr - *line));
         (*line)[0] = '\0';
     }
     return len;
