@@ -1129,6 +1129,28 @@ START_TEST(hostile_input_line_longer_than_the_most) {
 }
 END_TEST
 
+/* A lossless vocabulary too small for its 261 reserved tokens (the bytes and the specials)
+ * was refused as "building vocabularies: vocabulary size 5 leaves no room ...", naming neither
+ * the side nor the key. */
+START_TEST(hostile_vocabulary_too_small_names_its_key) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_write_setup(&s);
+    char config[512];
+    scratch_path(&s, "tiny.ini", config, sizeof config);
+    RunResult r;
+    run_program(&r, &s,
+                (const char *const[]){"../bin/train", config, "--set", "data.subwords=lossless",
+                                      "--set", "data.tgt_vocab_size=100", NULL},
+                NULL, 60, NULL);
+    scratch_free(&s);
+    assert_one_line_error(&r, "train", 1,
+                          (const char *const[]){"building the target vocabulary ([data] "
+                                                "tgt_vocab_size = 100)",
+                                                "leaves no room", NULL});
+}
+END_TEST
+
 /* Lines ended by \r alone (an old Mac's text) were read as one line, the carriage returns
  * spaces to the tokenizer: one pair of every line's text, silently (translate: one sentence
  * of all of them). Refused, naming the line and column, and on translate's stdin as a line. */
@@ -1905,6 +1927,7 @@ Suite *hostile_suite(void) {
     tcase_add_test(corpus, hostile_corpus_empty_file);
     tcase_add_test(corpus, hostile_corpus_control_characters);
     tcase_add_test(corpus, hostile_corpus_carriage_returns_alone);
+    tcase_add_test(corpus, hostile_vocabulary_too_small_names_its_key);
     tcase_add_test(corpus, hostile_corpus_missing_or_directory);
     tcase_add_test(corpus, hostile_corpus_without_line_ends);
     tcase_add_test(corpus, hostile_corpus_crlf_line_ends);

@@ -55,16 +55,20 @@ static int build_vocabularies(NmtModel *nm, const Config *cfg, const TokenizedCo
         units = &pieces;
     }
     size_t min_count = (size_t)cfg->data.min_count;
-    int rc = lossless
-                 ? lossless_vocab_build(units->src, units->count, min_count,
-                                        (size_t)cfg->data.src_vocab_size, &nm->src_vocab, err) ||
-                       lossless_vocab_build(units->tgt, units->count, min_count,
-                                            (size_t)cfg->data.tgt_vocab_size, &nm->tgt_vocab, err)
+    /* each side's error names its key: "vocabulary size 5 leaves no room ..." is its value */
+    int rc = 0;
+    if (lossless ? lossless_vocab_build(units->src, units->count, min_count,
+                                        (size_t)cfg->data.src_vocab_size, &nm->src_vocab, err)
                  : vocab_build(units->src, units->count, min_count,
-                               (size_t)cfg->data.src_vocab_size, &nm->src_vocab, err) ||
-                       vocab_build(units->tgt, units->count, min_count,
-                                   (size_t)cfg->data.tgt_vocab_size, &nm->tgt_vocab, err);
-    if (rc) error_prefix(err, "building vocabularies: ");
+                               (size_t)cfg->data.src_vocab_size, &nm->src_vocab, err))
+        rc = error_prefix(err, "building the source vocabulary ([data] src_vocab_size = %d): ",
+                          cfg->data.src_vocab_size);
+    else if (lossless ? lossless_vocab_build(units->tgt, units->count, min_count,
+                                             (size_t)cfg->data.tgt_vocab_size, &nm->tgt_vocab, err)
+                      : vocab_build(units->tgt, units->count, min_count,
+                                    (size_t)cfg->data.tgt_vocab_size, &nm->tgt_vocab, err))
+        rc = error_prefix(err, "building the target vocabulary ([data] tgt_vocab_size = %d): ",
+                          cfg->data.tgt_vocab_size);
     tokenized_corpus_free(&pieces);
     return rc ? -1 : 0;
 }
