@@ -125,8 +125,13 @@ int output_file_open(OutputFile *o, const char *path, bool durable, Error *err) 
         fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd < 0 && errno != EEXIST) break;
     }
-    fd = above_standard_streams(fd);
     if (fd < 0) return error_set(err, "cannot create %s: %s", o->tmp, strerror(errno));
+    fd = above_standard_streams(fd);
+    if (fd < 0) {
+        int saved = errno;
+        remove(o->tmp);
+        return error_set(err, "cannot create %s: %s", o->tmp, strerror(saved));
+    }
     o->file = fdopen(fd, "wb");
     if (!o->file) {
         int saved = errno;
