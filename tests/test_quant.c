@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/cpu.h"
@@ -125,14 +126,25 @@ START_TEST(quant_kernels_exact) {
         ran++;
         /* rows M, features N, inputs K, first column, feature range [lo, hi) */
         const int shapes[][6] = {
-            {1, 1, 1, 0, 0, 1},    {1, 3, 15, 2, 0, 3},     {2, 5, 16, 0, 1, 5},
-            {3, 17, 17, 1, 0, 17}, {9, 7, 63, 0, 2, 6},     {5, 33, 64, 3, 5, 31},
-            {8, 16, 65, 0, 0, 16}, {17, 40, 127, 7, 8, 40}, {1, 70, 150, 0, 16, 48},
-            {13, 3, 257, 0, 0, 3}, {4, 24, 1000, 11, 3, 21},
+            {1, 1, 1, 0, 0, 1},
+            {1, 3, 15, 2, 0, 3},
+            {2, 5, 16, 0, 1, 5},
+            {3, 17, 17, 1, 0, 17},
+            {9, 7, 63, 0, 2, 6},
+            {5, 33, 64, 3, 5, 31},
+            {8, 16, 65, 0, 0, 16},
+            {17, 40, 127, 7, 8, 40},
+            {1, 70, 150, 0, 16, 48},
+            {13, 3, 257, 0, 0, 3},
+            {4, 24, 1000, 11, 3, 21},
             /* the run kernels: every row count of a pass (1-4) and past it, runs of an odd
              * number of blocks, runs cut short by many rows, rows too long to copy */
-            {2, 41, 33, 0, 0, 41},  {3, 57, 36, 1, 3, 57},   {6, 9, 20, 0, 0, 9},
-            {7, 200, 256, 0, 5, 199}, {200, 120, 256, 2, 0, 120}, {11, 56, 4100, 0, 1, 50}};
+            {2, 41, 33, 0, 0, 41},
+            {3, 57, 36, 1, 3, 57},
+            {6, 9, 20, 0, 0, 9},
+            {7, 200, 256, 0, 5, 199},
+            {200, 120, 256, 2, 0, 120},
+            {11, 56, 4100, 0, 1, 50}};
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             for (int extreme = 0; extreme < 2; extreme++) {
                 int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], col0 = shapes[s][3];
@@ -307,9 +319,12 @@ START_TEST(quant_search_phases_are_timed) {
     double off[PHASE_COUNT] = {0}, on[PHASE_COUNT] = {1};
     search_timed(&nm, 3, plain, off);
     for (int p = 0; p < PHASE_COUNT; p++) ck_assert(off[p] == 0);
-    double t0 = omp_get_wtime();
+    struct timespec t0, t1; /* the phase clocks' clock: omp_get_wtime may be coarser */
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     search_timed(&nm, 3, timed, on);
-    double wall = omp_get_wtime() - t0, sum = 0;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double wall = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    double sum = 0;
     const Phase used[] = {PHASE_SEARCH_ENCODER,      PHASE_SEARCH_QUANTIZE,
                           PHASE_SEARCH_GRU_PRODUCTS, PHASE_SEARCH_OUT_PRODUCTS,
                           PHASE_SEARCH_LAYER_NORM,   PHASE_SEARCH_SOFTMAX,
