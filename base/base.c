@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -135,4 +136,10 @@ int memory_check(double bytes, const char *what, Error *err) {
                      bytes / gib, available / gib,
                      available < physical ? "the process limit (ulimit) allows"
                                           : "this machine has");
+}
+
+double monotonic_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }

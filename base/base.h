@@ -71,6 +71,10 @@ real *checked_calloc_aligned(size_t n, void **block, const char *what, Error *er
 #define FNV1A_PRIME 0x100000001b3ull
 uint64_t fnv1a(uint64_t h, const void *data, size_t n);
 
+/* Seconds of the monotonic clock (CLOCK_MONOTONIC), for durations: not omp_get_wtime, which
+ * clang's OpenMP runtime reads in steps of a microsecond or more. */
+double monotonic_seconds(void);
+
 /* Refuses, with an error naming `what`, to go on when `bytes` exceed the memory this process
  * can have: the physical memory, or the address-space or data-segment limit (ulimit -v / -d)
  * when lower. Checked before big allocations, because with Linux's overcommit an allocation

@@ -25,7 +25,6 @@
 #include <sys/resource.h>
 #include <spawn.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench/lengths.h"
@@ -53,12 +52,6 @@ static const BenchConfig TOY = {
 static const BenchConfig MEDIUM = {
     "medium", {8000, 8000, 256, 256, 1, 512, 256, 256, SCORE_ADDITIVE, 0, 0}, 64, 30, 30, 8};
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Seconds spent in the passes over every parameter after backward, summed over steps. */
 typedef struct {
     double norm, adam;
@@ -77,13 +70,13 @@ static int train_step(Model *m, Acts *acts, Adam *adam, const Batch *batch,
     model_zero_grad(m);
     model_backward(m, acts);
     ZeroGrads zero = {acts->untouched, acts->n_untouched};
-    double t0 = now();
+    double t0 = monotonic_seconds();
     real clip = clip_grad_norm(m->grads, m->table.total, zero, 1.0, &norm);
-    double t1 = now();
+    double t1 = monotonic_seconds();
     bool ok = adam_step(adam, m->params, m->grads, zero, clip, 1e-4);
     m->grads_zero = true; /* adam_step zeroed each gradient as it read it */
     update->norm += t1 - t0;
-    update->adam += now() - t1;
+    update->adam += monotonic_seconds() - t1;
     if (!ok) {
         fprintf(stderr, "bench: the Adam update overflowed\n");
         return -1;
@@ -168,9 +161,9 @@ static int time_training(const ModelDims *dims, int B, int S, int T, int steps, 
     if (!ms) return -1;
     ForwardOptions opt = {0};
     for (int s = 0; s < warmup + steps; s++) {
-        double t0 = now();
+        double t0 = monotonic_seconds();
         if (train_step(&m, &acts, &adam, &arr.batch, &opt, &(UpdateSeconds){0})) return -1;
-        if (s >= warmup) ms[s - warmup] = (now() - t0) * 1e3;
+        if (s >= warmup) ms[s - warmup] = (monotonic_seconds() - t0) * 1e3;
     }
     out->ms_per_step = median(ms, steps);
     out->tok_per_s = B * T / (out->ms_per_step / 1e3);
@@ -326,7 +319,7 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
             update = (UpdateSeconds){0};
         }
         if (r >= 0) peak[r] = round_peak(), trip[r] = core_round_trip_ns();
-        double t0 = now();
+        double t0 = monotonic_seconds();
         for (int s = 0; s < steps; s++) {
             size_t b = (size_t)(FIRST_BATCH + s) % plan.n_batches;
             const Batch *batch = batch_fill(&bb, &ds, plan.order + plan.start[b],
@@ -335,7 +328,7 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
             tokens += (size_t)acts.n_tokens, pairs += (size_t)batch->B;
             flops += batch_flops(&REAL_DIMS, batch);
         }
-        double elapsed = now() - t0;
+        double elapsed = monotonic_seconds() - t0;
         if (r < 0) continue;
         runs[r] = (RealFigures){tokens / elapsed, pairs / elapsed, elapsed / steps * 1e3,
                                 flops / elapsed / 1e9};
@@ -402,7 +395,7 @@ static int search_for(Searcher *s, const Model *m, const int **src, const int *l
                       const SearchOptions *opt, Translation *tr, double seconds, long *calls,
                       double *elapsed) {
     Error err;
-    double t0 = now();
+    double t0 = monotonic_seconds();
     *calls = 0;
     do {
         if (search_translate(s, m, src, lens, batch, opt, tr, &err)) {
@@ -411,7 +404,7 @@ static int search_for(Searcher *s, const Model *m, const int **src, const int *l
         }
         for (int b = 0; b < batch; b++) translation_free(&tr[b]);
         (*calls)++;
-        *elapsed = now() - t0;
+        *elapsed = monotonic_seconds() - t0;
     } while (*elapsed < seconds);
     return 0;
 }
@@ -514,12 +507,12 @@ static void translate_process_report(void) {
                  int8 ? "int8" : "float");
         double ms[21];
         for (int i = 0; i < 21; i++) {
-            double t0 = now();
+            double t0 = monotonic_seconds();
             if (system(cmd) != 0) {
                 printf("  translate process: bin/translate failed\n");
                 return;
             }
-            ms[i] = (now() - t0) * 1e3;
+            ms[i] = (monotonic_seconds() - t0) * 1e3;
         }
         double med = median(ms, 21);
         printf("  bin/translate --compute %-5s one sentence, whole process: %.1f ms (median of "

@@ -13,16 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench/peak.h"
 #include "model/gemm.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 /* ---- gemm timing ------------------------------------------------------------------------ */
 
@@ -63,14 +56,14 @@ static double time_gemm(const Shape *s, real *A, real *B, real *C, double min_ti
     gemm(s->ta, s->tb, s->M, s->N, s->K, A, lda, B, ldb, 0, C, s->N); /* warm up */
     double flops = 2.0 * s->M * s->N * s->K;
     long reps = (long)(2e8 / flops) + 1; /* about 0.002 - 0.05 s per batch */
-    double best = 1e30, start = now();
+    double best = 1e30, start = monotonic_seconds();
     do {
-        double t0 = now();
+        double t0 = monotonic_seconds();
         for (long r = 0; r < reps; r++)
             gemm(s->ta, s->tb, s->M, s->N, s->K, A, lda, B, ldb, 1, C, s->N);
-        double t = (now() - t0) / reps;
+        double t = (monotonic_seconds() - t0) / reps;
         if (t < best) best = t;
-    } while (now() - start < min_time);
+    } while (monotonic_seconds() - start < min_time);
     return best;
 }
 

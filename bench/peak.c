@@ -5,12 +5,12 @@
  */
 #include "bench/peak.h"
 
+#include "base/base.h"
 #include "base/cpu.h"
 
 #include <omp.h>
 #include <stdalign.h>
 #include <stdatomic.h>
-#include <time.h>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -65,22 +65,15 @@ static float run_loop(long iters, double *flops_per_iter) {
     return fma_plain(iters);
 }
 
-static double seconds_since(const struct timespec *t0) {
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    return (double)(t1.tv_sec - t0->tv_sec) + (t1.tv_nsec - t0->tv_nsec) * 1e-9;
-}
-
 double fma_peak_gflops(int threads) {
     const long iters = 20000000;
     double flops_per_iter = 0, best = 0;
     volatile float sink = 0;
     for (int repeat = 0; repeat < 3; repeat++) {
-        struct timespec t0;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        double t0 = monotonic_seconds();
 #pragma omp parallel num_threads(threads) reduction(+ : sink)
         sink += run_loop(iters, &flops_per_iter);
-        double seconds = seconds_since(&t0);
+        double seconds = monotonic_seconds() - t0;
         double gflops = flops_per_iter * iters * threads / seconds / 1e9;
         if (gflops > best) best = gflops;
     }
@@ -100,15 +93,14 @@ double core_round_trip_ns(void) {
     if (omp_get_num_threads() < 2) {
         /* a team of one (a nested region): nobody to answer */
     } else if (omp_get_thread_num() == 0) {
-        struct timespec t0;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        double t0 = monotonic_seconds();
         while (trips < MOST_TRIPS) {
             atomic_store_explicit(&turn, 2 * trips + 1, memory_order_release);
             while (atomic_load_explicit(&turn, memory_order_acquire) != 2 * trips + 2) continue;
             trips++;
-            if (trips % CHECK_EVERY == 0 && seconds_since(&t0) > most_seconds) break;
+            if (trips % CHECK_EVERY == 0 && monotonic_seconds() - t0 > most_seconds) break;
         }
-        seconds = seconds_since(&t0);
+        seconds = monotonic_seconds() - t0;
         atomic_store_explicit(&turn, -1, memory_order_release);
     } else {
         for (long trip = 0;; trip++) {

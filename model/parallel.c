@@ -11,6 +11,8 @@
 
 #include <omp.h>
 
+#include "base/base.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define spin_pause() _mm_pause()
@@ -96,8 +98,7 @@ static double seconds_of(const struct timespec *t) {
 
 void load_sample(LoadSample *s) {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    s->wall = seconds_of(&t);
+    s->wall = monotonic_seconds();
     s->own = clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) == 0 ? seconds_of(&t) : NAN;
     s->busy = NAN;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN), tick = sysconf(_SC_CLK_TCK);

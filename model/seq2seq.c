@@ -9,7 +9,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <omp.h>
 
@@ -144,21 +143,14 @@ const char *phase_name(Phase phase) {
     return phase >= 0 && phase < PHASE_COUNT ? names[phase] : "?";
 }
 
-/* The phase clocks' time. Not omp_get_wtime: clang's OpenMP runtime reads it in steps of a
- * microsecond or more, and a phase that short (a thread's share of a small product) would
- * get no time at all. */
-static double phase_clock(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
+/* monotonic_seconds, not omp_get_wtime: a phase as short as a thread's share of a small
+ * product would get no time at all from a clock of microsecond steps. */
 void phase_start(Acts *a) {
-    a->phase_mark = phase_clock();
+    a->phase_mark = monotonic_seconds();
 }
 
 void phase_end(Acts *a, Phase p) {
-    double now = phase_clock();
+    double now = monotonic_seconds();
     a->phase_seconds[p] += now - a->phase_mark;
     a->phase_mark = now;
 }

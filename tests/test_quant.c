@@ -15,7 +15,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/cpu.h"
@@ -319,12 +318,9 @@ START_TEST(quant_search_phases_are_timed) {
     double off[PHASE_COUNT] = {0}, on[PHASE_COUNT] = {1};
     search_timed(&nm, 3, plain, off);
     for (int p = 0; p < PHASE_COUNT; p++) ck_assert(off[p] == 0);
-    struct timespec t0, t1; /* the phase clocks' clock: omp_get_wtime may be coarser */
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = monotonic_seconds(); /* the phase clocks' clock: omp_get_wtime may be coarser */
     search_timed(&nm, 3, timed, on);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double wall = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-    double sum = 0;
+    double wall = monotonic_seconds() - t0, sum = 0;
     const Phase used[] = {PHASE_SEARCH_ENCODER,      PHASE_SEARCH_QUANTIZE,
                           PHASE_SEARCH_GRU_PRODUCTS, PHASE_SEARCH_OUT_PRODUCTS,
                           PHASE_SEARCH_LAYER_NORM,   PHASE_SEARCH_SOFTMAX,

@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/files.h"
@@ -37,12 +36,6 @@ static volatile sig_atomic_t stop_signal = 0;
 static void on_signal(int sig) {
     if (stop_signal) _exit(128 + sig); /* second signal: leave at once, touch nothing */
     stop_signal = sig;
-}
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static void format_duration(char *buf, size_t size, double seconds) {
@@ -74,7 +67,7 @@ static void describe_non_finite(const Model *m, char *buf, size_t size) {
 
 /* Wall time spent in the training loop: this run's and that of the runs it resumes. */
 static double seconds_trained(const Trainer *tr) {
-    return tr->state.seconds + (now() - tr->start_time);
+    return tr->state.seconds + (monotonic_seconds() - tr->start_time);
 }
 
 static int save_last(Trainer *tr, Error *err) {
@@ -149,7 +142,7 @@ static int validate(Trainer *tr, double train_loss, double tok_per_s, double lr,
         }
     }
     char elapsed[32], loss[64] = "", log_loss[64] = "\t";
-    format_duration(elapsed, sizeof elapsed, now() - tr->start_time);
+    format_duration(elapsed, sizeof elapsed, monotonic_seconds() - tr->start_time);
     if (isfinite(sc.loss)) { /* the reference scores by BLEU and chrF alone */
         snprintf(loss, sizeof loss, "  dev loss %.4f  ppl %.3f", sc.loss, sc.perplexity);
         snprintf(log_loss, sizeof log_loss, "%.6f\t%.6f", sc.loss, sc.perplexity);
@@ -163,7 +156,7 @@ static int validate(Trainer *tr, double train_loss, double tok_per_s, double lr,
     fflush(stdout);
     fprintf(tr->log, "%llu\t%llu\t%.6f\t%.6g\t%s\t%.4f\t%.4f\t%.1f\t%.2f\t%.4f\n",
             (unsigned long long)st->step, epoch, train_loss, lr, log_loss, sc.bleu.score,
-            sc.chrf.score, tok_per_s, now() - tr->start_time, padding);
+            sc.chrf.score, tok_per_s, monotonic_seconds() - tr->start_time, padding);
     if (flush_log(tr, err) || (tr->program->resumable && save_last(tr, err)) ||
         curves_update(tr->log_path, err))
         return -1;
@@ -689,7 +682,7 @@ static int train_step(Trainer *tr, const Batch *batch, Progress *p, double *loss
     Rng rank_rng;
     Rng *dropout = dist_dropout_stream(&tr->dist, &tr->dropout_rng, &rank_rng);
     long n_tokens = 0;
-    double start = now();
+    double start = monotonic_seconds();
     *loss = 0;
     if (program->gradients(tr, batch, dropout, loss, &n_tokens, err)) return -1;
 
@@ -767,7 +760,7 @@ static int validate_window(Trainer *tr, Progress *p, Error *err) {
         return error_set(err, "step %llu: the ranks' parameters differ",
                          (unsigned long long)st->step);
     p->last_validated = tr->state.step;
-    p->window_loss = 0, p->window_tokens = 0, p->window_start = now();
+    p->window_loss = 0, p->window_tokens = 0, p->window_start = monotonic_seconds();
     p->padding = (PaddingCount){0};
     return 0;
 }
@@ -777,7 +770,7 @@ static int validate_window(Trainer *tr, Progress *p, Error *err) {
 static int report_step(Trainer *tr, Progress *p, double loss, Error *err) {
     const ConfigTrain *ct = &tr->cfg->train;
     const TrainState *st = &tr->state;
-    double t = now();
+    double t = monotonic_seconds();
     p->tok_per_s = p->window_tokens / fmax(t - p->window_start, 1e-9);
     if (p->interactive) show_progress(tr, p, loss, t);
     if (tr->log && st->step % (uint64_t)ct->log_every == 0) { /* rank 0's */
@@ -872,7 +865,7 @@ static int train(Trainer *tr, Error *err) {
     if (ct->max_steps > 0 && (uint64_t)ct->max_steps < p.total_steps) p.total_steps = ct->max_steps;
     if (ct->max_steps > 0 && (uint64_t)ct->max_steps < p.expected_steps)
         p.expected_steps = ct->max_steps;
-    tr->start_time = p.window_start = now();
+    tr->start_time = p.window_start = monotonic_seconds();
     bool same;
     if (same_settings(tr, &same, err)) return -1;
     if (!same)
@@ -898,7 +891,7 @@ static int train(Trainer *tr, Error *err) {
     if (!p.stop && st->step != p.last_validated && validate_window(tr, &p, err)) return -1;
     if (tr->dist.rank != 0) return 0;
     char elapsed[32];
-    format_duration(elapsed, sizeof elapsed, now() - tr->start_time);
+    format_duration(elapsed, sizeof elapsed, monotonic_seconds() - tr->start_time);
     if (tr->out_of_time) printf("time budget of %g minutes spent\n", ct->max_minutes);
     const char *best = best_model(tr);
     printf("done: %llu steps in %s, best dev BLEU %.2f -> %s\n", (unsigned long long)st->step,
