@@ -197,6 +197,16 @@ void output_file_abort(OutputFile *o) {
     untrack(o);
 }
 
+int flush_standard_output(Error *err) {
+    /* a write that failed earlier left its reason in errno, and stdio keeps only the flag */
+    int earlier = errno;
+    if (fflush(stdout) == 0) {
+        if (!ferror(stdout)) return 0;
+        errno = earlier;
+    }
+    return error_set(err, "cannot write to standard output: %s", strerror(errno ? errno : EIO));
+}
+
 bool same_file(const char *a, const char *b) {
     struct stat sa, sb;
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&

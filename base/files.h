@@ -44,6 +44,11 @@ int output_file_commit(OutputFile *o, Error *err);
  * unopened file. */
 void output_file_abort(OutputFile *o);
 
+/* Flushes stdout; -1 with "cannot write to standard output: REASON" when that, or an earlier
+ * write to it, failed (a full disk, a closed stdout): what a program printed is checked as
+ * what it writes to a file is. */
+int flush_standard_output(Error *err);
+
 /* Whether a and b name one existing file (the same device and inode, whatever the spelling,
  * symbolic links followed, hard links included), as cp checks before copying a file onto
  * itself. */

@@ -3,7 +3,6 @@
  */
 #include "base/usage.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -11,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/files.h"
 #include "base/utf8.h"
 
 int usage_error(const char *program, const char *format, ...) {
@@ -119,10 +119,9 @@ int usage_getopt_error(const char *program, char *const *argv, int returned,
 }
 
 int usage_print(const char *program, void (*usage)(FILE *)) {
-    errno = 0;
+    Error err;
     usage(stdout);
-    if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
-    fprintf(stderr, "%s: cannot write to standard output: %s\n", program,
-            strerror(errno ? errno : EIO));
+    if (flush_standard_output(&err) == 0) return 0;
+    fprintf(stderr, "%s: %s\n", program, err.msg);
     return 1;
 }

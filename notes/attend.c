@@ -354,8 +354,8 @@ int main(int argc, char **argv) {
             print_text(out, &wf, &run);
             if (check) print_check_text(out, &wf, &run, &chk, tolerance);
         }
-        if (out_path ? output_file_commit(&file, &err) : fflush(out) != 0 || ferror(out)) {
-            fprintf(stderr, "attend: %s\n", out_path ? err.msg : "cannot write to standard output");
+        if (out_path ? output_file_commit(&file, &err) : flush_standard_output(&err)) {
+            fprintf(stderr, "attend: %s\n", err.msg);
             status = 2;
         } else if (check && chk.count > 0) {
             status = 1;

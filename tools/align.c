@@ -338,9 +338,7 @@ int main(int argc, char **argv) {
         if (rc == 0) rc = align_inputs(&r, &in, &err);
     }
     /* whatever went to stdout: the matrices, an explanation, the scores of --eval-gold */
-    errno = 0;
-    if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout)))
-        rc = error_set(&err, "cannot write to standard output: %s", strerror(errno ? errno : EIO));
+    if (rc == 0) rc = flush_standard_output(&err);
     if (rc) fprintf(stderr, "align: %s\n", err.msg);
     for (int k = 0; k < r.n_kept; k++) alignment_free(&r.kept[k]);
     free(r.kept);

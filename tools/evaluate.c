@@ -125,8 +125,8 @@ int main(int argc, char **argv) {
     char signature[METRICS_LINE_MAX];
     bleu_signature(&scoring, signature, sizeof signature);
     printf("sentences = %zu, beam = %ld, signature: %s\n", sc.sentences, beam, signature);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "evaluate: cannot write to standard output: %s\n", strerror(errno));
+    if (flush_standard_output(&err)) {
+        fprintf(stderr, "evaluate: %s\n", err.msg);
         goto done;
     }
     rc = 0;

@@ -59,10 +59,8 @@ int main(int argc, char **argv) {
         rc = -1;
     if (rc) fprintf(stderr, "quantize: %s\n", err.msg);
     nmt_model_free(&nm);
-    errno = 0;
-    if (check && (fflush(stdout) || ferror(stdout))) {
-        fprintf(stderr, "quantize: cannot write to standard output: %s\n",
-                strerror(errno ? errno : EIO));
+    if (check && flush_standard_output(&err)) {
+        fprintf(stderr, "quantize: %s\n", err.msg);
         return 1;
     }
     return rc ? 1 : 0;

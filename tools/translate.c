@@ -327,8 +327,7 @@ int main(int argc, char **argv) {
     if (rc == 0 && optind == argc && isatty(STDIN_FILENO))
         fprintf(stderr, "translate: type a sentence, Enter to translate, Ctrl-D to end\n");
     if (rc == 0) rc = translate_inputs(&r, argc - optind, argv + optind, &err);
-    if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout)))
-        rc = error_set(&err, "cannot write to standard output: %s", strerror(errno));
+    if (rc == 0) rc = flush_standard_output(&err);
     if (align_path && rc == 0 && r.align_format == ALIGN_HTML &&
         alignment_write_html(align_file.file, r.kept, r.n_kept, &err))
         rc = error_prefix(&err, "%s: ", align_path);
