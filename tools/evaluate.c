@@ -4,7 +4,6 @@
  * references as the file has them, and the perplexity of the references under the model
  * (teacher forcing).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

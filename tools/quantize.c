@@ -9,7 +9,6 @@
  * every tensor), and names its weights: `make live` (live/make-live.sh) runs it before it
  * puts a model into a page, where damage would show only in the browser.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
