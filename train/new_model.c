@@ -42,6 +42,16 @@ static int learn_lossless(NmtModel *nm, const Config *cfg, const TokenizedCorpus
     return rc ? -1 : nmt_subword_corpus(nm, train, pieces, err);
 }
 
+/* One side's vocabulary of at most `size` units; its error names the side and its key
+ * ("vocabulary size 5 leaves no room ..." is the key's value). */
+static int build_side(bool lossless, const TokenList *units, size_t count, size_t min_count,
+                      int size, const char *side, const char *key, Vocab *out, Error *err) {
+    if (lossless ? lossless_vocab_build(units, count, min_count, (size_t)size, out, err)
+                 : vocab_build(units, count, min_count, (size_t)size, out, err))
+        return error_prefix(err, "building the %s vocabulary ([data] %s = %d): ", side, key, size);
+    return 0;
+}
+
 static int build_vocabularies(NmtModel *nm, const Config *cfg, const TokenizedCorpus *train,
                               Error *err) {
     TokenizedCorpus pieces = {0};
@@ -55,20 +65,10 @@ static int build_vocabularies(NmtModel *nm, const Config *cfg, const TokenizedCo
         units = &pieces;
     }
     size_t min_count = (size_t)cfg->data.min_count;
-    /* each side's error names its key: "vocabulary size 5 leaves no room ..." is its value */
-    int rc = 0;
-    if (lossless ? lossless_vocab_build(units->src, units->count, min_count,
-                                        (size_t)cfg->data.src_vocab_size, &nm->src_vocab, err)
-                 : vocab_build(units->src, units->count, min_count,
-                               (size_t)cfg->data.src_vocab_size, &nm->src_vocab, err))
-        rc = error_prefix(err, "building the source vocabulary ([data] src_vocab_size = %d): ",
-                          cfg->data.src_vocab_size);
-    else if (lossless ? lossless_vocab_build(units->tgt, units->count, min_count,
-                                             (size_t)cfg->data.tgt_vocab_size, &nm->tgt_vocab, err)
-                      : vocab_build(units->tgt, units->count, min_count,
-                                    (size_t)cfg->data.tgt_vocab_size, &nm->tgt_vocab, err))
-        rc = error_prefix(err, "building the target vocabulary ([data] tgt_vocab_size = %d): ",
-                          cfg->data.tgt_vocab_size);
+    int rc = build_side(lossless, units->src, units->count, min_count, cfg->data.src_vocab_size,
+                        "source", "src_vocab_size", &nm->src_vocab, err) ||
+             build_side(lossless, units->tgt, units->count, min_count, cfg->data.tgt_vocab_size,
+                        "target", "tgt_vocab_size", &nm->tgt_vocab, err);
     tokenized_corpus_free(&pieces);
     return rc ? -1 : 0;
 }
