@@ -5,7 +5,8 @@
  * For the toy and medium configurations of the performance issue it trains on random token
  * batches (full-length sentences, teacher forcing, Adam with clipping) and reports target
  * tokens/s, the median ms/step, FLOPs/step (formula below), GFLOP/s, the share of the
- * machine's FP32 peak and peak RSS. The peak is measured with a register-only FMA loop just
+ * machine's FP32 peak, peak RSS and where a step's time went (the model's phase clocks, the
+ * gradient norm and Adam). The peak is measured with a register-only FMA loop just
  * before each timed round, and the share is the median over the rounds of each round's
  * GFLOP/s over its own peak: a machine whose speed drifts from minute to minute (a shared VM,
  * a laptop with other programs running) slows the loop and the model alike. Every
@@ -124,7 +125,22 @@ static double batch_flops(const ModelDims *d, const Batch *b) {
 
 typedef struct {
     double ms_per_step, tok_per_s, gflops, peak; /* peak: round_peak() beside the round */
+    double phase_seconds[PHASE_TRAINING_COUNT];  /* the timed steps' phases, summed */
+    UpdateSeconds update;                        /* and their norm and Adam */
 } TrainFigures;
+
+/* Where a step went: the mean ms a step of each phase, the gradient norm and Adam, and of the
+ * rest (rest_seconds < 0: none printed). */
+static void print_phases(const double *phase_seconds, const UpdateSeconds *update, double steps,
+                         double rest_seconds) {
+    printf("  %-10s ms/step:", "");
+    for (int p = 0; p < PHASE_TRAINING_COUNT; p++)
+        printf("%s %s %.2f", p ? "," : "", phase_name((Phase)p), 1e3 * phase_seconds[p] / steps);
+    printf(", gradient norm %.2f, Adam %.2f", 1e3 * update->norm / steps,
+           1e3 * update->adam / steps);
+    if (rest_seconds >= 0) printf(", the rest (the batch) %.2f", 1e3 * rest_seconds / steps);
+    printf("\n");
+}
 
 /* Trains cfg on a fixed random batch: warm-up steps, then `steps` timed ones. */
 static int time_training(const ModelDims *dims, int B, int S, int T, int steps, TrainFigures *out) {
@@ -160,11 +176,18 @@ static int time_training(const ModelDims *dims, int B, int S, int T, int steps, 
     double *ms = calloc((size_t)steps, sizeof(double));
     if (!ms) return -1;
     ForwardOptions opt = {0};
+    UpdateSeconds update = {0};
     for (int s = 0; s < warmup + steps; s++) {
+        if (s == warmup) {
+            memset(acts.phase_seconds, 0, sizeof acts.phase_seconds);
+            update = (UpdateSeconds){0};
+        }
         double t0 = monotonic_seconds();
-        if (train_step(&m, &acts, &adam, &arr.batch, &opt, &(UpdateSeconds){0})) return -1;
+        if (train_step(&m, &acts, &adam, &arr.batch, &opt, &update)) return -1;
         if (s >= warmup) ms[s - warmup] = (monotonic_seconds() - t0) * 1e3;
     }
+    memcpy(out->phase_seconds, acts.phase_seconds, sizeof out->phase_seconds);
+    out->update = update;
     out->ms_per_step = median(ms, steps);
     out->tok_per_s = B * T / (out->ms_per_step / 1e3);
     out->gflops = train_flops(dims, B, S, T) / (out->ms_per_step / 1e3) / 1e9;
@@ -250,6 +273,8 @@ static int train_report(const BenchConfig *c, int rounds) {
     printf("BENCH name=%s threads=%d tok_per_s=%.0f ms_per_step=%.2f gflops=%.1f peak_pct=%.1f "
            "rss_mb=%.0f\n",
            c->name, omp_get_max_threads(), f.tok_per_s, f.ms_per_step, f.gflops, pct, rss);
+    /* the median round's phases: a mean over its steps, beside its median step */
+    print_phases(f.phase_seconds, &f.update, c->steps, -1);
     return 0;
 }
 
@@ -361,17 +386,10 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
            f.gflops, pct);
     /* where a step goes: the model's phases over every timed step, the gradient norm and Adam;
      * the rest is filling the batch */
-    double steps_timed = (double)steps * rounds, in_phases = 0;
-    printf("  %-10s ms/step:", "");
-    for (int p = 0; p < PHASE_TRAINING_COUNT; p++) {
-        printf("%s %s %.1f", p ? "," : "", phase_name((Phase)p),
-               1e3 * acts.phase_seconds[p] / steps_timed);
-        in_phases += acts.phase_seconds[p];
-    }
-    double rest = timed - in_phases - update.norm - update.adam;
-    printf(", gradient norm %.1f, Adam %.1f, the rest (the batch) %.1f\n",
-           1e3 * update.norm / steps_timed, 1e3 * update.adam / steps_timed,
-           1e3 * rest / steps_timed);
+    double in_phases = 0;
+    for (int p = 0; p < PHASE_TRAINING_COUNT; p++) in_phases += acts.phase_seconds[p];
+    print_phases(acts.phase_seconds, &update, (double)steps * rounds,
+                 timed - in_phases - update.norm - update.adam);
     adam_free(&adam);
     model_free(&m);
     acts_free(&acts);
