@@ -151,7 +151,7 @@ LINK_STAMP = bin/.link-command
 # The objects first, then the archives in the order the rule lists them.
 LINK     = $(CC) $(filter %.o,$^) $(filter %.a,$^) -o $@ $(LDLIBS)
 
-.PHONY: all test tests test-browser test-cpus test-arm64 test-mpi check-lib bench clean format install uninstall FORCE
+.PHONY: all test tests test-browser test-cpus test-arm64 test-mpi check-lib bench bench-pytorch clean format install uninstall FORCE
 # Keep every object (pattern-rule intermediates included): no rebuilds, no "rm" lines after tests.
 .SECONDARY:
 all: $(BINS)
@@ -272,6 +272,11 @@ bench: bin/bench bin/bench_gemm bin/translate
 	OMP_NUM_THREADS=$(THREADS) bin/bench
 	@echo
 	OMP_NUM_THREADS=$(THREADS) bin/bench_gemm -q
+
+# The toy and medium lines beside the same model trained by PyTorch on this machine
+# (bench/pytorch.sh): installs Debian's PyTorch as root when missing, else reports SKIPPED.
+bench-pytorch: bin/bench
+	@THREADS=$(THREADS) bash bench/pytorch.sh
 
 # Data-parallel training checked against one process (tests/mpi/run.sh): float and double
 # MPI builds, 2 ranks, interrupted and killed runs. Installs Open MPI as root when missing,
