@@ -273,7 +273,7 @@ bench: bin/bench bin/bench_gemm bin/translate
 	@echo
 	OMP_NUM_THREADS=$(THREADS) bin/bench_gemm -q
 
-# The toy and medium lines beside the same model trained by PyTorch on this machine
+# bin/bench's toy and medium lines, each beside the same model run by PyTorch on this machine
 # (bench/pytorch.sh): installs Debian's PyTorch as root when missing, else reports SKIPPED.
 bench-pytorch: bin/bench
 	@THREADS=$(THREADS) bash bench/pytorch.sh

@@ -1,13 +1,17 @@
 """The comparison with PyTorch behind `make bench-pytorch` (bench/pytorch.sh runs it).
 
+    pytorch.py train toy|medium            target tokens/s of training
+    pytorch.py decode toy|medium BATCH     greedy sentences/s, BATCH sentences at a time
+
 The model of docs/MODEL-SPEC.md written with PyTorch's own layers (nn.GRU, nn.GRUCell,
-nn.Linear: PyTorch's gate order is the spec's), trained as `bin/bench --run 0 train toy` (or
-medium) trains it: one random batch of full-length sentences (no padding), teacher forcing,
-the mean cross-entropy, gradients clipped to norm 1, Adam at 1e-4 (PyTorch's faster forms:
-gradients set to None, foreach Adam); warm-up steps, then the median of the timed steps.
-Target tokens count every position of the batch, as bin/bench's do. Not part of the build or
-the tests: a figure to set beside bin/bench's, on the same machine, with the same number of
-threads.
+nn.Linear: PyTorch's gate order is the spec's), run as bin/bench runs it. Training (`bin/bench
+--run 0 train toy`): one random batch of full-length sentences (no padding), teacher forcing,
+the mean cross-entropy, gradients clipped to norm 1, Adam at 1e-4 (in PyTorch's faster forms:
+gradients set to None, foreach Adam); warm-up steps, then the median of the timed steps;
+target tokens count every position of the batch, as bin/bench's do. Decoding (`bin/bench
+--run 0 decode toy 1 BATCH`): exactly 30 greedy steps from random sources. Not part of the
+build or the tests: figures to set beside bin/bench's, on the same machine, with the same
+number of threads.
 """
 
 import argparse
@@ -43,21 +47,39 @@ class Seq2Seq(nn.Module):
         self.w_o = nn.Linear(D + K + E, O)  # o_t = tanh(W_o [s_t ; c_t ; u_t] + b_o)
         self.out = nn.Linear(O, V)  # z_t = W_out o_t + b_out
 
-    def forward(self, src, tgt_in):
+    def encode(self, src):
         h, last = self.encoder(self.src_emb(src))  # h_i = [f_i ; g_i]; last: f_{L-1}, g_0
         s = torch.tanh(self.init(torch.cat([last[0], last[1]], dim=1)))
-        keys = self.w_k(h) + self.att_b
+        return h, self.w_k(h) + self.att_b, s
+
+    def step(self, h, keys, s, u):
+        """One decoder step from s_{t-1} and u_t: (s_t, c_t)."""
+        e = torch.tanh(self.w_q(s).unsqueeze(1) + keys) @ self.att_v  # e_ti, [B, S]
+        alpha = torch.softmax(e, dim=1)
+        c = torch.bmm(alpha.unsqueeze(1), h).squeeze(1)  # c_t = sum_i alpha_ti h_i
+        return self.decoder(torch.cat([u, c], dim=1), s), c
+
+    def readout(self, s, c, u):
+        return self.out(torch.tanh(self.w_o(torch.cat([s, c, u], dim=-1))))
+
+    def forward(self, src, tgt_in):
+        h, keys, s = self.encode(src)
         u = self.tgt_emb(tgt_in)
         states, contexts = [], []
         for t in range(tgt_in.shape[1]):
-            e = torch.tanh(self.w_q(s).unsqueeze(1) + keys) @ self.att_v  # e_ti, [B, S]
-            alpha = torch.softmax(e, dim=1)
-            c = torch.bmm(alpha.unsqueeze(1), h).squeeze(1)  # c_t = sum_i alpha_ti h_i
-            s = self.decoder(torch.cat([u[:, t], c], dim=1), s)
+            s, c = self.step(h, keys, s, u[:, t])
             states.append(s)
             contexts.append(c)
-        readout_in = torch.cat([torch.stack(states, 1), torch.stack(contexts, 1), u], dim=2)
-        return self.out(torch.tanh(self.w_o(readout_in)))
+        return self.readout(torch.stack(states, 1), torch.stack(contexts, 1), u)
+
+    def greedy(self, src, steps):
+        h, keys, s = self.encode(src)
+        y = torch.full((src.shape[0],), 2)  # <s>
+        for _ in range(steps):
+            u = self.tgt_emb(y)
+            s, c = self.step(h, keys, s, u)
+            y = self.readout(s, c, u).argmax(dim=1)
+        return y
 
 
 def blas_library():
@@ -70,14 +92,8 @@ def blas_library():
     return ", ".join("/".join(p.split("/")[-2:]) for p in sorted(paths)) or "none"
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=sorted(CONFIGS))
-    parser.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "2")))
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(1)
-    c = CONFIGS[args.what]
+def train(c, args):
+    """Target tokens/s and the median ms of a training step; as bin/bench --run 0 train."""
     B, L, V = c["B"], c["L"], c["V"]
     model = Seq2Seq(V, c["E"], c["H"], c["D"], c["A"], c["O"])
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, foreach=True)
@@ -95,16 +111,46 @@ def main():
         optimizer.step()
         if step >= warmup:
             ms.append((time.perf_counter() - t0) * 1e3)
+    median = statistics.median(ms)
+    return f"{B * L / (median / 1e3):9.0f} tok/s {median:8.1f} ms/step"
+
+
+def decode(c, args):
+    """Greedy sentences/s of exactly 30 steps from random sources (S = L), the median of 3
+    rounds of at least 0.4 s; as bin/bench --run 0 decode NAME 1 BATCH."""
+    V, steps = c["V"], 30
+    model = Seq2Seq(V, c["E"], c["H"], c["D"], c["A"], c["O"]).eval()
+    src = torch.randint(4, V, (args.batch, c["L"]))
+    rates = []
+    with torch.inference_mode():
+        model.greedy(src, steps)  # warm-up
+        for _ in range(3):
+            calls, t0 = 0, time.perf_counter()
+            while calls == 0 or time.perf_counter() - t0 < 0.4:
+                model.greedy(src, steps)
+                calls += 1
+            rates.append(calls * args.batch / (time.perf_counter() - t0))
+    return f"greedy batch {args.batch:<3d} {statistics.median(rates):9.1f} sentences/s"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("task", choices=["train", "decode"])
+    parser.add_argument("what", choices=sorted(CONFIGS))
+    parser.add_argument("batch", type=int, nargs="?", default=1, help="decode: sentences at a time")
+    parser.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "2")))
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(1)
+    figures = (train if args.task == "train" else decode)(CONFIGS[args.what], args)
     blas = blas_library()
     if "pthread" in blas:  # two thread pools, each spinning while the other works
         print(f"pytorch.py: warning: OpenBLAS's pthread build is loaded ({blas}); PyTorch's "
               "threads then compete with its own (Debian: apt-get remove libopenblas0-pthread)",
               file=sys.stderr)
-    median = statistics.median(ms)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"  {args.what:<8} {B * L / (median / 1e3):9.0f} tok/s {median:8.1f} ms/step "
-          f"{rss:6.0f} MB RSS  (PyTorch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"BLAS {blas})")
+    print(f"  {args.what:<8} {figures} {rss:6.0f} MB RSS  (PyTorch {torch.__version__}, "
+          f"{torch.get_num_threads()} threads, BLAS {blas})")
 
 
 if __name__ == "__main__":

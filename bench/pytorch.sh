@@ -1,6 +1,7 @@
 #!/bin/bash
-# make bench-pytorch: the toy and medium training lines of bin/bench, each beside the same model
-# trained by PyTorch (bench/pytorch.py) on the same machine, run after it, THREADS threads each.
+# make bench-pytorch: bin/bench's toy and medium lines (training, greedy decoding of 1 and 32
+# sentences at a time), each followed by the same model run by PyTorch (bench/pytorch.py) on
+# the same machine, THREADS threads each.
 # Needs PyTorch for the system's Python: as root, installs Debian's python3-torch with OpenBLAS
 # (its OpenMP build, which shares PyTorch's thread pool: without OpenBLAS, Debian's PyTorch
 # multiplies by the reference BLAS); otherwise SKIPPED with the command.
@@ -32,8 +33,19 @@ fi
 
 threads=${THREADS:-$(nproc 2>/dev/null || echo 2)}
 status=0
-for what in toy medium; do
-    OMP_NUM_THREADS=$threads bin/bench --run 0 train "$what" | head -1 || status=1
-    OMP_NUM_THREADS=$threads "$py" bench/pytorch.py "$what" --threads "$threads" || status=1
-done
+# each line of bin/bench, then PyTorch's: bin/bench ARGS / pytorch.py ARGS
+while read -r ours theirs; do
+    # shellcheck disable=SC2086 # the arguments split on purpose
+    OMP_NUM_THREADS=$threads bin/bench --run 0 ${ours//,/ } | head -1 || status=1
+    # shellcheck disable=SC2086
+    OMP_NUM_THREADS=$threads "$py" bench/pytorch.py ${theirs//,/ } --threads "$threads" ||
+        status=1
+done <<'EOF'
+train,toy train,toy
+train,medium train,medium
+decode,toy,1,1 decode,toy,1
+decode,toy,1,32 decode,toy,32
+decode,medium,1,1 decode,medium,1
+decode,medium,1,32 decode,medium,32
+EOF
 exit $status
