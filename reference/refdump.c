@@ -3,9 +3,12 @@
  */
 #include "reference/refdump.h"
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/files.h"
 #include "nmt/formats/npy.h"
@@ -132,6 +135,7 @@ int reference_dump(NmtModel *nm, const Dataset *ds, const char *out, DumpPath pa
     BatchBuffer bb = {0};
     real *scratch = NULL;
     int rc = -1;
+    bool writing = false;
     Model *m = &nm->model;
     const ModelDims *d = &m->dims;
     int B = (int)ds->count;
@@ -153,11 +157,19 @@ int reference_dump(NmtModel *nm, const Dataset *ds, const char *out, DumpPath pa
                      scratch + n_alpha + n_enc + n_dec, 0};
     if ((path == DUMP_REFERENCE ? reference_pass : engine_pass)(m, batch, &acts, err)) goto done;
 
-    char dir[4096];
+    char dir[4096], config[4096];
     const char *subdirs[] = {".", "params", "grads", "batch", "acts"};
     for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
         if (join_path(dir, sizeof dir, out, subdirs[i], "", err) || make_dirs(dir, err)) goto done;
     }
+    /* config.json is written last and an earlier dump's goes first: a dump that stops half
+     * way (a full disk) cannot pass for a whole one, its files mixed with an earlier one's */
+    if (join_path(config, sizeof config, out, "config", ".json", err)) goto done;
+    if (unlink(config) != 0 && errno != ENOENT) {
+        error_set(err, "cannot remove the earlier dump's %s: %s", config, strerror(errno));
+        goto done;
+    }
+    writing = true;
     join_path(dir, sizeof dir, out, "acts", "", err); /* fits: checked above */
     if (write_real(dir, "alpha", 3, B, T, S, acts.alpha, err) ||
         write_real(dir, "enc_h", 3, B, S, K, acts.enc_h, err) ||
@@ -180,6 +192,7 @@ int reference_dump(NmtModel *nm, const Dataset *ds, const char *out, DumpPath pa
     *summary = (RefDumpSummary){.pairs = B, .S = S, .T = T, .loss = acts.loss};
     rc = 0;
 done:
+    if (rc != 0 && writing) error_append(err, " (%s is incomplete: it has no config.json)", out);
     free(scratch);
     batch_buffer_free(&bb);
     return rc;

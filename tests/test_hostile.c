@@ -1808,6 +1808,32 @@ START_TEST(hostile_file_size_limit_fails_a_write_cleanly) {
 }
 END_TEST
 
+/* bin/gradref stopped half way by the file-size limit, over an earlier whole dump: one line
+ * naming the file and the dump, and no config.json, so that the mixed files cannot pass for a
+ * whole dump. */
+START_TEST(hostile_gradref_half_written_dump_has_no_config) {
+    Scratch s;
+    scratch_make(&s);
+    char pairs[512], dump[512], config[512], cmd[2048];
+    scratch_path(&s, "pairs.tsv", pairs, sizeof pairs);
+    scratch_path(&s, "dump", dump, sizeof dump);
+    scratch_path(&s, "dump/config.json", config, sizeof config);
+    snprintf(cmd, sizeof cmd, "head -n 4 ../data/toy/dev.tsv > %s", pairs);
+    ck_assert_int_eq(system(cmd), 0);
+    const char *const gradref[] = {
+        "../bin/gradref", "-c", "../configs/tiny.ini", "--pairs", pairs, "-o", dump, NULL};
+    RunResult r;
+    run_program(&r, &s, gradref, NULL, 60, NULL);
+    ck_assert_msg(r.status == 0, "gradref failed (%d): %s", r.status, r.err);
+    ck_assert_int_eq(access(config, F_OK), 0);
+    run_program(&r, &s, gradref, NULL, 60, &(RunLimits){.file_size = 1024});
+    assert_one_line_error(&r, "gradref", 1,
+                          (const char *const[]){"File too large", dump, "no config.json", NULL});
+    ck_assert_msg(access(config, F_OK) != 0, "the half-written dump kept the earlier config.json");
+    scratch_free(&s);
+}
+END_TEST
+
 /* Sets every value of tensor p of the trained model to `value` (or, for an int8 model, every
  * row scale of p) and saves it as path. */
 static void forge_huge_weights(const char *trained, const char *path, ParamId p, double value,
@@ -1983,6 +2009,7 @@ Suite *hostile_suite(void) {
     tcase_add_test(surfaces, hostile_quantize_onto_its_input);
     tcase_add_test(surfaces, hostile_plot_and_attend_onto_their_input);
     tcase_add_test(surfaces, hostile_file_size_limit_fails_a_write_cleanly);
+    tcase_add_test(surfaces, hostile_gradref_half_written_dump_has_no_config);
     tcase_add_test(surfaces, hostile_outputs_that_are_not_plain_new_files);
     tcase_add_test(surfaces, hostile_stdout_failures_and_option_values);
     tcase_add_test(surfaces, hostile_checkpoint_overflowing_weights);
