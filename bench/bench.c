@@ -127,19 +127,22 @@ typedef struct {
     double ms_per_step, tok_per_s, gflops, peak; /* peak: round_peak() beside the round */
     double phase_seconds[PHASE_TRAINING_COUNT];  /* the timed steps' phases, summed */
     UpdateSeconds update;                        /* and their norm and Adam */
+    double timed_seconds;                        /* and the steps themselves */
 } TrainFigures;
 
-/* Where a step went: the mean ms a step of each phase, the gradient norm and Adam, and of the
- * rest (rest_seconds < 0: none printed). */
+/* Where a step went, in mean ms a step over `steps` steps that took `seconds` in all: each
+ * phase, the gradient norm, Adam, and the rest (what no clock covers: zeroing the gradients,
+ * filling a batch). */
 static void print_phases(const double *phase_seconds, const UpdateSeconds *update, double steps,
-                         double rest_seconds) {
+                         double seconds) {
+    double rest = seconds - update->norm - update->adam;
     printf("  %-10s ms/step:", "");
-    for (int p = 0; p < PHASE_TRAINING_COUNT; p++)
+    for (int p = 0; p < PHASE_TRAINING_COUNT; p++) {
         printf("%s %s %.2f", p ? "," : "", phase_name((Phase)p), 1e3 * phase_seconds[p] / steps);
-    printf(", gradient norm %.2f, Adam %.2f", 1e3 * update->norm / steps,
-           1e3 * update->adam / steps);
-    if (rest_seconds >= 0) printf(", the rest (the batch) %.2f", 1e3 * rest_seconds / steps);
-    printf("\n");
+        rest -= phase_seconds[p];
+    }
+    printf(", gradient norm %.2f, Adam %.2f, the rest %.2f\n", 1e3 * update->norm / steps,
+           1e3 * update->adam / steps, 1e3 * rest / steps);
 }
 
 /* Trains cfg on a fixed random batch: warm-up steps, then `steps` timed ones. */
@@ -188,6 +191,8 @@ static int time_training(const ModelDims *dims, int B, int S, int T, int steps, 
     }
     memcpy(out->phase_seconds, acts.phase_seconds, sizeof out->phase_seconds);
     out->update = update;
+    out->timed_seconds = 0;
+    for (int s = 0; s < steps; s++) out->timed_seconds += ms[s] / 1e3;
     out->ms_per_step = median(ms, steps);
     out->tok_per_s = B * T / (out->ms_per_step / 1e3);
     out->gflops = train_flops(dims, B, S, T) / (out->ms_per_step / 1e3) / 1e9;
@@ -273,8 +278,8 @@ static int train_report(const BenchConfig *c, int rounds) {
     printf("BENCH name=%s threads=%d tok_per_s=%.0f ms_per_step=%.2f gflops=%.1f peak_pct=%.1f "
            "rss_mb=%.0f\n",
            c->name, omp_get_max_threads(), f.tok_per_s, f.ms_per_step, f.gflops, pct, rss);
-    /* the median round's phases: a mean over its steps, beside its median step */
-    print_phases(f.phase_seconds, &f.update, c->steps, -1);
+    /* the median round's phases: means over its steps (the line above: its median step) */
+    print_phases(f.phase_seconds, &f.update, c->steps, f.timed_seconds);
     return 0;
 }
 
@@ -384,12 +389,8 @@ static int real_report(const char *name, int batch_size, int batch_tokens, const
            "padding=%.3f rss_mb=%.0f gflops=%.1f peak_pct=%.1f\n",
            name, omp_get_max_threads(), f.tok_per_s, f.pairs_per_s, f.ms_per_step, pad / 100, rss,
            f.gflops, pct);
-    /* where a step goes: the model's phases over every timed step, the gradient norm and Adam;
-     * the rest is filling the batch */
-    double in_phases = 0;
-    for (int p = 0; p < PHASE_TRAINING_COUNT; p++) in_phases += acts.phase_seconds[p];
-    print_phases(acts.phase_seconds, &update, (double)steps * rounds,
-                 timed - in_phases - update.norm - update.adam);
+    /* where a step goes, over every timed step */
+    print_phases(acts.phase_seconds, &update, (double)steps * rounds, timed);
     adam_free(&adam);
     model_free(&m);
     acts_free(&acts);

@@ -24,11 +24,15 @@ import time
 import torch
 from torch import nn
 
-# bench/bench.c's TOY and MEDIUM: vocabularies, E, H (bidirectional), D, A, O; B, S = T; steps
+# bench/bench.c's TOY and MEDIUM (vocabularies, E, H bidirectional, D, A, O; batch B, sentence
+# length L = S = T; timed steps), ROUNDS and its decode lines' steps: kept equal to bench.c's by hand
 CONFIGS = {
     "toy": dict(V=1000, E=64, H=128, D=128, A=128, O=128, B=32, L=12, steps=60),
     "medium": dict(V=8000, E=256, H=256, D=512, A=256, O=256, B=64, L=30, steps=8),
 }
+ROUNDS = 3
+DECODE_STEPS = 30
+BOS = 2  # <s>
 
 
 class Seq2Seq(nn.Module):
@@ -73,83 +77,116 @@ class Seq2Seq(nn.Module):
         return self.readout(torch.stack(states, 1), torch.stack(contexts, 1), u)
 
     def greedy(self, src, steps):
+        """The argmax tokens of `steps` steps, [B, steps] (PyTorch's usual greedy: no softmax,
+        which argmax does not need)."""
         h, keys, s = self.encode(src)
-        y = torch.full((src.shape[0],), 2)  # <s>
+        y = torch.full((src.shape[0],), BOS)
+        tokens = []
         for _ in range(steps):
             u = self.tgt_emb(y)
             s, c = self.step(h, keys, s, u)
             y = self.readout(s, c, u).argmax(dim=1)
-        return y
+            tokens.append(y)
+        return torch.stack(tokens, 1)
 
 
 def blas_library():
-    """The BLAS library this process loaded (Linux), e.g. openblas-openmp/libblas.so.3."""
+    """The BLAS this process loaded (Linux), e.g. openblas-openmp/libblas.so.3."""
     try:
         with open("/proc/self/maps") as maps:
-            paths = {line.split()[-1] for line in maps if "blas" in line.split()[-1]}
+            paths = {line.split()[-1] for line in maps if line.split()[-1].count("/") > 0}
     except OSError:
         return "unknown"
-    return ", ".join("/".join(p.split("/")[-2:]) for p in sorted(paths)) or "none"
+    blas = [p for p in paths if "blas" in os.path.basename(p)]
+    return ", ".join("/".join(p.split("/")[-2:]) for p in sorted(blas)) or "none"
 
 
-def train(c, args):
-    """Target tokens/s and the median ms of a training step; as bin/bench --run 0 train."""
-    B, L, V = c["B"], c["L"], c["V"]
-    model = Seq2Seq(V, c["E"], c["H"], c["D"], c["A"], c["O"])
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, foreach=True)
-    src = torch.randint(4, V, (B, L))
-    tgt = torch.randint(4, V, (B, L))
-    tgt_in = torch.cat([torch.full((B, 1), 2), tgt[:, :-1]], dim=1)  # y_0 = <s>
-    warmup = 2 if c["steps"] < 10 else 5
-    ms = []
-    for step in range(warmup + c["steps"]):
-        t0 = time.perf_counter()
-        loss = nn.functional.cross_entropy(model(src, tgt_in).reshape(-1, V), tgt.reshape(-1))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        if step >= warmup:
-            ms.append((time.perf_counter() - t0) * 1e3)
-    median = statistics.median(ms)
-    return f"{B * L / (median / 1e3):9.0f} tok/s {median:8.1f} ms/step"
+def median_of_rounds(measure):
+    """bin/bench's figure: the median of ROUNDS measurements, each with a fresh model."""
+    return statistics.median(measure() for _ in range(ROUNDS))
 
 
-def decode(c, args):
-    """Greedy sentences/s of exactly 30 steps from random sources (S = L), the median of 3
-    rounds of at least 0.4 s; as bin/bench --run 0 decode NAME 1 BATCH."""
-    V, steps = c["V"], 30
-    model = Seq2Seq(V, c["E"], c["H"], c["D"], c["A"], c["O"]).eval()
-    src = torch.randint(4, V, (args.batch, c["L"]))
-    rates = []
-    with torch.inference_mode():
-        model.greedy(src, steps)  # warm-up
-        for _ in range(3):
-            calls, t0 = 0, time.perf_counter()
-            while calls == 0 or time.perf_counter() - t0 < 0.4:
-                model.greedy(src, steps)
-                calls += 1
-            rates.append(calls * args.batch / (time.perf_counter() - t0))
-    return f"greedy batch {args.batch:<3d} {statistics.median(rates):9.1f} sentences/s"
+def train(config):
+    """Target tokens/s of training, as bin/bench --run 0 train NAME."""
+    B, L, V = config["B"], config["L"], config["V"]
+    steps, warmup = config["steps"], 2 if config["steps"] < 10 else 5
+
+    def round_ms():
+        model = Seq2Seq(V, config["E"], config["H"], config["D"], config["A"], config["O"])
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, foreach=True)
+        src = torch.randint(4, V, (B, L))
+        tgt = torch.randint(4, V, (B, L))
+        tgt_in = torch.cat([torch.full((B, 1), BOS), tgt[:, :-1]], dim=1)
+        ms = []
+        for step in range(warmup + steps):
+            t0 = time.perf_counter()
+            logits = model(src, tgt_in)
+            loss = nn.functional.cross_entropy(logits.reshape(-1, V), tgt.reshape(-1))
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            if step >= warmup:
+                ms.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(ms)
+
+    ms = median_of_rounds(round_ms)
+    return f"{B * L / (ms / 1e3):9.0f} tok/s {ms:8.1f} ms/step"
+
+
+def decode(config, batch):
+    """Greedy sentences/s, batch sentences at a time, as bin/bench --run 0 decode NAME 1 BATCH:
+    exactly DECODE_STEPS steps from random sources of the config's length, each round timing
+    whole searches for at least 0.4 s."""
+    V = config["V"]
+
+    def round_rate():
+        model = Seq2Seq(V, config["E"], config["H"], config["D"], config["A"], config["O"]).eval()
+        src = torch.randint(4, V, (batch, config["L"]))
+        with torch.inference_mode():
+            model.greedy(src, DECODE_STEPS)  # warm-up
+            searches, t0 = 0, time.perf_counter()
+            while searches == 0 or time.perf_counter() - t0 < 0.4:
+                model.greedy(src, DECODE_STEPS)
+                searches += 1
+            return searches * batch / (time.perf_counter() - t0)
+
+    return f"greedy batch {batch:<3d} {median_of_rounds(round_rate):9.1f} sentences/s"
+
+
+def positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("task", choices=["train", "decode"])
-    parser.add_argument("what", choices=sorted(CONFIGS))
-    parser.add_argument("batch", type=int, nargs="?", default=1, help="decode: sentences at a time")
-    parser.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "2")))
+    parser.add_argument("name", choices=sorted(CONFIGS))
+    parser.add_argument("batch", type=positive_int, nargs="?", help="decode: sentences at a time")
+    parser.add_argument("--threads", type=positive_int, default=None,
+                        help="threads (default: OMP_NUM_THREADS, else PyTorch's own choice)")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    if (args.task == "decode") != (args.batch is not None):
+        parser.error("decode takes a batch size, train none")
+    if args.threads:
+        torch.set_num_threads(args.threads)
     torch.manual_seed(1)
-    figures = (train if args.task == "train" else decode)(CONFIGS[args.what], args)
+    config = CONFIGS[args.name]
+    figures = train(config) if args.task == "train" else decode(config, args.batch)
     blas = blas_library()
     if "pthread" in blas:  # two thread pools, each spinning while the other works
         print(f"pytorch.py: warning: OpenBLAS's pthread build is loaded ({blas}); PyTorch's "
               "threads then compete with its own (Debian: apt-get remove libopenblas0-pthread)",
               file=sys.stderr)
+    # the interpreter and libtorch alone take about 240 MB of it
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"  {args.what:<8} {figures} {rss:6.0f} MB RSS  (PyTorch {torch.__version__}, "
+    print(f"  {args.name:<8} {figures} {rss:6.0f} MB RSS  (PyTorch {torch.__version__}, "
           f"{torch.get_num_threads()} threads, BLAS {blas})")
 
 

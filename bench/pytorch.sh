@@ -8,6 +8,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 say() { echo "bench-pytorch: $*"; }
+fail() { echo "bench-pytorch: $*" >&2; exit 1; }
 packages="python3-torch libopenblas0-openmp"
 
 find_python() {
@@ -17,35 +18,48 @@ find_python() {
     return 1
 }
 
+[ -x bin/bench ] || fail "bin/bench is missing: run make bin/bench first"
 if ! py=$(find_python); then
-    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    if ! command -v apt-get >/dev/null 2>&1; then
+        say "SKIPPED: no python3 here imports torch (install PyTorch, or set PYTHON)"
+        exit 0
+    fi
+    if [ "$(id -u)" != 0 ]; then
         say "SKIPPED: PyTorch is not installed (as root: apt-get install -y $packages)"
         exit 0
     fi
     say "installing PyTorch (apt-get install -y --no-install-recommends $packages)"
+    log=$(mktemp) || exit 1
     # shellcheck disable=SC2086 # the package list splits on purpose
-    apt-get install -y --no-install-recommends $packages >/dev/null 2>&1 ||
-        { apt-get update >/dev/null 2>&1 &&
-            apt-get install -y --no-install-recommends $packages >/dev/null 2>&1; } ||
-        { say "apt-get install -y $packages failed"; exit 1; }
-    py=$(find_python) || { say "PyTorch was installed, yet no python3 imports it"; exit 1; }
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $packages \
+        >"$log" 2>&1 ||
+        { DEBIAN_FRONTEND=noninteractive apt-get update >>"$log" 2>&1 &&
+            DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $packages \
+                >>"$log" 2>&1; } ||
+        { tail -5 "$log" >&2; rm -f "$log"; fail "apt-get install -y $packages failed"; }
+    rm -f "$log"
+    py=$(find_python) || fail "PyTorch was installed, yet no python3 imports it"
 fi
 
 threads=${THREADS:-$(nproc 2>/dev/null || echo 2)}
 status=0
-# each line of bin/bench, then PyTorch's: bin/bench ARGS / pytorch.py ARGS
-while read -r ours theirs; do
+# each line of bin/bench, then PyTorch's: bin/bench's arguments, pytorch.py's (commas between)
+while read -r -u 3 ours theirs; do
     # shellcheck disable=SC2086 # the arguments split on purpose
-    OMP_NUM_THREADS=$threads bin/bench --run 0 ${ours//,/ } | head -1 || status=1
-    # shellcheck disable=SC2086
-    OMP_NUM_THREADS=$threads "$py" bench/pytorch.py ${theirs//,/ } --threads "$threads" ||
+    if out=$(OMP_NUM_THREADS=$threads bin/bench --run 0 ${ours//,/ } </dev/null); then
+        printf '%s\n' "${out%%$'\n'*}"
+    else
         status=1
-done <<'EOF'
+    fi
+    # shellcheck disable=SC2086
+    OMP_NUM_THREADS=$threads "$py" bench/pytorch.py ${theirs//,/ } --threads "$threads" \
+        </dev/null || status=1
+done 3<<'LINES'
 train,toy train,toy
 train,medium train,medium
 decode,toy,1,1 decode,toy,1
 decode,toy,1,32 decode,toy,32
 decode,medium,1,1 decode,medium,1
 decode,medium,1,32 decode,medium,32
-EOF
+LINES
 exit $status
