@@ -1,6 +1,6 @@
 /*
  * quantize.c: writes an int8 copy of a trained model: IN.ckpt -> OUT.ckpt, format 4
- * (nmt/formats/checkpoint.h), about a quarter of the float file's size. The weights that decoding
+ * (nmt/formats/checkpoint.h), under a third of the float file's size. The weights that decoding
  * multiplies by and the embeddings become 8-bit rows with one scale each (model/quant.h);
  * biases stay float; a training state is dropped (an int8 model is for translation only).
  * Translating OUT.ckpt gives what `--compute int8` gives with IN.ckpt.
@@ -20,7 +20,7 @@ static void usage(FILE *out) {
     fprintf(out, "usage: quantize IN.ckpt OUT.ckpt\n"
                  "       quantize --check MODEL.ckpt\n"
                  "Writes OUT.ckpt, the model of IN.ckpt with 8-bit weights (one scale per row):\n"
-                 "about a quarter of the size, translated with int8 products (see --compute of\n"
+                 "under a third of the size, translated with int8 products (see --compute of\n"
                  "bin/translate). OUT.ckpt is written whole, through a temporary file beside it.\n"
                  "  --check            write nothing: read MODEL.ckpt whole (size, checksum,\n"
                  "                     every tensor) and print its weights, float or int8\n"
