@@ -1834,6 +1834,38 @@ START_TEST(hostile_gradref_half_written_dump_has_no_config) {
 }
 END_TEST
 
+/* bin/align --format npy with an input it refuses, over an earlier run's files of that index:
+ * they go, and the refusal's one line says so (before, they stayed as if this run's). */
+START_TEST(hostile_align_npy_refused_input_keeps_no_earlier_files) {
+    Scratch s;
+    scratch_make(&s);
+    scratch_train_model(&s);
+    char model[512], base[512], second[512], tokens[512], third[512];
+    scratch_path(&s, "run/best.ckpt", model, sizeof model);
+    scratch_path(&s, "a.npy", base, sizeof base);
+    scratch_path(&s, "a.1.npy", second, sizeof second);
+    scratch_path(&s, "a.1.src.txt", tokens, sizeof tokens);
+    scratch_path(&s, "a.2.npy", third, sizeof third);
+    RunResult r;
+    run_program(&r, &s,
+                (const char *const[]){"../bin/align", "-m", model, "--format", "npy", "-o", base,
+                                      "the cat", "the dog", "the cat", NULL},
+                NULL, 60, NULL);
+    ck_assert_msg(r.status == 0, "align failed (%d): %s", r.status, r.err);
+    ck_assert_int_eq(access(second, F_OK), 0);
+    run_program(&r, &s,
+                (const char *const[]){"../bin/align", "-m", model, "--format", "npy", "-o", base,
+                                      "the cat", "", "the cat", NULL},
+                NULL, 60, NULL);
+    assert_one_line_error(&r, "align", 1,
+                          (const char *const[]){"argument 2", "empty", second, "removed", NULL});
+    ck_assert_msg(access(second, F_OK) != 0 && access(tokens, F_OK) != 0,
+                  "the refused input's earlier files stayed");
+    ck_assert_int_eq(access(third, F_OK), 0);
+    scratch_free(&s);
+}
+END_TEST
+
 /* Sets every value of tensor p of the trained model to `value` (or, for an int8 model, every
  * row scale of p) and saves it as path. */
 static void forge_huge_weights(const char *trained, const char *path, ParamId p, double value,
@@ -2010,6 +2042,7 @@ Suite *hostile_suite(void) {
     tcase_add_test(surfaces, hostile_plot_and_attend_onto_their_input);
     tcase_add_test(surfaces, hostile_file_size_limit_fails_a_write_cleanly);
     tcase_add_test(surfaces, hostile_gradref_half_written_dump_has_no_config);
+    tcase_add_test(surfaces, hostile_align_npy_refused_input_keeps_no_earlier_files);
     tcase_add_test(surfaces, hostile_outputs_that_are_not_plain_new_files);
     tcase_add_test(surfaces, hostile_stdout_failures_and_option_values);
     tcase_add_test(surfaces, hostile_checkpoint_overflowing_weights);

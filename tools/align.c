@@ -69,7 +69,8 @@ static void usage(FILE *out) {
         "           attended source word (a source word's weight summed over its tokens or\n"
         "           subwords, a target word's rows averaged, </s> left out)\n"
         "An input that cannot be aligned gets a one-line error; line formats then print an\n"
-        "empty line (json: null) to stay in step with the input, and the exit status is 1.\n"
+        "empty line (json: null) to stay in step with the input, npy removes its number's\n"
+        "files of an earlier run, and the exit status is 1.\n"
         "Inputs longer than %d tokens are refused.\n",
         NMT_MAX_TOKENS);
 }
@@ -112,9 +113,21 @@ static int deliver(Run *r, int index, Alignment *a, const Alignment *explained,
     return alignment_write(r->out, r->opt.format, a, err);
 }
 
-static void report_bad_input(Run *r, const char *what, int index, const char *msg) {
-    fprintf(stderr, "align: %s %d: %s\n", what, index + 1, msg);
+/* One line for an input that gets no alignment. Its npy files of an earlier run go, so that
+ * they cannot pass for this run's (the line says so). */
+static int report_bad_input(Run *r, const char *what, int index, const char *msg, Error *err) {
+    int removed = 0;
+    const char *base = r->opt.output ? r->opt.output : "align.npy";
+    if (r->opt.format == ALIGN_NPY && !(r->opt.explain && !r->opt.output) &&
+        alignment_remove_npy(base, r->several ? index : -1, &removed, err))
+        return -1;
+    char path[4096] = "";
+    if (removed) npy_output_path(path, sizeof path, base, r->several ? index : -1, ".npy", err);
+    fprintf(stderr, "align: %s %d: %s%s%s%s\n", what, index + 1, msg,
+            removed ? " (an earlier run's " : "", path,
+            removed ? " and its token lists removed)" : "");
     r->failures++;
+    return 0;
 }
 
 /* Search, then alignment, of inputs [first, first + n). refusals (NULL, or one a text) holds
@@ -127,11 +140,12 @@ static int align_chunk(Run *r, char *const *texts, char *const *refusals, int fi
     for (int k = 0; k < n && rc == 0; k++) {
         const char *refusal = refusals ? refusals[first + k] : NULL;
         if (refusal || out[k].refused || out[k].best.count == 0) {
-            report_bad_input(r, what, first + k,
-                             refusal          ? refusal
-                             : out[k].refused ? out[k].error.msg
-                                              : "no translation found");
-            if (r->out) rc = alignment_write_missing(r->out, r->opt.format, err);
+            rc = report_bad_input(r, what, first + k,
+                                  refusal          ? refusal
+                                  : out[k].refused ? out[k].error.msg
+                                                   : "no translation found",
+                                  err);
+            if (rc == 0 && r->out) rc = alignment_write_missing(r->out, r->opt.format, err);
             continue;
         }
         const Hypothesis *h = &out[k].best.hyps[0];
@@ -162,7 +176,7 @@ static int align_reference(Run *r, const char *text, Error *err) {
     StepTrace trace = {0};
     Error e;
     if (force_align(&r->forced, text, r->opt.ref, &a, r->opt.explain ? &trace : NULL, &e)) {
-        report_bad_input(r, "argument", 0, e.msg);
+        if (report_bad_input(r, "argument", 0, e.msg, err)) return -1;
         return r->out ? alignment_write_missing(r->out, r->opt.format, err) : 0;
     }
     int rc = deliver(r, 0, &a, &a, &trace, err);

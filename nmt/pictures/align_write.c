@@ -5,10 +5,12 @@
  */
 #include "nmt/pictures/align_write.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "data/tokenizer.h"
 #include "base/files.h"
@@ -256,6 +258,20 @@ static int write_token_file(const char *path, char *const *tokens, int n, Error 
     if (output_file_open(&o, path, false, err)) return -1;
     for (int i = 0; i < n; i++) fprintf(o.file, "%s\n", tokens[i]);
     return output_file_commit(&o, err);
+}
+
+int alignment_remove_npy(const char *base, int index, int *removed, Error *err) {
+    static const char *const suffixes[] = {".npy", ".src.txt", ".tgt.txt"};
+    char path[4096];
+    *removed = 0;
+    for (int k = 0; k < 3; k++) {
+        if (npy_output_path(path, sizeof path, base, index, suffixes[k], err)) return -1;
+        if (unlink(path) == 0)
+            ++*removed;
+        else if (errno != ENOENT)
+            return error_set(err, "cannot remove %s: %s", path, strerror(errno));
+    }
+    return 0;
 }
 
 int alignment_write_npy(const char *base, int index, const Alignment *a, Error *err) {

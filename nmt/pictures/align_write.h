@@ -72,6 +72,10 @@ int npy_output_path(char *buf, size_t size, const char *base, int index, const c
  * line) to the .src.txt and .tgt.txt paths beside it; index as in npy_output_path. */
 int alignment_write_npy(const char *base, int index, const Alignment *a, Error *err);
 
+/* Removes the three files alignment_write_npy would write for (base, index), where they exist:
+ * those of an input that has none now, left by an earlier run. *removed: how many were. */
+int alignment_remove_npy(const char *base, int index, int *removed, Error *err);
+
 /* Explains every step of a force-decoded sentence for a learner: the query, the scores, the
  * softmax done by hand, the context vector and the chosen token. */
 int alignment_explain(FILE *out, const Alignment *a, const StepTrace *trace, Error *err);
