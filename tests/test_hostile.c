@@ -1840,12 +1840,13 @@ START_TEST(hostile_align_npy_refused_input_keeps_no_earlier_files) {
     Scratch s;
     scratch_make(&s);
     scratch_train_model(&s);
-    char model[512], base[512], second[512], tokens[512], third[512];
+    char model[512], base[512], second[512], tokens[512], third[512], named[512];
     scratch_path(&s, "run/best.ckpt", model, sizeof model);
     scratch_path(&s, "a.npy", base, sizeof base);
     scratch_path(&s, "a.1.npy", second, sizeof second);
     scratch_path(&s, "a.1.src.txt", tokens, sizeof tokens);
     scratch_path(&s, "a.2.npy", third, sizeof third);
+    scratch_path(&s, "a.1.*", named, sizeof named);
     RunResult r;
     run_program(&r, &s,
                 (const char *const[]){"../bin/align", "-m", model, "--format", "npy", "-o", base,
@@ -1858,7 +1859,7 @@ START_TEST(hostile_align_npy_refused_input_keeps_no_earlier_files) {
                                       "the cat", "", "the cat", NULL},
                 NULL, 60, NULL);
     assert_one_line_error(&r, "align", 1,
-                          (const char *const[]){"argument 2", "empty", second, "removed", NULL});
+                          (const char *const[]){"argument 2", "empty", named, "removed", NULL});
     ck_assert_msg(access(second, F_OK) != 0 && access(tokens, F_OK) != 0,
                   "the refused input's earlier files stayed");
     ck_assert_int_eq(access(third, F_OK), 0);

@@ -121,11 +121,10 @@ static int report_bad_input(Run *r, const char *what, int index, const char *msg
     if (r->opt.format == ALIGN_NPY && !(r->opt.explain && !r->opt.output) &&
         alignment_remove_npy(base, r->several ? index : -1, &removed, err))
         return -1;
-    char path[4096] = "";
-    if (removed) npy_output_path(path, sizeof path, base, r->several ? index : -1, ".npy", err);
+    char files[4096] = "";
+    if (removed) npy_output_path(files, sizeof files, base, r->several ? index : -1, ".*", err);
     fprintf(stderr, "align: %s %d: %s%s%s%s\n", what, index + 1, msg,
-            removed ? " (an earlier run's " : "", path,
-            removed ? " and its token lists removed)" : "");
+            removed ? " (an earlier run's " : "", files, removed ? " removed)" : "");
     r->failures++;
     return 0;
 }
