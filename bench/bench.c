@@ -123,6 +123,14 @@ static double batch_flops(const ModelDims *d, const Batch *b) {
     return step_flops(d, b->B, (double)b->B * b->S, tgt, attended);
 }
 
+/* Untimed steps before a training line's timed ones. */
+static int warmup_steps(int steps) {
+    return steps < 10 ? 2 : 5;
+}
+
+/* A decode line's search length: exactly this many steps (</s> is made impossible). */
+enum { DECODE_STEPS = 30 };
+
 typedef struct {
     double ms_per_step, tok_per_s, gflops, peak; /* peak: round_peak() beside the round */
     double phase_seconds[PHASE_TRAINING_COUNT];  /* the timed steps' phases, summed */
@@ -175,7 +183,7 @@ static int time_training(const ModelDims *dims, int B, int S, int T, int steps, 
             arr.tgt_in[b * T + t] = t == 0 ? TOK_BOS : arr.tgt_out[b * T + t - 1];
         }
     }
-    int warmup = steps < 10 ? 2 : 5;
+    int warmup = warmup_steps(steps);
     double *ms = calloc((size_t)steps, sizeof(double));
     if (!ms) return -1;
     ForwardOptions opt = {0};
@@ -428,11 +436,11 @@ static int search_for(Searcher *s, const Model *m, const int **src, const int *l
     return 0;
 }
 
-/* Sentences/s of decoding exactly 30 steps (</s> is made impossible) from random sources: the
- * median of ROUNDS timings of at least 0.4 s. */
+/* Sentences/s of decoding exactly DECODE_STEPS steps from random sources: the median of ROUNDS
+ * timings of at least 0.4 s. */
 static int decode_report(const DecodeCase *dc) {
     const ModelDims *d = &dc->cfg->dims;
-    int S = dc->cfg->S, steps = 30;
+    int S = dc->cfg->S, steps = DECODE_STEPS;
     Model m;
     Searcher s;
     Error err;
@@ -611,11 +619,27 @@ static int spawn_run(const char *self, int quick, const char *const *what, int n
     return 0;
 }
 
+/* One line of key=value: what a line of config c trains and decodes, and how it is timed. */
+static void describe(const BenchConfig *c) {
+    const ModelDims *d = &c->dims;
+    printf("name=%s Vs=%d Vt=%d E=%d H=%d bidirectional=%d D=%d A=%d O=%d score=%s "
+           "tie_embeddings=%d layer_norm=%d B=%d S=%d T=%d steps=%d warmup=%d rounds=%d "
+           "decode_steps=%d\n",
+           c->name, d->src_vocab, d->tgt_vocab, d->emb, d->enc_hidden, d->bidirectional,
+           d->dec_hidden, d->att, d->readout, score_name(d->score), d->tie_embeddings,
+           d->layer_norm, c->B, c->S, c->T, c->steps, warmup_steps(c->steps), ROUNDS, DECODE_STEPS);
+}
+
 int main(int argc, char **argv) {
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     int at = 1 + quick;
     const char *corpus = NULL; /* --corpus FILE: realistic lengths from FILE, not the histogram */
     if (argc > at + 1 && strcmp(argv[at], "--corpus") == 0) corpus = argv[at + 1], at += 2;
+    if (argc == at + 2 && strcmp(argv[at], "--describe") == 0 &&
+        (strcmp(argv[at + 1], "toy") == 0 || strcmp(argv[at + 1], "medium") == 0)) {
+        describe(strcmp(argv[at + 1], "toy") == 0 ? &TOY : &MEDIUM);
+        return 0;
+    }
     if (argc > at + 2 && strcmp(argv[at], "--run") == 0) {
         machine_peak = strtod(argv[at + 1], NULL);
         if (!(machine_peak > 0)) machine_peak = 0; /* measured beside each round */
@@ -632,6 +656,8 @@ int main(int argc, char **argv) {
             "         real pairs|tokens N [FILE] (realistic lengths, N pairs or tokens a batch);\n"
             "         PEAK is the FMA peak in GFLOP/s for the percentages (0: measured just\n"
             "         before each timed round, as the runs of this program do)\n"
+            "       bench --describe toy|medium           the configuration's sizes and\n"
+            "         timing as key=value (bench/pytorch.py builds its model from them)\n"
             "(run from the repository root; threads: OMP_NUM_THREADS)\n");
         return 2;
     }
@@ -660,7 +686,8 @@ int main(int argc, char **argv) {
     spawn_run(self, quick, (const char *[]){"real", "tokens", "700", corpus}, corpus ? 4 : 3);
     spawn_run(self, quick, (const char *[]){"real", "tokens", "1500", corpus}, corpus ? 4 : 3);
 
-    printf("\ndecoding, 30 steps, random sources (S = 12 toy, 30 medium):\n");
+    printf("\ndecoding, %d steps, random sources (S = %d toy, %d medium):\n", DECODE_STEPS, TOY.S,
+           MEDIUM.S);
     const char *names[2] = {"toy", "medium"}, *beams[2] = {"1", "5"}, *batches[2] = {"1", "32"};
     for (int i = 0; i < 2; i++)
         for (int b = 0; b < 2; b++)

@@ -7,39 +7,54 @@ The model of docs/MODEL-SPEC.md written with PyTorch's own layers (nn.GRU, nn.GR
 nn.Linear: PyTorch's gate order is the spec's), run as bin/bench runs it. Training (`bin/bench
 --run 0 train toy`): one random batch of full-length sentences (no padding), teacher forcing,
 the mean cross-entropy, gradients clipped to norm 1, Adam at 1e-4 (in PyTorch's faster forms:
-gradients set to None, foreach Adam); warm-up steps, then the median of the timed steps;
-target tokens count every position of the batch, as bin/bench's do. Decoding (`bin/bench
---run 0 decode toy 1 BATCH`): exactly 30 greedy steps from random sources. Not part of the
-build or the tests: figures to set beside bin/bench's, on the same machine, with the same
-number of threads.
+gradients set to None, foreach Adam); warm-up steps, then the median of the timed steps; target
+tokens count every position of the batch, as bin/bench's do. Decoding (`bin/bench --run 0 decode
+toy 1 BATCH`): exactly as many greedy steps as bin/bench's, from random sources. Not part of the
+build or the tests: figures to set beside bin/bench's, on the same machine, with the same number
+of threads. The sizes, steps and rounds are bin/bench's own: `bin/bench --describe NAME` (run it
+from the repository root, after `make bin/bench`).
 """
 
 import argparse
 import os
 import resource
 import statistics
+import subprocess
 import sys
 import time
 
 import torch
 from torch import nn
 
-# bench/bench.c's TOY and MEDIUM (vocabularies, E, H bidirectional, D, A, O; batch B, sentence
-# length L = S = T; timed steps), ROUNDS and its decode lines' steps: kept equal to bench.c's by hand
-CONFIGS = {
-    "toy": dict(V=1000, E=64, H=128, D=128, A=128, O=128, B=32, L=12, steps=60),
-    "medium": dict(V=8000, E=256, H=256, D=512, A=256, O=256, B=64, L=30, steps=8),
-}
-ROUNDS = 3
-DECODE_STEPS = 30
 BOS = 2  # <s>
 
 
+def bench_config(name):
+    """bin/bench's configuration NAME (`bin/bench --describe NAME`) as a dict of its values."""
+    try:
+        described = subprocess.run(["bin/bench", "--describe", name], capture_output=True,
+                                   text=True, check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError) as e:
+        sys.exit(f"pytorch.py: cannot run bin/bench --describe {name} ({e}): run it from the "
+                 "repository root, after make bin/bench")
+    config = {key: int(value) if value.isdigit() else value
+              for key, value in (pair.split("=", 1) for pair in described)}
+    wanted = dict(score="additive", bidirectional=1, tie_embeddings=0, layer_norm=0)
+    for key, value in wanted.items():
+        if config[key] != value:
+            sys.exit(f"pytorch.py: bin/bench's {name} has {key}={config[key]}; this model has "
+                     f"{key}={value} only")
+    return config
+
+
 class Seq2Seq(nn.Module):
-    def __init__(self, V, E, H, D, A, O):
+    """The spec's model, bidirectional with the additive score, from a bench_config."""
+
+    def __init__(self, config):
         super().__init__()
-        K = 2 * H
-        self.src_emb = nn.Embedding(V, E)
+        E, H, D, A, O = (config[key] for key in ("E", "H", "D", "A", "O"))
+        K, V = 2 * H, config["Vt"]
+        self.src_emb = nn.Embedding(config["Vs"], E)
         self.tgt_emb = nn.Embedding(V, E)
         self.encoder = nn.GRU(E, H, batch_first=True, bidirectional=True)
         self.init = nn.Linear(K, D)  # s_0 = tanh(W_init h_last + b_init)
@@ -101,24 +116,23 @@ def blas_library():
     return ", ".join("/".join(p.split("/")[-2:]) for p in sorted(blas)) or "none"
 
 
-def median_of_rounds(measure):
-    """bin/bench's figure: the median of ROUNDS measurements, each with a fresh model."""
-    return statistics.median(measure() for _ in range(ROUNDS))
+def median_of_rounds(config, measure):
+    """bin/bench's figure: the median of its rounds' measurements, each with a fresh model."""
+    return statistics.median(measure() for _ in range(config["rounds"]))
 
 
 def train(config):
     """Target tokens/s of training, as bin/bench --run 0 train NAME."""
-    B, L, V = config["B"], config["L"], config["V"]
-    steps, warmup = config["steps"], 2 if config["steps"] < 10 else 5
+    B, S, T, V = config["B"], config["S"], config["T"], config["Vt"]
 
     def round_ms():
-        model = Seq2Seq(V, config["E"], config["H"], config["D"], config["A"], config["O"])
+        model = Seq2Seq(config)
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, foreach=True)
-        src = torch.randint(4, V, (B, L))
-        tgt = torch.randint(4, V, (B, L))
+        src = torch.randint(4, config["Vs"], (B, S))
+        tgt = torch.randint(4, V, (B, T))
         tgt_in = torch.cat([torch.full((B, 1), BOS), tgt[:, :-1]], dim=1)
         ms = []
-        for step in range(warmup + steps):
+        for step in range(config["warmup"] + config["steps"]):
             t0 = time.perf_counter()
             logits = model(src, tgt_in)
             loss = nn.functional.cross_entropy(logits.reshape(-1, V), tgt.reshape(-1))
@@ -126,32 +140,32 @@ def train(config):
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
-            if step >= warmup:
+            if step >= config["warmup"]:
                 ms.append((time.perf_counter() - t0) * 1e3)
         return statistics.median(ms)
 
-    ms = median_of_rounds(round_ms)
-    return f"{B * L / (ms / 1e3):9.0f} tok/s {ms:8.1f} ms/step"
+    ms = median_of_rounds(config, round_ms)
+    return f"{B * T / (ms / 1e3):9.0f} tok/s {ms:8.1f} ms/step"
 
 
 def decode(config, batch):
     """Greedy sentences/s, batch sentences at a time, as bin/bench --run 0 decode NAME 1 BATCH:
-    exactly DECODE_STEPS steps from random sources of the config's length, each round timing
-    whole searches for at least 0.4 s."""
-    V = config["V"]
+    exactly its steps from random sources of its length, each round timing whole searches for
+    at least 0.4 s."""
+    steps = config["decode_steps"]
 
     def round_rate():
-        model = Seq2Seq(V, config["E"], config["H"], config["D"], config["A"], config["O"]).eval()
-        src = torch.randint(4, V, (batch, config["L"]))
+        model = Seq2Seq(config).eval()
+        src = torch.randint(4, config["Vs"], (batch, config["S"]))
         with torch.inference_mode():
-            model.greedy(src, DECODE_STEPS)  # warm-up
+            model.greedy(src, steps)  # warm-up
             searches, t0 = 0, time.perf_counter()
             while searches == 0 or time.perf_counter() - t0 < 0.4:
-                model.greedy(src, DECODE_STEPS)
+                model.greedy(src, steps)
                 searches += 1
             return searches * batch / (time.perf_counter() - t0)
 
-    return f"greedy batch {batch:<3d} {median_of_rounds(round_rate):9.1f} sentences/s"
+    return f"greedy batch {batch:<3d} {median_of_rounds(config, round_rate):9.1f} sentences/s"
 
 
 def positive_int(text):
@@ -167,7 +181,7 @@ def positive_int(text):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("task", choices=["train", "decode"])
-    parser.add_argument("name", choices=sorted(CONFIGS))
+    parser.add_argument("name", choices=["toy", "medium"])
     parser.add_argument("batch", type=positive_int, nargs="?", help="decode: sentences at a time")
     parser.add_argument("--threads", type=positive_int, default=None,
                         help="threads (default: OMP_NUM_THREADS, else PyTorch's own choice)")
@@ -177,7 +191,7 @@ def main():
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(1)
-    config = CONFIGS[args.name]
+    config = bench_config(args.name)
     figures = train(config) if args.task == "train" else decode(config, args.batch)
     blas = blas_library()
     if "pthread" in blas:  # two thread pools, each spinning while the other works
