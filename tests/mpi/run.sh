@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # run.sh: `make test-mpi`, data-parallel training over MPI checked against one process.
 #
-# For each precision (float: 1e-5, double: 1e-12, relative to each tensor's largest value):
+# For each precision (float: 1e-4, double: 1e-12, relative to each tensor's largest value):
 #   exact    k steps on 2 ranks (1 thread each, a global batch that splits unevenly, a
-#            validation in between) reach the parameters of k steps in one process
+#            validation in between) reach the parameters of k steps in one process, and
+#            one step fewer does not (the comparison can fail)
 #   resume   a 2-rank run interrupted by SIGINT to mpirun saves one checkpoint; resumed in one
 #            process it reaches the parameters of an uninterrupted single-process run; and a
 #            single-process checkpoint resumed on 2 ranks does too
@@ -42,7 +43,7 @@ case $? in
 2)
     echo "test-mpi: SKIPPED: Open MPI is not installed; install it with:"
     echo "    sudo apt-get install -y libopenmpi-dev openmpi-bin"
-    echo "test-mpi: 0 passed, 0 failed, 16 skipped"
+    echo "test-mpi: 0 passed, 0 failed, 18 skipped"
     exit 0
     ;;
 esac
@@ -115,8 +116,12 @@ finish() {
     fi
 }
 
+# The tolerances: the ranks sum the gradients in another order, which changes their last bits,
+# and 20 Adam steps magnify that; in float, kernels of another instruction set (NMT_ISA) do
+# the same. Measured on the toy config in float: 3e-6 to 1.1e-5 for either, against 1e-2 for
+# one step fewer; in double: 2e-14. So 1e-4 and 1e-12, each far below a step.
 for real in float double; do
-    tol=1e-5
+    tol=1e-4
     [ $real = double ] && tol=1e-12
     echo "== MPI, $real (make MPI=1 REAL=$real), tolerance $tol =="
     make -s -j2 MPI=1 REAL=$real bin/train bin/ckpt_diff || { bad "$real: build"; continue; }
@@ -129,11 +134,16 @@ for real in float double; do
     fi
 
     # exact: 20 steps, a validation (broadcast of rank 0's decisions) at step 10
-    if train 1 "$dir/one" 20 && train 2 "$dir/two" 20; then
+    if train 1 "$dir/one" 20 && train 2 "$dir/two" 20 && train 1 "$dir/short" 19; then
         if bin/ckpt_diff "$dir/two/last.ckpt" "$dir/one/last.ckpt" $tol; then
             ok "$real: 20 steps on 2 ranks = 20 steps in one process"
         else
             bad "$real: 2 ranks and one process differ"
+        fi
+        if bin/ckpt_diff "$dir/short/last.ckpt" "$dir/one/last.ckpt" $tol >/dev/null; then
+            bad "$real: 19 steps pass for 20: the comparison cannot fail"
+        else
+            ok "$real: 19 steps do not pass for 20"
         fi
     else
         bad "$real: training failed (see below)"
