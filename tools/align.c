@@ -96,14 +96,26 @@ typedef struct {
     int failures;
 } Run;
 
+/* Whether the run writes matrices: --explain alone prints the explanation instead. */
+static bool writes_matrices(const Options *o) {
+    return !(o->explain && !o->output);
+}
+
+/* The npy file base and the number of input `index` in its names (-1: a single input). */
+static const char *npy_base(const Run *r) {
+    return r->opt.output ? r->opt.output : "align.npy";
+}
+static int npy_number(const Run *r, int index) {
+    return r->several ? index : -1;
+}
+
 /* Writes (or keeps, for svg and html) the matrix of input `index`, and its explanation. */
 static int deliver(Run *r, int index, Alignment *a, const Alignment *explained,
                    const StepTrace *trace, Error *err) {
     if (r->opt.explain && alignment_explain(stdout, explained, trace, err)) return -1;
-    if (r->opt.explain && !r->opt.output) return 0;
+    if (!writes_matrices(&r->opt)) return 0;
     if (r->opt.format == ALIGN_NPY)
-        return alignment_write_npy(r->opt.output ? r->opt.output : "align.npy",
-                                   r->several ? index : -1, a, err);
+        return alignment_write_npy(npy_base(r), npy_number(r, index), a, err);
     if (r->opt.format == ALIGN_SVG || r->opt.format == ALIGN_HTML) {
         a->number = index + 1;     /* a refused input is left out, but not renumbered */
         r->kept[r->n_kept++] = *a; /* the run owns it now */
@@ -117,12 +129,11 @@ static int deliver(Run *r, int index, Alignment *a, const Alignment *explained,
  * they cannot pass for this run's (the line says so). */
 static int report_bad_input(Run *r, const char *what, int index, const char *msg, Error *err) {
     int removed = 0;
-    const char *base = r->opt.output ? r->opt.output : "align.npy";
-    if (r->opt.format == ALIGN_NPY && !(r->opt.explain && !r->opt.output) &&
-        alignment_remove_npy(base, r->several ? index : -1, &removed, err))
+    if (r->opt.format == ALIGN_NPY && writes_matrices(&r->opt) &&
+        alignment_remove_npy(npy_base(r), npy_number(r, index), &removed, err))
         return -1;
     char files[4096] = "";
-    if (removed) npy_output_path(files, sizeof files, base, r->several ? index : -1, ".*", err);
+    if (removed) npy_output_path(files, sizeof files, npy_base(r), npy_number(r, index), ".*", err);
     fprintf(stderr, "align: %s %d: %s%s%s%s\n", what, index + 1, msg,
             removed ? " (an earlier run's " : "", files, removed ? " removed)" : "");
     r->failures++;
@@ -310,9 +321,7 @@ static int align_inputs(Run *r, const Inputs *in, Error *err) {
         r->kept = checked_calloc((size_t)in->count + 1, sizeof(Alignment), "alignments", err);
         if (!r->kept) return -1;
     }
-    /* --explain alone prints the explanation instead of the matrix */
-    bool matrices = !(r->opt.explain && !r->opt.output);
-    if (matrices && r->opt.format != ALIGN_NPY) {
+    if (writes_matrices(&r->opt) && r->opt.format != ALIGN_NPY) {
         if (r->opt.output && (check_output_is_no_input(r->opt.output, r->opt.model_path, err) ||
                               output_file_open(&r->file, r->opt.output, false, err)))
             return -1;

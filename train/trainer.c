@@ -363,6 +363,7 @@ static int write_record(const Trainer *tr, uint64_t settings, Error *err) {
  * and last.ckpt at its first validation, however long that model took to train: refused unless
  * --overwrite says so. */
 static int check_new_run(const Trainer *tr, bool resumed, Error *err) {
+    if (resumed || tr->overwrite) return 0;
     const char *dir = tr->cfg->train.out_dir, *found = NULL;
     static const char *const kept[] = {"best.ckpt", "last.ckpt"};
     char path[CONFIG_PATH_MAX + 16];
@@ -370,7 +371,7 @@ static int check_new_run(const Trainer *tr, bool resumed, Error *err) {
         snprintf(path, sizeof path, "%s/%s", dir, kept[k]);
         if (access(path, F_OK) == 0) found = kept[k];
     }
-    if (resumed || tr->overwrite || !found) return 0;
+    if (!found) return 0;
     return error_set(err,
                      "%s holds a trained model (%s): %s--overwrite trains a new one in its "
                      "place, or set another folder: --set train.out_dir=DIR",
