@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <omp.h>
+
 #include "tests/harness.h"
 #include "tests/suites.h"
 #include "train/adam.h"
@@ -431,6 +433,47 @@ START_TEST(skipping_zero_gradients_changes_no_bit) {
 }
 END_TEST
 
+/* A team of threads writes its new parameters with streaming stores (adam.c), from blocks on
+ * the stack: the same parameters, moments and consumed gradients, bit for bit, as one thread
+ * writing in place, whatever the alignment of the chunks and of the block (offset by one value
+ * here), and through the runs of zero gradients. */
+START_TEST(a_team_updates_the_same_bits_as_one_thread) {
+    enum { N = 64 * 3001 + 7 }; /* above adam_step's threshold for a team; odd chunks */
+    static const ParamSpan spans[] = {{3, 700}, {3000, 9100}, {N - 9, N}};
+    ZeroGrads zero = {spans, sizeof spans / sizeof spans[0]};
+    Adam alone, team;
+    Error err;
+    ck_assert(adam_init(&alone, N, 0.9, 0.999, 1e-8, &err) == 0);
+    ck_assert(adam_init(&team, N, 0.9, 0.999, 1e-8, &err) == 0);
+    static real p_store[N + 1], q_store[N + 1], g[N], h[N];
+    real *p = p_store + 1, *q = q_store + 1;
+    Rng rng;
+    rng_seed(&rng, 11, 0);
+    for (int i = 0; i < N; i++) p[i] = q[i] = (real)rng_normal(&rng);
+    int saved = omp_get_max_threads();
+    for (int step = 0; step < 3; step++) {
+        for (int i = 0; i < N; i++) g[i] = (real)rng_normal(&rng);
+        if (step > 0)
+            for (size_t k = 0; k < zero.count; k++)
+                for (size_t i = spans[k].begin; i < spans[k].end; i++) g[i] = 0;
+        memcpy(h, g, sizeof g);
+        ZeroGrads skip = step > 0 ? zero : NO_ZERO_GRADS;
+        omp_set_num_threads(1);
+        ck_assert(adam_step(&alone, p, g, skip, 0.5f, 0.01));
+        omp_set_num_threads(2);
+        ck_assert(adam_step(&team, q, h, skip, 0.5f, 0.01));
+        ck_assert(memcmp(p, q, sizeof(real) * N) == 0);
+        ck_assert(memcmp(alone.m, team.m, sizeof(real) * N) == 0);
+        ck_assert(memcmp(alone.v, team.v, sizeof(real) * N) == 0);
+        for (int i = 0; i < N; i++) ck_assert(g[i] == 0 && h[i] == 0);
+    }
+    omp_set_num_threads(saved);
+    ck_assert(p_store[0] == 0 && q_store[0] == 0); /* nothing written before the block */
+    adam_free(&alone);
+    adam_free(&team);
+}
+END_TEST
+
 /* An update that overflows a parameter is reported (the trainer stops on it), and the
  * gradients are still consumed. */
 START_TEST(adam_reports_an_overflow) {
@@ -714,6 +757,7 @@ Suite *train_suite(void) {
     tcase_add_test(tc, adam_two_steps_by_hand);
     tcase_add_test(tc, adam_reports_an_overflow);
     tcase_add_test(tc, skipping_zero_gradients_changes_no_bit);
+    tcase_add_test(tc, a_team_updates_the_same_bits_as_one_thread);
     tcase_add_test(tc, learning_rate_schedules);
     tcase_add_test(tc, ranks_share_each_batch);
     tcase_add_test(tc, progress_line_shows_the_total_and_the_nearest_end);

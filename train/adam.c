@@ -3,9 +3,15 @@
  */
 #include "train/adam.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <tgmath.h> /* sqrt of a float is sqrtf: the update stays in single precision */
+
+#include <omp.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "model/fastmath.h"
 #include "model/parallel.h"
@@ -76,49 +82,85 @@ typedef struct {
     real inv_c2; /* 1 / (1 - beta2^t) */
 } AdamStepConsts;
 
-/* One parameter's update from its gradient g (clipped already): the moments, then the
- * parameter (adam.h's formula). Returns whether the parameter came out non-finite. */
-static inline int update_one(real *m, real *v, real *param, real g, const AdamStepConsts *c) {
+/* One parameter's update from its gradient g (clipped already): the moments, then the new
+ * value of the parameter p (adam.h's formula). */
+static inline real updated(real *m, real *v, real p, real g, const AdamStepConsts *c) {
     *m = c->b1 * *m + (1 - c->b1) * g;
     *v = c->b2 * *v + (1 - c->b2) * g * g;
-    *param -= c->step * *m / (sqrt(*v * c->inv_c2) + c->eps);
-    return !isfinite(*param);
+    return p - c->step * *m / (sqrt(*v * c->inv_c2) + c->eps);
 }
 
+/* Where a team's new parameters go. The other threads read every parameter during the next
+ * step, so each line Adam writes is one another core holds, and a store through the cache
+ * waits for that copy to be invalidated: on cores on two dies, longer than the update itself.
+ * A streaming (non-temporal) store hands the line to memory without waiting. A thread alone
+ * would only send its own next reads to memory, so it stores as usual; so does a team whose
+ * parameters outgrow STREAM_MOST_BYTES, a large last-level cache: few of their lines are still
+ * in another core's cache when Adam writes them, and the streaming stores' writes to memory
+ * would then be Adam's own time instead of the evictions' later. (x86 has the instruction in
+ * its baseline, SSE; elsewhere every store is the usual one.) */
+static const size_t STREAM_MOST_BYTES = (size_t)32 << 20;
+#if defined(__x86_64__) && !defined(REAL_DOUBLE)
+#define HAS_STREAMING_STORES 1
+static void store_streaming(real *dst, const real *src, size_t n) {
+    size_t i = 0;
+    for (; i < n && (uintptr_t)(dst + i) % 16 != 0; i++) dst[i] = src[i];
+    for (; i + 4 <= n; i += 4) _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
+    for (; i < n; i++) dst[i] = src[i];
+}
+#else
+#define HAS_STREAMING_STORES 0
+static void store_streaming(real *dst, const real *src, size_t n) {
+    memcpy(dst, src, sizeof(real) * n);
+}
+#endif
+
 /* The update of parameters [first, end), from grads, or from zero gradients when grads is NULL
- * (the same arithmetic, so the same bits); returns whether one came out non-finite. Each
- * value is updated on its own, so every instruction set gives the same bits. */
+ * (the same arithmetic, so the same bits), written in place or, when `stream`, through a block
+ * on the stack by store_streaming; returns whether one came out non-finite. Each value is
+ * updated on its own, so every instruction set gives the same bits. */
 static VECTOR_BODY int adam_range_body(const Adam *adam, real *params, real *grads, real grad_scale,
-                                       AdamStepConsts c, size_t first, size_t end) {
+                                       AdamStepConsts c, size_t first, size_t end, bool stream) {
     real *m = adam->m, *v = adam->v;
     int bad = 0;
-    if (grads) {
+    enum { BLOCK = 512 };
+    real block[BLOCK];
+    for (size_t lo = first; lo < end; lo += BLOCK) {
+        size_t n = end - lo < BLOCK ? end - lo : BLOCK;
+        real *out = stream ? block : params + lo;
+        if (grads) {
 #pragma omp simd reduction(| : bad)
-        for (size_t i = first; i < end; i++) {
-            real g = grads[i] * grad_scale;
-            grads[i] = 0; /* zero_grad's work, done while the gradient is at hand */
-            bad |= update_one(&m[i], &v[i], &params[i], g, &c);
+            for (size_t j = 0; j < n; j++) {
+                real g = grads[lo + j] * grad_scale;
+                grads[lo + j] = 0; /* zero_grad's work, done while the gradient is at hand */
+                out[j] = updated(&m[lo + j], &v[lo + j], params[lo + j], g, &c);
+                bad |= !isfinite(out[j]);
+            }
+        } else {
+#pragma omp simd reduction(| : bad)
+            for (size_t j = 0; j < n; j++) {
+                out[j] = updated(&m[lo + j], &v[lo + j], params[lo + j], 0, &c);
+                bad |= !isfinite(out[j]);
+            }
         }
-    } else {
-#pragma omp simd reduction(| : bad)
-        for (size_t i = first; i < end; i++) bad |= update_one(&m[i], &v[i], &params[i], 0, &c);
+        if (stream) store_streaming(params + lo, block, n);
     }
     return bad;
 }
 VECTOR_DISPATCH(NARROW_SETS, static, int, adam_range,
                 (const Adam *adam, real *params, real *grads, real grad_scale, AdamStepConsts c,
-                 size_t first, size_t end),
-                (adam, params, grads, grad_scale, c, first, end))
+                 size_t first, size_t end, bool stream),
+                (adam, params, grads, grad_scale, c, first, end, stream))
 
 /* adam_range over chunk [first, end), piece by piece. */
 static int adam_chunk(const Adam *adam, real *params, real *grads, ZeroGrads zero, real grad_scale,
-                      AdamStepConsts c, size_t first, size_t end) {
+                      AdamStepConsts c, size_t first, size_t end, bool stream) {
     Pieces p = pieces_of(zero, first, end, 1);
     size_t a, b;
     bool is_zero;
     int bad = 0;
     while (next_piece(&p, &a, &b, &is_zero))
-        bad |= adam_range(adam, params, is_zero ? NULL : grads, grad_scale, c, a, b);
+        bad |= adam_range(adam, params, is_zero ? NULL : grads, grad_scale, c, a, b, stream);
     return bad;
 }
 
@@ -134,11 +176,16 @@ bool adam_step(Adam *adam, real *params, real *grads, ZeroGrads zero, real grad_
     enum { CHUNKS = 64 };
     int bad[CHUNKS] = {0};
     size_t n = adam->n, per = (n + CHUNKS - 1) / CHUNKS;
+    bool fits_streaming = HAS_STREAMING_STORES && sizeof(real) * n <= STREAM_MOST_BYTES;
 #pragma omp parallel for if (worth_parallel((double)n, 100000)) schedule(static, 1)
     for (int k = 0; k < CHUNKS; k++) {
         size_t first = (size_t)k * per;
+        bool stream = fits_streaming && omp_get_num_threads() > 1;
         bad[k] = adam_chunk(adam, params, grads, zero, grad_scale, c, first,
-                            first + per < n ? first + per : n);
+                            first + per < n ? first + per : n, stream);
+#if HAS_STREAMING_STORES
+        if (stream) _mm_sfence(); /* streaming stores are weakly ordered: before the barrier */
+#endif
     }
     for (int k = 0; k < CHUNKS; k++)
         if (bad[k]) return false;
