@@ -1163,28 +1163,38 @@ void model_backward(Model *m, Acts *a) {
     int n = a->n_out;
     if (a->dropout > 0) dropout_apply(a->d_readout, a->o_keep, (size_t)n * O);
     tanh_backward(a->d_readout, a->readout, (size_t)n * O);
-    memset(a->d_readout_in, 0, sizeof(real) * (size_t)n * R);
-    linear_backward(a->d_readout_in, g->out_w_o, g->out_b_o, a->d_readout, a->readout_in, R,
-                    w->out_w_o, R, n, R, O);
+    /* d [s; c; u] = d_readout W_o, written by the product itself: zeroing it first is one
+     * more pass, on one thread, over lines the other threads hold from the last step */
+    gemm(AS_STORED, AS_STORED, n, R, O, a->d_readout, O, w->out_w_o, R, 0, a->d_readout_in, R);
+    linear_backward(NULL, g->out_w_o, g->out_b_o, a->d_readout, a->readout_in, R, w->out_w_o, R, n,
+                    R, O);
     unpack_rows(a->d_readout_in, R, a->out_row, n, T * B);
 
     phase_end(a, PHASE_READOUT_GRAD);
 
     /* back through time; the carry is d loss / d s_t flowing from step t+1 */
     pack_step_weights(m, a, 0, STEP_WEIGHTS, AS_STORED);
-    memset(a->d_enc_h, 0, sizeof(real) * (size_t)B * S * K);
-    memset(a->d_keys, 0, sizeof(real) * (size_t)B * S * F);
-    memset(a->d_att_v, 0, sizeof(real) * (size_t)B * A);
-    memset(a->carry, 0, sizeof(real) * (size_t)B * D);
 #pragma omp parallel
-    for (int t = T; t >= 1; t--) {
-        int running = a->running[t - 1], b0, nb;
-        share_rows(running, omp_get_thread_num(), omp_get_num_threads(), &b0, &nb);
-        if (nb > 0) decoder_step_backward(m, a, t, b0, nb);
-        /* then the threads meet: the previous step shares out more rows, so a row may change
-         * threads */
-        if (omp_get_thread_num() == 0) ended_rows_backward(a, d, t, running);
+    {
+        /* the sums the steps add into start from zero, each thread zeroing the rows it will
+         * write first when every sentence runs to the last step (zeroed by one thread, the
+         * other threads' rows would be lines to hand over between the cores twice) */
+        int z0, nz;
+        share_rows(B, omp_get_thread_num(), omp_get_num_threads(), &z0, &nz);
+        memset(a->d_enc_h + (size_t)z0 * S * K, 0, sizeof(real) * (size_t)nz * S * K);
+        memset(a->d_keys + (size_t)z0 * S * F, 0, sizeof(real) * (size_t)nz * S * F);
+        memset(a->d_att_v + (size_t)z0 * A, 0, sizeof(real) * (size_t)nz * A);
+        memset(a->carry + (size_t)z0 * D, 0, sizeof(real) * (size_t)nz * D);
 #pragma omp barrier
+        for (int t = T; t >= 1; t--) {
+            int running = a->running[t - 1], b0, nb;
+            share_rows(running, omp_get_thread_num(), omp_get_num_threads(), &b0, &nb);
+            if (nb > 0) decoder_step_backward(m, a, t, b0, nb);
+            /* then the threads meet: the previous step shares out more rows, so a row may
+             * change threads */
+            if (omp_get_thread_num() == 0) ended_rows_backward(a, d, t, running);
+#pragma omp barrier
+        }
     }
 
     phase_end(a, PHASE_DECODER_GRAD);
