@@ -166,7 +166,7 @@ typedef struct {
     real dropout, label_smoothing;
     real word_dropout; /* of the last forward pass: x_keep and u_keep hold its scales too */
     double phase_seconds[PHASE_COUNT]; /* time spent in each phase, summed over calls */
-    double phase_mark;                 /* when the current phase began (omp_get_wtime) */
+    double phase_mark;                 /* when the current phase began (monotonic_seconds) */
     int time_search;                   /* 1: a search on these activations times its phases */
     /* ids, time-major */
     int *src_ids; /* [S*B] */

@@ -109,10 +109,7 @@ static void store_streaming(real *dst, const real *src, size_t n) {
     for (; i < n; i++) dst[i] = src[i];
 }
 #else
-#define HAS_STREAMING_STORES 0
-static void store_streaming(real *dst, const real *src, size_t n) {
-    memcpy(dst, src, sizeof(real) * n);
-}
+#define HAS_STREAMING_STORES 0 /* so `stream` is never true */
 #endif
 
 /* The update of parameters [first, end), from grads, or from zero gradients when grads is NULL
@@ -143,7 +140,9 @@ static VECTOR_BODY int adam_range_body(const Adam *adam, real *params, real *gra
                 bad |= !isfinite(out[j]);
             }
         }
+#if HAS_STREAMING_STORES
         if (stream) store_streaming(params + lo, block, n);
+#endif
     }
     return bad;
 }
