@@ -204,32 +204,90 @@ static size_t step_slot(const StepWeight *sw) {
     return ((forward > back ? forward : back) + 15) / 16 * 16;
 }
 
-static size_t step_panels_size(const ModelDims *d) {
+/* The reals of the panels of step weights [first, last). */
+static size_t step_panels_size(const ModelDims *d, int first, int last) {
     StepWeights unused;
     StepWeight list[STEP_WEIGHTS];
     step_weight_list(d, NULL, &unused, list);
     size_t total = 0;
-    for (int i = 0; i < STEP_WEIGHTS; i++) total += step_slot(&list[i]);
+    for (int i = first; i < last; i++) total += step_slot(&list[i]);
     return total;
 }
 
-/* Packs step weights [first, last) into a->panels, for the forward pass (op(B) = W^T) or the
- * backward pass (op(B) = W), for products of at most a batch's rows; the packing threads
- * take whole matrices. */
-static void pack_step_weights(const Model *m, Acts *a, int first, int last, GemmOp pass) {
-    StepWeight list[STEP_WEIGHTS];
-    size_t at[STEP_WEIGHTS + 1] = {0};
-    step_weight_list(&m->dims, &m->w, &a->step_weights, list);
-    for (int i = 0; i < STEP_WEIGHTS; i++) at[i + 1] = at[i] + step_slot(&list[i]);
-#pragma omp parallel for schedule(dynamic) if (last - first > 1)
-    for (int i = first; i < last; i++) {
-        const StepWeight *w = &list[i];
-        if (w->rows == 0) continue;
-        if (pass == TRANSPOSE)
-            gemm_pack(w->panels, TRANSPOSE, w->cols, w->rows, w->w, w->ld, a->B, a->panels + at[i]);
-        else
-            gemm_pack(w->panels, AS_STORED, w->rows, w->cols, w->w, w->ld, a->B, a->panels + at[i]);
+/* The decoder's step weights (2 .. STEP_WEIGHTS-1) get a copy a thread up to this size: such
+ * a copy stays in the cache of the core that reads it (a core's L2 holds it). Larger ones are
+ * read from the shared last-level cache at every step wherever they were packed, and a copy a
+ * core would double what the steps stream from there: the team packs one copy for all. The
+ * encoder's weights always go a copy a thread: a thread multiplies by its directions' only. */
+static const size_t OWN_DECODER_WEIGHTS_BYTES = (size_t)1 << 20;
+static bool own_decoder_weights(const ModelDims *d) {
+    return sizeof(real) * step_panels_size(d, 2, STEP_WEIGHTS) <= OWN_DECODER_WEIGHTS_BYTES;
+}
+
+/* Where copy `copy` of the step weights' panels starts: copy 0 has room for all of them, the
+ * others for the encoder's and, when the threads own theirs, the decoder's. */
+static size_t step_copy_offset(const ModelDims *d, int copy) {
+    size_t all = step_panels_size(d, 0, STEP_WEIGHTS);
+    size_t other = own_decoder_weights(d) ? all : step_panels_size(d, 0, 2);
+    return copy == 0 ? 0 : all + (size_t)(copy - 1) * other;
+}
+
+/* Room for at least `threads` copies of the step weights (see Acts.step_weights). */
+static int step_weight_copies(Acts *a, const ModelDims *d, int threads, Error *err) {
+    if (threads <= a->weight_copies) return 0;
+    void *block;
+    real *panels =
+        checked_calloc_aligned(step_copy_offset(d, threads), &block, "step weight panels", err);
+    StepWeights *copies = checked_calloc((size_t)threads, sizeof(StepWeights), "step weights", err);
+    if (!panels || !copies) {
+        free(block);
+        free(copies);
+        return -1;
     }
+    free(a->panels_block);
+    free(a->step_weights);
+    a->panels_block = block, a->panels = panels, a->step_weights = copies;
+    a->weight_copies = threads;
+    return 0;
+}
+
+/* The threads of a time loop's region: no more than the copies of the step weights (inline:
+ * a build without OpenMP ignores the pragmas that call it). */
+static inline int step_team(const Acts *a) {
+    int threads = omp_get_max_threads();
+    return threads < a->weight_copies ? threads : a->weight_copies;
+}
+
+/* Packs step weights [first, last) (the encoder's, 0 and 1, or the decoder's, the others), for
+ * the forward pass (op(B) = W^T) or the backward pass (op(B) = W), for products of at most a
+ * batch's rows, and returns the copy the calling thread is to read. Called by every thread of
+ * a step_team region as its time loop starts, with the same [first, last) for the decoder's.
+ * A copy the thread packed itself is in its own cache, where one packed by another thread
+ * would be handed over between the cores, line by line, at the first step that reads it; the
+ * decoder's larger weights are one copy the threads pack together (own_decoder_weights). */
+static const StepWeights *pack_step_weights(const Model *m, Acts *a, int first, int last,
+                                            GemmOp pass) {
+    int t = omp_get_thread_num(), threads = omp_get_num_threads();
+    bool shared = first >= 2 && !own_decoder_weights(&m->dims);
+    int copy = shared ? 0 : t;
+    StepWeights *sw = &a->step_weights[copy];
+    real *panels = a->panels + step_copy_offset(&m->dims, copy);
+    StepWeight list[STEP_WEIGHTS];
+    step_weight_list(&m->dims, &m->w, sw, list);
+    for (int i = 0; i < last; i++) {
+        const StepWeight *w = &list[i];
+        if (i >= first && w->rows > 0 && (!shared || (i - first) % threads == t)) {
+            if (pass == TRANSPOSE)
+                gemm_pack(w->panels, TRANSPOSE, w->cols, w->rows, w->w, w->ld, a->B, panels);
+            else
+                gemm_pack(w->panels, AS_STORED, w->rows, w->cols, w->w, w->ld, a->B, panels);
+        }
+        panels += step_slot(w);
+    }
+    if (shared) {
+#pragma omp barrier
+    }
+    return sw;
 }
 
 /* Lays every array out in one block (base == NULL only counts) and returns its size. */
@@ -238,8 +296,6 @@ static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
     size_t E = d->emb, H = d->enc_hidden, K = dims_enc_state(d), D = d->dec_hidden, A = d->att,
            O = d->readout, V = d->tgt_vocab;
     size_t R = D + K + E, N = H > D ? H : D, F = dims_att_features(d);
-    /* d_gh: the decoder's steps, or both encoder directions' steps (run at the same time) */
-    size_t gh = T * B * 3 * D > 2 * S * B * 3 * H ? T * B * 3 * D : 2 * S * B * 3 * H;
     /* only the additive score has a hidden layer */
     size_t hidden_steps = d->score != SCORE_ADDITIVE ? 0 : a->keep_attention ? T : 1;
     size_t L = a->logit_rows;
@@ -286,7 +342,6 @@ static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
         {&a->dec_norm.xhat_h, ln_dec * 3 * D},
         {&a->dec_norm.rstd_i, ln_dec},
         {&a->dec_norm.rstd_h, ln_dec},
-        {&a->panels, step_panels_size(d)},
     };
     /* Two groups that are never live at the same time share one region: the output layer's
      * chunk buffers, used by the output layer (in model_forward, or at the start of
@@ -301,10 +356,17 @@ static size_t acts_layout(Acts *a, const ModelDims *d, real *base) {
         {&a->d_out_b, V},
     };
     const Slab backward[] = {
-        {&a->d_readout_in, T * B * R}, {&a->d_enc_h, B * S * K}, {&a->d_keys, B * S * F},
-        {&a->d_att_v, B * A},          {&a->d_x, S * B * E},     {&a->d_gh, gh},
-        {&a->d_h_last, B * K},         {&a->carry, 2 * B * N},   {&a->d_state, 2 * B * N},
+        {&a->d_readout_in, T * B * R},
+        {&a->d_enc_h, B * S * K},
+        {&a->d_keys, B * S * F},
+        {&a->d_att_v, B * A},
+        {&a->d_x, S * B * E},
+        {&a->d_gh, T * B * 3 * D},
+        {&a->d_h_last, B * K},
+        {&a->carry, 2 * B * N},
+        {&a->d_state, 2 * B * N},
         {&a->d_context, B * K},
+        {&a->enc_d_gh, 2 * S * B * 3 * H},
     };
     size_t shared = lay_out(kept, sizeof kept / sizeof kept[0], base, 0);
     size_t end_output = lay_out(output, sizeof output / sizeof output[0], base, shared);
@@ -356,6 +418,8 @@ double acts_bytes(const ModelDims *dims, int max_B, int max_S, int max_T, const 
            (double)sizeof(int) * (double)ints +
            (double)sizeof(ParamSpan) * (double)max_untouched_spans(dims) +
            (double)largest_vocab(dims) +
+           (double)sizeof(real) * (step_copy_offset(dims, omp_get_max_threads()) + 16) +
+           (double)sizeof(StepWeights) * omp_get_max_threads() +
            (plan && plan->int8 ? int8_encoder_bytes(dims, max_B, max_S) : 0);
 }
 
@@ -378,6 +442,7 @@ int acts_init_plan(Acts *a, const ModelDims *dims, int max_B, int max_S, int max
     a->untouched = checked_calloc(max_untouched_spans(dims), sizeof(ParamSpan), "spans", err);
     a->row_used = checked_calloc(largest_vocab(dims), 1, "word flags", err);
     if (!a->block || !a->int_block || !a->untouched || !a->row_used ||
+        step_weight_copies(a, dims, omp_get_max_threads(), err) ||
         (plan && plan->int8 && int8_encoder_plan(a, dims, max_B, max_S, err))) {
         acts_free(a);
         return -1;
@@ -400,6 +465,8 @@ void acts_free(Acts *a) {
     free(a->int_block);
     free(a->untouched);
     free(a->row_used);
+    free(a->step_weights);
+    free(a->panels_block);
     free(a->enc_xq);
     free(a->enc_xs);
     memset(a, 0, sizeof *a);
@@ -473,12 +540,12 @@ void normalise_input(real *gi, GruNormCache *nc, const GruWeights *gw, size_t ro
 }
 
 /* Direction dir's recurrence over rows b0 .. b0+nb-1, then their h_i and h_last. */
-static void encoder_direction_forward(const Model *m, Acts *a, int dir, int b0, int nb) {
+static void encoder_direction_forward(const Model *m, Acts *a, const GemmPanels *w_hh, int dir,
+                                      int b0, int nb) {
     const ModelDims *d = &m->dims;
     const Weights *w = &m->w;
     int B = a->B, S = a->S, H = d->enc_hidden, K = dims_enc_state(d);
     const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
-    const GemmPanels *w_hh = &a->step_weights.enc_w_hh[dir];
     real *states = a->enc_state[dir], *scratch = a->scratch + (size_t)dir * B * 3 * H;
     for (int step = 0; step < S; step++) {
         int i = dir == 0 ? step : S - 1 - step;
@@ -508,14 +575,14 @@ static void encoder_forward(const Model *m, Acts *a, int B, int S) {
     int F = dims_att_features(d), dirs = d->bidirectional ? 2 : 1;
     const real *key_w = d->score == SCORE_GENERAL ? w->att_w_a : w->att_w_k;
     embedding_forward(a->x, E, a->src_ids, embedding_keep(a, a->x_keep), w->src_emb, S * B, E);
-    pack_step_weights(m, a, 0, 2, TRANSPOSE);
     for (int dir = 0; dir < dirs; dir++)
         memset(state_slot(a->enc_state[dir], dir == 0 ? 0 : S, B, H), 0,
                sizeof(real) * (size_t)B * H);
-#pragma omp parallel
+#pragma omp parallel num_threads(step_team(a))
     {
         int dir0, dir1, part, parts, lo, n, b0, nb;
         encoder_share(dirs, &dir0, &dir1, &part, &parts);
+        const StepWeights *sw = pack_step_weights(m, a, dir0, dir1, TRANSPOSE);
         for (int dir = dir0; dir < dir1; dir++) { /* gi = W_ih x_i + b_ih, all positions */
             const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
             share_rows(3 * H, part, parts, &lo, &n);
@@ -525,7 +592,7 @@ static void encoder_forward(const Model *m, Acts *a, int B, int S) {
 #pragma omp barrier
         share_rows(B, part, parts, &b0, &nb);
         for (int dir = dir0; dir < dir1 && nb > 0; dir++)
-            encoder_direction_forward(m, a, dir, b0, nb);
+            encoder_direction_forward(m, a, &sw->enc_w_hh[dir], dir, b0, nb);
 #pragma omp barrier
         /* keys and s_0: every thread takes some of the columns */
         int me = omp_get_thread_num(), threads = omp_get_num_threads();
@@ -566,6 +633,22 @@ static void gru_norm_backward(real *dgi, real *dgh, GruWeights *gg, const GruNor
     norm_backward_rows(dgh, gg->g_hh, gg->b_hh, nc->xhat_h, nc->rstd_h, gw->g_hh, rows, 3 * N);
 }
 
+/* Direction dir's weight gradients, of all positions at once (after its layer normalisation's
+ * backward, which leaves its dgi and dgh as d (W_ih x) and d (W_hh h)): position i started
+ * from slot i (forward) or slot i+1 (backward), so the inputs of W_hh are rows of one slab. */
+static void encoder_weight_grads(Model *m, Acts *a, int dir) {
+    const ModelDims *d = &m->dims;
+    int B = a->B, S = a->S, E = d->emb, H = d->enc_hidden, ln = d->layer_norm;
+    const GruWeights *gw = dir == 0 ? &m->w.enc_fwd : &m->w.enc_bwd;
+    GruWeights *gg = dir == 0 ? &m->g.enc_fwd : &m->g.enc_bwd;
+    real *dgi = a->enc_gi[dir], *dgh = a->enc_d_gh + (size_t)dir * S * B * 3 * H;
+    if (ln) gru_norm_backward(dgi, dgh, gg, &a->enc_norm[dir], gw, S * B, H);
+    linear_backward(NULL, gg->w_ih, ln ? NULL : gg->b_ih, dgi, a->x, E, gw->w_ih, E, S * B, E,
+                    3 * H);
+    linear_backward(NULL, gg->w_hh, ln ? NULL : gg->b_hh, dgh,
+                    state_slot(a->enc_state[dir], dir, B, H), H, gw->w_hh, H, S * B, H, 3 * H);
+}
+
 static void encoder_backward(Model *m, Acts *a) {
     const ModelDims *d = &m->dims;
     const Weights *w = &m->w;
@@ -594,16 +677,18 @@ static void encoder_backward(Model *m, Acts *a) {
         for (int b = 0; b < B; b++)
             memcpy(a->carry + ((size_t)dir * B + b) * H, a->d_h_last + (size_t)b * K + dir * H,
                    sizeof(real) * (size_t)H);
-#pragma omp parallel
+    int weights_done = 0;
+#pragma omp parallel num_threads(step_team(a))
     {
         int dir0, dir1, part, parts, b0, nb;
         encoder_share(dirs, &dir0, &dir1, &part, &parts);
+        const StepWeights *sw = pack_step_weights(m, a, dir0, dir1, AS_STORED);
         share_rows(B, part, parts, &b0, &nb);
         for (int dir = dir0; dir < dir1 && nb > 0; dir++) {
             const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
-            const GemmPanels *w_hh = &a->step_weights.enc_w_hh[dir];
+            const GemmPanels *w_hh = &sw->enc_w_hh[dir];
             real *states = a->enc_state[dir], *dgi = a->enc_gi[dir];
-            real *dgh = a->d_gh + (size_t)dir * S * B * 3 * H;
+            real *dgh = a->enc_d_gh + (size_t)dir * S * B * 3 * H;
             real *carry = a->carry + ((size_t)dir * B + b0) * H,
                  *d_state = a->d_state + ((size_t)dir * B + b0) * H;
             for (int step = S - 1; step >= 0; step--) {
@@ -631,20 +716,19 @@ static void encoder_backward(Model *m, Acts *a) {
                                       a->src_len + b0, i, nb, H);
             }
         }
+        /* a direction that one thread ran (each of two threads one direction, or one thread
+         * both) gets its weight gradients from that thread: its dgi and dgh are in that
+         * core's cache, and a product shared with the other core would read them from there */
+        if (parts == 1) {
+            for (int dir = dir0; dir < dir1; dir++) encoder_weight_grads(m, a, dir);
+            if (omp_get_thread_num() == 0) weights_done = 1;
+        }
     }
-    /* weight gradients of all positions at once; position i started from slot i (forward) or
-     * slot i+1 (backward), so the inputs of W_hh are rows of one slab */
-    for (int dir = 0; dir < dirs; dir++) {
-        const GruWeights *gw = dir == 0 ? &w->enc_fwd : &w->enc_bwd;
-        GruWeights *gg = dir == 0 ? &g->enc_fwd : &g->enc_bwd;
-        real *dgh = a->d_gh + (size_t)dir * S * B * 3 * H;
-        int ln = d->layer_norm;
-        if (ln) gru_norm_backward(a->enc_gi[dir], dgh, gg, &a->enc_norm[dir], gw, S * B, H);
-        linear_backward(a->d_x, gg->w_ih, ln ? NULL : gg->b_ih, a->enc_gi[dir], a->x, E, gw->w_ih,
-                        E, S * B, E, 3 * H);
-        linear_backward(NULL, gg->w_hh, ln ? NULL : gg->b_hh, dgh,
-                        state_slot(a->enc_state[dir], dir, B, H), H, gw->w_hh, H, S * B, H, 3 * H);
-    }
+    for (int dir = 0; dir < dirs && !weights_done; dir++) encoder_weight_grads(m, a, dir);
+    /* d x_i = sum over the directions of dgi W_ih, added in order */
+    for (int dir = 0; dir < dirs; dir++)
+        gemm(AS_STORED, AS_STORED, S * B, E, 3 * H, a->enc_gi[dir], 3 * H,
+             (dir == 0 ? &w->enc_fwd : &w->enc_bwd)->w_ih, E, 1, a->d_x, E);
     embedding_backward(g->src_emb, a->d_x, E, a->src_ids, embedding_keep(a, a->x_keep), S * B, E);
 }
 
@@ -724,6 +808,7 @@ int model_encode(const Model *m, Acts *a, const int *src, const int *src_len, in
     load_ids(a, src, src_len, B, S);
     if (m->quant && !a->enc_xq)
         return error_set(err, "an int8 model's activations need ActsPlan.int8");
+    if (step_weight_copies(a, &m->dims, omp_get_max_threads(), err)) return -1;
     if (m->quant)
         encoder_forward_int8(m, a, B, S);
     else
@@ -949,6 +1034,7 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
         return error_set(err, "word dropout %g is not in [0, 1)", (double)opt->word_dropout);
     if (m->quant && opt->dropout == 0 && opt->word_dropout == 0 && !a->enc_xq)
         return error_set(err, "an int8 model's activations need ActsPlan.int8");
+    if (step_weight_copies(a, &m->dims, omp_get_max_threads(), err)) return -1;
     a->dropout = opt->dropout;
     a->word_dropout = opt->word_dropout;
     a->label_smoothing = opt->label_smoothing;
@@ -1000,22 +1086,23 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
         if (a->running[t] > 0)
             linear_forward(a->dec_gi + (size_t)t * B * 3 * D, u + (size_t)t * B * R, R, dg->w_ih,
                            E + K, d->layer_norm ? NULL : dg->b_ih, a->running[t], E, 3 * D);
-    pack_step_weights(m, a, 2, STEP_WEIGHTS, TRANSPOSE);
-
-#pragma omp parallel
-    for (int t = 1; t <= T; t++) {
-        int running = a->running[t - 1], b0, nb;
-        share_rows(running, omp_get_thread_num(), omp_get_num_threads(), &b0, &nb);
-        if (nb > 0) {
-            DecoderStep st = decoder_step(a, d, t, b0);
-            decoder_step_forward(m, &a->step_weights, &st, a->keys + (size_t)b0 * S * F,
-                                 a->enc_h + (size_t)b0 * S * K, a->src_len + b0,
-                                 a->scratch + (size_t)b0 * 3 * D, nb, S);
-        }
-        /* then the threads meet: the next step shares out fewer rows, so a row may change
-         * threads */
-        if (omp_get_thread_num() == 0) ended_rows_forward(a, d, t, running);
+#pragma omp parallel num_threads(step_team(a))
+    {
+        const StepWeights *sw = pack_step_weights(m, a, 2, STEP_WEIGHTS, TRANSPOSE);
+        for (int t = 1; t <= T; t++) {
+            int running = a->running[t - 1], b0, nb;
+            share_rows(running, omp_get_thread_num(), omp_get_num_threads(), &b0, &nb);
+            if (nb > 0) {
+                DecoderStep st = decoder_step(a, d, t, b0);
+                decoder_step_forward(m, sw, &st, a->keys + (size_t)b0 * S * F,
+                                     a->enc_h + (size_t)b0 * S * K, a->src_len + b0,
+                                     a->scratch + (size_t)b0 * 3 * D, nb, S);
+            }
+            /* then the threads meet: the next step shares out fewer rows, so a row may change
+             * threads */
+            if (omp_get_thread_num() == 0) ended_rows_forward(a, d, t, running);
 #pragma omp barrier
+        }
     }
 
     phase_end(a, PHASE_DECODER);
@@ -1054,8 +1141,9 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
  * d loss / d c_t, adds d loss / d s_{t-1} into carry, and the keys' and h_i's gradients into
  * d_keys and d_enc_h; for scaled_dot, st->query is left holding d loss / d (W_q s_{t-1}) for
  * W_q's gradient. (The additive score's is in model_backward.) */
-static void attention_step_backward(const Model *m, Acts *a, const DecoderStep *st, real *carry,
-                                    const real *d_context, int b0, int nb) {
+static void attention_step_backward(const Model *m, Acts *a, const StepWeights *sw,
+                                    const DecoderStep *st, real *carry, const real *d_context,
+                                    int b0, int nb) {
     const ModelDims *d = &m->dims;
     int S = a->S, K = dims_enc_state(d), D = d->dec_hidden, A = d->att, F = dims_att_features(d);
     const real *keys = a->keys + (size_t)b0 * S * F, *enc_h = a->enc_h + (size_t)b0 * S * K;
@@ -1073,7 +1161,7 @@ static void attention_step_backward(const Model *m, Acts *a, const DecoderStep *
     default: /* scaled_dot: e_ti = q_t . k_i / sqrt(A), q_t = W_q s_{t-1} */
         attention_scaled_dot_backward(st->query, st->energy, d_keys, d_enc_h, d_context, st->alpha,
                                       st->query, keys, enc_h, src_len, nb, S, A, K);
-        gemm_packed(AS_STORED, nb, st->query, A, &a->step_weights.att_w_q, 1, carry, D);
+        gemm_packed(AS_STORED, nb, st->query, A, &sw->att_w_q, 1, carry, D);
         return;
     }
     /* dot and general: the query is s_{t-1} itself */
@@ -1084,7 +1172,7 @@ static void attention_step_backward(const Model *m, Acts *a, const DecoderStep *
  * carry d loss / d s_t from step t+1 and d_readout_in, leaves d loss / d s_{t-1} in the carry,
  * dgi in place of gi, dgh in d_gh, dquery in query, and adds attention's gradients into
  * d_keys, d_enc_h and d_att_v. */
-static void decoder_step_backward(Model *m, Acts *a, int t, int b0, int nb) {
+static void decoder_step_backward(Model *m, Acts *a, const StepWeights *sw, int t, int b0, int nb) {
     const ModelDims *d = &m->dims;
     const Weights *w = &m->w;
     const GruWeights *dg = &w->dec_gru;
@@ -1105,21 +1193,20 @@ static void decoder_step_backward(Model *m, Acts *a, int t, int b0, int nb) {
          * gi's and gh's for the gains' gradients after the time loop */
         real *scratch = a->scratch + (size_t)b0 * 3 * D;
         gru_step_backward_ln(carry, dgi, dgh, scratch, d_state, st.cache, st.norm.xhat_h,
-                             st.norm.rstd_h, st.s_prev, &a->step_weights.dec_w_hh, dg->g_hh, NULL,
-                             0, nb, D);
+                             st.norm.rstd_h, st.s_prev, &sw->dec_w_hh, dg->g_hh, NULL, 0, nb, D);
         /* forward was gi = g_ih * LN(W_ih [u_t ; c_t]) + b_ih */
         layernorm_backward(scratch, NULL, NULL, dgi, st.norm.xhat_i, st.norm.rstd_i, dg->g_ih, nb,
                            3 * D);
         d_input = scratch;
     } else
-        gru_step_backward(carry, dgi, dgh, d_state, st.cache, st.s_prev, &a->step_weights.dec_w_hh,
-                          NULL, 0, nb, D);
+        gru_step_backward(carry, dgi, dgh, d_state, st.cache, st.s_prev, &sw->dec_w_hh, NULL, 0, nb,
+                          D);
     /* c_t feeds the readout and the GRU input: dc = d_readout[c] + d_input W_ih[:, E:] */
     for (int b = 0; b < nb; b++)
         memcpy(d_context + (size_t)b * K, d_row + (size_t)b * R + D, sizeof(real) * (size_t)K);
-    gemm_packed(AS_STORED, nb, d_input, 3 * D, &a->step_weights.dec_w_ih_context, 1, d_context, K);
+    gemm_packed(AS_STORED, nb, d_input, 3 * D, &sw->dec_w_ih_context, 1, d_context, K);
     if (d->score != SCORE_ADDITIVE) {
-        attention_step_backward(m, a, &st, carry, d_context, b0, nb);
+        attention_step_backward(m, a, sw, &st, carry, d_context, b0, nb);
         return;
     }
     /* attention's hidden layer tanh(W_q s_{t-1} + k_i), unless kept: again (query still holds
@@ -1133,7 +1220,7 @@ static void decoder_step_backward(Model *m, Acts *a, int t, int b0, int nb) {
                        st.alpha, st.hidden, a->enc_h + (size_t)b0 * S * K, a->src_len + b0,
                        w->att_v, nb, S, A, K);
     /* query = W_q s_{t-1} */
-    gemm_packed(AS_STORED, nb, st.query, A, &a->step_weights.att_w_q, 1, carry, D);
+    gemm_packed(AS_STORED, nb, st.query, A, &sw->att_w_q, 1, carry, D);
 }
 
 void model_backward(Model *m, Acts *a) {
@@ -1173,9 +1260,9 @@ void model_backward(Model *m, Acts *a) {
     phase_end(a, PHASE_READOUT_GRAD);
 
     /* back through time; the carry is d loss / d s_t flowing from step t+1 */
-    pack_step_weights(m, a, 0, STEP_WEIGHTS, AS_STORED);
-#pragma omp parallel
+#pragma omp parallel num_threads(step_team(a))
     {
+        const StepWeights *sw = pack_step_weights(m, a, 2, STEP_WEIGHTS, AS_STORED);
         /* the sums the steps add into start from zero, each thread zeroing the rows it will
          * write first when every sentence runs to the last step (zeroed by one thread, the
          * other threads' rows would be lines to hand over between the cores twice) */
@@ -1189,7 +1276,7 @@ void model_backward(Model *m, Acts *a) {
         for (int t = T; t >= 1; t--) {
             int running = a->running[t - 1], b0, nb;
             share_rows(running, omp_get_thread_num(), omp_get_num_threads(), &b0, &nb);
-            if (nb > 0) decoder_step_backward(m, a, t, b0, nb);
+            if (nb > 0) decoder_step_backward(m, a, sw, t, b0, nb);
             /* then the threads meet: the previous step shares out more rows, so a row may
              * change threads */
             if (omp_get_thread_num() == 0) ended_rows_backward(a, d, t, running);

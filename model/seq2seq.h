@@ -232,9 +232,10 @@ typedef struct {
     real *d_keys;       /* [B*S, F] */
     real *d_att_v;      /* [B, A] d loss / d v of each sentence, summed in order at the end */
     real *d_x;          /* [S*B, E] */
-    real *d_gh;         /* d (W_hh h + b_hh) of every step: [T*B, 3D] in the decoder,
-                           [2, S*B, 3H] in the encoder (one slab per direction); layer_norm:
-                           d (g_hh * LN(W_hh h) + b_hh), then d (W_hh h) */
+    real *d_gh;         /* [T*B, 3D] d (W_hh s + b_hh) of every decoder step; layer_norm:
+                           d (g_hh * LN(W_hh s) + b_hh), then d (W_hh s) */
+    real *enc_d_gh;     /* [2, S*B, 3H] likewise for each encoder direction: a slab of its
+                           own, so that a direction's thread writes lines only it has read */
     real *d_h_last;     /* [B, K] */
     real *carry;        /* [2, B, max(H,D)] gradient flowing to the previous state (one
                            per encoder direction; the decoder uses the first) */
@@ -247,12 +248,17 @@ typedef struct {
                            quantized by rows; NULL unless planned (ActsPlan.int8) */
     float *enc_xs;      /* [max(S*B, 2*B)] their scales */
     int enc_xq_room;
-    /* The recurrences' weights packed for gemm_packed (model/gemm.h), for the pass under way:
-     * each pass packs, as it starts, the ones its time loops multiply by (op(B) = W^T going
-     * forward, W going back), so that a step's products copy no weight. */
-    StepWeights step_weights;
-    real *panels; /* their panels (each matrix's room fits either orientation) */
-    real *block;  /* the single allocation behind every real array above */
+    /* The recurrences' weights packed for gemm_packed (model/gemm.h), for the pass under way,
+     * a copy a thread of the time loops: each thread packs, as its loop starts, the ones it
+     * multiplies by (op(B) = W^T going forward, W going back), so that a step's products copy
+     * no weight and read no line that another core wrote; the decoder's, when larger than a
+     * core's cache, are one copy (copy 0) that the threads pack together. A pass that starts
+     * on more threads than there are copies makes more (model_forward, model_encode). */
+    StepWeights *step_weights; /* [weight_copies] */
+    real *panels;              /* their panels (each matrix's room fits either orientation) */
+    void *panels_block;        /* the allocation behind them */
+    int weight_copies;
+    real *block; /* the single allocation behind every real array above */
     int *int_block;
     /* The spans of the gradients that the last model_backward added nothing to: the embedding
      * rows of the words its batch does not hold, sorted (with a large vocabulary and a batch
