@@ -173,7 +173,10 @@ static size_t lay_out(const Slab *slabs, size_t n, real *base, size_t offset) {
 
 /* ---- the step weights, packed once a pass (StepWeights) --------------------------------- */
 
-enum { STEP_WEIGHTS = 5 };
+/* StepWeights in order: the encoder's (0, 1), then the decoder's, which its backward pass
+ * multiplies by too (2 .. DECODER_BACK_WEIGHTS - 1), then W_ih's u_t columns, which only its
+ * forward pass does. */
+enum { ENCODER_WEIGHTS = 2, DECODER_BACK_WEIGHTS = 5, STEP_WEIGHTS = 6 };
 
 /* A matrix of StepWeights as stored: W [rows, cols] with row stride ld (rows 0: the model has
  * none), and where its panels go. */
@@ -194,6 +197,7 @@ static void step_weight_list(const ModelDims *d, const Weights *w, StepWeights *
     list[2] = (StepWeight){w ? w->dec_gru.w_hh : NULL, 3 * D, D, D, &sw->dec_w_hh};
     list[3] = (StepWeight){w ? w->dec_gru.w_ih + E : NULL, 3 * D, K, E + K, &sw->dec_w_ih_context};
     list[4] = (StepWeight){w ? w->att_w_q : NULL, query ? A : 0, D, D, &sw->att_w_q};
+    list[5] = (StepWeight){w ? w->dec_gru.w_ih : NULL, 3 * D, E, E + K, &sw->dec_w_ih_input};
 }
 
 /* The reals of one matrix's panels in either orientation, 64-byte aligned. */
@@ -214,31 +218,40 @@ static size_t step_panels_size(const ModelDims *d, int first, int last) {
     return total;
 }
 
-/* The decoder's step weights (2 .. STEP_WEIGHTS-1) get a copy a thread up to this size: such
- * a copy stays in the cache of the core that reads it (a core's L2 holds it). Larger ones are
- * read from the shared last-level cache at every step wherever they were packed, and a copy a
- * core would double what the steps stream from there: the team packs one copy for all. The
- * encoder's weights always go a copy a thread: a thread multiplies by its directions' only. */
+/* The decoder's backward step weights (ENCODER_WEIGHTS .. DECODER_BACK_WEIGHTS - 1) get a copy
+ * a thread up to this size: such a copy stays in the cache of the core that reads it (a core's
+ * L2 holds it). Larger ones are read from the shared last-level cache at every step wherever
+ * they were packed, and a copy a core would double what the steps stream from there. So they,
+ * and the forward pass's, are one copy (copy 0) that the team packs together: the forward
+ * pass's packing transposes (W^T), which costs a thread about as much as the hand-over of
+ * another core's lines would. The encoder's weights always go a copy a thread: a thread
+ * multiplies by its directions' only. */
 static const size_t OWN_DECODER_WEIGHTS_BYTES = (size_t)1 << 20;
 static bool own_decoder_weights(const ModelDims *d) {
-    return sizeof(real) * step_panels_size(d, 2, STEP_WEIGHTS) <= OWN_DECODER_WEIGHTS_BYTES;
+    return sizeof(real) * step_panels_size(d, ENCODER_WEIGHTS, DECODER_BACK_WEIGHTS) <=
+           OWN_DECODER_WEIGHTS_BYTES;
 }
 
-/* Where copy `copy` of the step weights' panels starts: copy 0 has room for all of them, the
- * others for the encoder's and, when the threads own theirs, the decoder's. */
+/* Where copy `copy` of the step weights' panels starts: copy 0, the team's, has room for all
+ * of them; copy t + 1, thread t's own, for the encoder's and, when the threads own theirs, the
+ * decoder's backward ones. (Thread 0's own copy is not the team's: its packing would then write
+ * lines that the other threads read in the forward pass.) */
 static size_t step_copy_offset(const ModelDims *d, int copy) {
     size_t all = step_panels_size(d, 0, STEP_WEIGHTS);
-    size_t other = own_decoder_weights(d) ? all : step_panels_size(d, 0, 2);
-    return copy == 0 ? 0 : all + (size_t)(copy - 1) * other;
+    size_t own =
+        step_panels_size(d, 0, own_decoder_weights(d) ? DECODER_BACK_WEIGHTS : ENCODER_WEIGHTS);
+    return copy == 0 ? 0 : all + (size_t)(copy - 1) * own;
 }
 
-/* Room for at least `threads` copies of the step weights (see Acts.step_weights). */
+/* Room for the copies of the step weights of `threads` threads at least, and the team's (see
+ * Acts.step_weights). */
 static int step_weight_copies(Acts *a, const ModelDims *d, int threads, Error *err) {
     if (threads <= a->weight_copies) return 0;
     void *block;
     real *panels =
-        checked_calloc_aligned(step_copy_offset(d, threads), &block, "step weight panels", err);
-    StepWeights *copies = checked_calloc((size_t)threads, sizeof(StepWeights), "step weights", err);
+        checked_calloc_aligned(step_copy_offset(d, threads + 1), &block, "step weight panels", err);
+    StepWeights *copies =
+        checked_calloc((size_t)threads + 1, sizeof(StepWeights), "step weights", err);
     if (!panels || !copies) {
         free(block);
         free(copies);
@@ -264,12 +277,12 @@ static inline int step_team(const Acts *a) {
  * a step_team region as its time loop starts, with the same [first, last) for the decoder's.
  * A copy the thread packed itself is in its own cache, where one packed by another thread
  * would be handed over between the cores, line by line, at the first step that reads it; the
- * decoder's larger weights are one copy the threads pack together (own_decoder_weights). */
+ * decoder's are one copy the threads pack together but where own_decoder_weights says. */
 static const StepWeights *pack_step_weights(const Model *m, Acts *a, int first, int last,
                                             GemmOp pass) {
     int t = omp_get_thread_num(), threads = omp_get_num_threads();
-    bool shared = first >= 2 && !own_decoder_weights(&m->dims);
-    int copy = shared ? 0 : t;
+    bool shared = first >= ENCODER_WEIGHTS && (pass == TRANSPOSE || !own_decoder_weights(&m->dims));
+    int copy = shared ? 0 : t + 1;
     StepWeights *sw = &a->step_weights[copy];
     real *panels = a->panels + step_copy_offset(&m->dims, copy);
     StepWeight list[STEP_WEIGHTS];
@@ -418,8 +431,8 @@ double acts_bytes(const ModelDims *dims, int max_B, int max_S, int max_T, const 
            (double)sizeof(int) * (double)ints +
            (double)sizeof(ParamSpan) * (double)max_untouched_spans(dims) +
            (double)largest_vocab(dims) +
-           (double)sizeof(real) * (step_copy_offset(dims, omp_get_max_threads()) + 16) +
-           (double)sizeof(StepWeights) * omp_get_max_threads() +
+           (double)sizeof(real) * (step_copy_offset(dims, omp_get_max_threads() + 1) + 16) +
+           (double)sizeof(StepWeights) * (omp_get_max_threads() + 1) +
            (plan && plan->int8 ? int8_encoder_bytes(dims, max_B, max_S) : 0);
 }
 
@@ -1078,22 +1091,33 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
 
     /* u_t = tgt_emb[y_{t-1}], written straight into its place in [s_t ; c_t ; u_t]; its part
      * of the decoder input projection, W_ih[:, :E] u_t + b_ih, for each step's running rows
-     * (one product a step: the rows of ended sentences are never read) */
+     * (the rows of ended sentences are never read): in the time loop, each thread for its own
+     * rows, which then never leave its core; here for a step of fewer rows than
+     * gemm_rows_summed_alike(), whose product may sum them otherwise. */
     const GruWeights *dg = &w->dec_gru;
+    const real *b_ih = d->layer_norm ? NULL : dg->b_ih;
     real *u = a->readout_in + D + K;
+    int alike = gemm_rows_summed_alike();
     embedding_forward(u, R, a->tgt_in, embedding_keep(a, a->u_keep), w->tgt_emb, T * B, E);
     for (int t = 0; t < T; t++)
-        if (a->running[t] > 0)
+        if (a->running[t] > 0 && a->running[t] < alike)
             linear_forward(a->dec_gi + (size_t)t * B * 3 * D, u + (size_t)t * B * R, R, dg->w_ih,
-                           E + K, d->layer_norm ? NULL : dg->b_ih, a->running[t], E, 3 * D);
+                           E + K, b_ih, a->running[t], E, 3 * D);
 #pragma omp parallel num_threads(step_team(a))
     {
-        const StepWeights *sw = pack_step_weights(m, a, 2, STEP_WEIGHTS, TRANSPOSE);
+        const StepWeights *sw = pack_step_weights(m, a, ENCODER_WEIGHTS, STEP_WEIGHTS, TRANSPOSE);
         for (int t = 1; t <= T; t++) {
             int running = a->running[t - 1], b0, nb;
             share_rows(running, omp_get_thread_num(), omp_get_num_threads(), &b0, &nb);
             if (nb > 0) {
                 DecoderStep st = decoder_step(a, d, t, b0);
+                if (running >= alike) {
+                    /* gi = W_ih[:, :E] u_t + b_ih, as linear_forward adds it */
+                    gemm_packed(AS_STORED, nb, u + ((size_t)(t - 1) * B + b0) * R, R,
+                                &sw->dec_w_ih_input, 0, st.gi, 3 * D);
+                    for (int b = 0; b < nb && b_ih; b++)
+                        for (int j = 0; j < 3 * D; j++) st.gi[(size_t)b * 3 * D + j] += b_ih[j];
+                }
                 decoder_step_forward(m, sw, &st, a->keys + (size_t)b0 * S * F,
                                      a->enc_h + (size_t)b0 * S * K, a->src_len + b0,
                                      a->scratch + (size_t)b0 * 3 * D, nb, S);
@@ -1262,7 +1286,8 @@ void model_backward(Model *m, Acts *a) {
     /* back through time; the carry is d loss / d s_t flowing from step t+1 */
 #pragma omp parallel num_threads(step_team(a))
     {
-        const StepWeights *sw = pack_step_weights(m, a, 2, STEP_WEIGHTS, AS_STORED);
+        const StepWeights *sw =
+            pack_step_weights(m, a, ENCODER_WEIGHTS, DECODER_BACK_WEIGHTS, AS_STORED);
         /* the sums the steps add into start from zero, each thread zeroing the rows it will
          * write first when every sentence runs to the last step (zeroed by one thread, the
          * other threads' rows would be lines to hand over between the cores twice) */

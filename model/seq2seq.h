@@ -148,9 +148,10 @@ typedef struct {
 } GruNormCache;
 
 /* The weights the recurrences' steps multiply by, as gemm_packed reads them: each GRU's
- * W_hh, the decoder's W_ih columns of c_t, and attention's W_q (additive and scaled_dot). */
+ * W_hh, the decoder's W_ih columns of c_t, attention's W_q (additive and scaled_dot), and the
+ * decoder's W_ih columns of u_t (forward only). */
 typedef struct {
-    GemmPanels enc_w_hh[2], dec_w_hh, dec_w_ih_context, att_w_q;
+    GemmPanels enc_w_hh[2], dec_w_hh, dec_w_ih_context, att_w_q, dec_w_ih_input;
 } StepWeights;
 
 /* Activations of one forward pass, kept for the backward pass, plus backward scratch.
@@ -249,16 +250,17 @@ typedef struct {
     float *enc_xs;      /* [max(S*B, 2*B)] their scales */
     int enc_xq_room;
     /* The recurrences' weights packed for gemm_packed (model/gemm.h), for the pass under way,
-     * a copy a thread of the time loops: each thread packs, as its loop starts, the ones it
-     * multiplies by (op(B) = W^T going forward, W going back), so that a step's products copy
-     * no weight and read no line that another core wrote; the decoder's, when larger than a
-     * core's cache, are one copy (copy 0) that the threads pack together. A pass that starts
-     * on more threads than there are copies makes more (model_forward, model_encode). */
-    StepWeights *step_weights; /* [weight_copies] */
+     * so that a step's products copy no weight: each thread of a time loop packs, as the loop
+     * starts, the ones it multiplies by (op(B) = W^T going forward, W going back) into a copy
+     * of its own, which no other core then hands it line by line: the encoder's always, the
+     * decoder's backward ones when they fit a core's cache; the others are the team's copy,
+     * packed together (seq2seq.c, own_decoder_weights). A pass that starts on more threads
+     * than there are copies makes more (model_forward, model_encode). */
+    StepWeights *step_weights; /* [1 + weight_copies]: the team's, then each thread's */
     real *panels;              /* their panels (each matrix's room fits either orientation) */
     void *panels_block;        /* the allocation behind them */
-    int weight_copies;
-    real *block; /* the single allocation behind every real array above */
+    int weight_copies;         /* the threads that have a copy */
+    real *block;               /* the single allocation behind every real array above */
     int *int_block;
     /* The spans of the gradients that the last model_backward added nothing to: the embedding
      * rows of the words its batch does not hold, sorted (with a large vocabulary and a batch
