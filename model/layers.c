@@ -63,13 +63,19 @@ void embedding_backward(real *demb, const real *dout, int ld, const int *ids, co
         embedding_backward_columns(demb, dout, ld, ids, keep, rows, dim, c * COLUMN_BLOCK);
 }
 
+/* y[r, lo:hi] += b[lo:hi] for `rows` rows of stride ldy: a linear layer's bias, added after
+ * its product, so every path gives each value the same two roundings. */
+static void add_bias(real *y, int ldy, const real *b, int rows, int lo, int hi) {
+    for (int r = 0; r < rows; r++)
+        for (int j = lo; j < hi; j++) y[(size_t)r * ldy + j] += b[j];
+}
+
 void linear_forward(real *y, const real *x, int ldx, const real *w, int ldw, const real *b,
                     int rows, int in, int out) {
     gemm(AS_STORED, TRANSPOSE, rows, out, in, x, ldx, w, ldw, 0, y, out);
     if (!b) return;
 #pragma omp parallel for if (worth_parallel((double)rows * out, 65536)) schedule(static)
-    for (int r = 0; r < rows; r++)
-        for (int j = 0; j < out; j++) y[(size_t)r * out + j] += b[j];
+    for (int r = 0; r < rows; r++) add_bias(y + (size_t)r * out, out, b, 1, 0, out);
 }
 
 void linear_columns(real *y, int ldy, const real *x, int ldx, const real *w, int ldw, const real *b,
@@ -77,9 +83,13 @@ void linear_columns(real *y, int ldy, const real *x, int ldx, const real *w, int
     if (lo >= hi) return;
     gemm(AS_STORED, TRANSPOSE, rows, hi - lo, in, x, ldx, w + (size_t)lo * ldw, ldw,
          accumulate ? 1 : 0, y + lo, ldy);
-    if (!b) return;
-    for (int r = 0; r < rows; r++)
-        for (int j = lo; j < hi; j++) y[(size_t)r * ldy + j] += b[j];
+    if (b) add_bias(y, ldy, b, rows, lo, hi);
+}
+
+void linear_packed(real *y, int ldy, const real *x, int ldx, const GemmPanels *w, const real *b,
+                   int rows) {
+    gemm_packed(AS_STORED, rows, x, ldx, w, 0, y, ldy);
+    if (b) add_bias(y, ldy, b, rows, 0, w->N);
 }
 
 /* The block of columns from j0 of add_column_sums, in vector clones (a bias gradient reads all

@@ -15,6 +15,7 @@
 #define NMT_LAYERS_H
 
 #include "base/base.h"
+#include "model/gemm.h"
 
 /* out_r = emb[ids_r] (* keep_r, the inverted-dropout scale, when keep is not NULL)
  * out [R, E] with row stride ld, ids [R], keep [R, E] or NULL, emb [V, E] */
@@ -33,6 +34,12 @@ void linear_forward(real *y, const real *x, int ldx, const real *w, int ldw, con
  * y has row stride ldy. */
 void linear_columns(real *y, int ldy, const real *x, int ldx, const real *w, int ldw, const real *b,
                     int rows, int in, int lo, int hi, int accumulate);
+/* linear_forward from W^T's panels (gemm_packed), on the calling thread, for the rows a
+ * thread takes inside a region: y [rows, out] with row stride ldy, x with row stride ldx,
+ * w packed as op(B) = W^T (K = in, N = out); each row gets the bits it gets in linear_forward
+ * over many rows. */
+void linear_packed(real *y, int ldy, const real *x, int ldx, const GemmPanels *w, const real *b,
+                   int rows);
 /* sums[j] += the sum of column j of x [rows, cols], over the rows in order (the same bits
  * for any number of threads): a bias gradient, or partial sums put together */
 void add_column_sums(real *sums, const real *x, int rows, int cols);

@@ -1111,13 +1111,9 @@ int model_forward(const Model *m, Acts *a, const Batch *batch, const ForwardOpti
             share_rows(running, omp_get_thread_num(), omp_get_num_threads(), &b0, &nb);
             if (nb > 0) {
                 DecoderStep st = decoder_step(a, d, t, b0);
-                if (running >= alike) {
-                    /* gi = W_ih[:, :E] u_t + b_ih, as linear_forward adds it */
-                    gemm_packed(AS_STORED, nb, u + ((size_t)(t - 1) * B + b0) * R, R,
-                                &sw->dec_w_ih_input, 0, st.gi, 3 * D);
-                    for (int b = 0; b < nb && b_ih; b++)
-                        for (int j = 0; j < 3 * D; j++) st.gi[(size_t)b * 3 * D + j] += b_ih[j];
-                }
+                if (running >= alike) /* gi = W_ih[:, :E] u_t + b_ih */
+                    linear_packed(st.gi, 3 * D, u + ((size_t)(t - 1) * B + b0) * R, R,
+                                  &sw->dec_w_ih_input, b_ih, nb);
                 decoder_step_forward(m, sw, &st, a->keys + (size_t)b0 * S * F,
                                      a->enc_h + (size_t)b0 * S * K, a->src_len + b0,
                                      a->scratch + (size_t)b0 * 3 * D, nb, S);
